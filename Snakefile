@@ -1,0 +1,29 @@
+# opt-trace-mining: GPU-kernel optimization traces -> validated knowledge records + a cost-model dataset.
+# Thin on purpose: wiring lives in workflow/rules/*.smk, logic in the `optrace` package.
+from snakemake.utils import min_version
+
+min_version("9.23")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/ingest.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        per_trace(rules.recon_trace.output.md),
+
+
+rule ingest:
+    input:
+        per_trace(rules.ingest_trace.output.meta),
+
+
+rule recon:
+    input:
+        per_trace(rules.recon_trace.output.md),

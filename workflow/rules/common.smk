@@ -1,0 +1,92 @@
+# Helpers shared by every rule file: config validation, the trace list, per-stage code digests.
+import hashlib
+import sys
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from optrace.errors import InputError
+from optrace.example_trace import EXAMPLE_DIR, example_name, source_digest
+from optrace.sheet import fingerprint, select_traces
+
+validate(config, "../../schemas/config.schema.yaml")
+
+RESULTS = config["results"].rstrip("/")
+PY = sys.executable
+PKG = Path(workflow.basedir) / "workflow" / "scripts" / "optrace"
+
+EXAMPLE_NAME = example_name()
+EXAMPLE_PATH = f"{RESULTS}/example/{EXAMPLE_NAME}"
+
+try:
+    TRACES = {t.slug: t for t in select_traces(config, EXAMPLE_PATH, EXAMPLE_NAME)}
+except InputError as exc:
+    raise WorkflowError(f"{exc.where}: {exc.problem}") from None
+SLUGS = sorted(TRACES)
+
+
+wildcard_constraints:
+    slug="[a-z0-9][a-z0-9.-]*",
+
+
+# The optrace modules each stage runs. Their digest goes into the stage's params, so editing a
+# stage's code re-runs that stage and its dependants, and nothing upstream.
+STAGE_MODULES = {
+    "ingest": ["ingest", "gitlog", "grammar", "memory", "metadata", "hardware", "profiles", "ncu",
+               "dsl", "families", "tracefiles", "jsonio", "errors", "autotune"],
+    "recon": ["recon", "ladder", "jsonio", "errors"],
+}
+
+
+def code_digest(stage):
+    h = hashlib.sha256()
+    for module in STAGE_MODULES[stage]:
+        h.update((PKG / f"{module}.py").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def trace_path(wildcards):
+    return TRACES[wildcards.slug].path
+
+
+def trace_inputs(wildcards):
+    """Files Snakemake itself can track: the example's directory, or a bundle file."""
+    t = TRACES[wildcards.slug]
+    if t.example:
+        return {"trace": EXAMPLE_PATH}
+    if t.path.endswith(".bundle"):
+        return {"trace": t.path}
+    return {}
+
+
+def trace_fingerprint(wildcards):
+    t = TRACES[wildcards.slug]
+    # the example is rebuilt from resources/, so its sources identify it before it exists
+    return source_digest() if t.example else fingerprint(t.path)
+
+
+def ingest_args(wildcards):
+    t = TRACES[wildcards.slug]
+    args = [f"--label {shell_quote(t.label)}"]
+    args += [f"--{k} {shell_quote(v)}" for k, v in sorted(t.overrides.items())]
+    return " ".join(args)
+
+
+def shell_quote(value):
+    import shlex
+
+    return shlex.quote(str(value))
+
+
+def per_trace(pattern):
+    return expand(pattern, slug=SLUGS)
+
+
+def ladder_args():
+    lad = config["ladder"]
+    return (f"--milestone-pct {lad['milestone_pct']} --mega-pct {lad['mega_pct']} "
+            f"--rebaseline-factor {lad['rebaseline_factor']}")
+
+
+def live_store_inputs(wildcards):
+    return {"live_index": f"{config['live_store']}/records/index.json"} if config["live_store"] else {}

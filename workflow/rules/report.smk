@@ -1,0 +1,21 @@
+rule recon_trace:
+    input:
+        versions=rules.ingest_trace.output.versions,
+        profiles=rules.ingest_trace.output.profiles,
+        meta=rules.ingest_trace.output.meta,
+        unpack(live_store_inputs),
+    output:
+        md=f"{RESULTS}/staging/reports/{{slug}}/recon.md",
+        json=f"{RESULTS}/staging/reports/{{slug}}/recon.json",
+        svg=f"{RESULTS}/staging/reports/{{slug}}/ladder.svg",
+    params:
+        ladder=ladder_args(),
+        code=code_digest("recon"),
+    log:
+        f"{RESULTS}/logs/recon/{{slug}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/recon/{{slug}}.tsv"
+    shell:
+        "{PY} -m optrace recon --work-dir {RESULTS}/work/{wildcards.slug} "
+        "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "
+        "--live-store '{input.live_index}' > {log} 2>&1" if config["live_store"] else "> {log} 2>&1"

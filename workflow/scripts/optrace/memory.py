@@ -1,0 +1,210 @@
+"""`memory/v<N>.json` step records, read tolerantly: real files drift from their schema.
+
+Only `^v\\d+\\.json$` names are versions (`v71_512.json`, `live.json`, `long_horizon_e0003.json` are
+variants). A geomean that is 0, negative, NaN or not a number is no number, and numbers copied from the
+incumbent (`carried_from_version`) or from an incomplete measurement are never this version's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+
+from .tracefiles import TraceFiles
+
+VERSION_FILE_RE = re.compile(r"^v(\d+)\.json$")
+VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d+)\s*$")
+
+
+@dataclass(frozen=True)
+class Pitfall:
+    text: str
+    fix: str | None
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    n: int
+    file: str
+    geomean_us: float | None  # genuine number of this version, or None
+    number_note: str | None  # why there is no genuine number (None when there is one)
+    by_shape_us: dict[str, float]
+    correctness: dict
+    quality_gate: dict
+    carried_from: str | None
+    action_category: str | None
+    action_description: str | None
+    pitfalls: tuple[Pitfall, ...] = field(default=())
+    open_directions: tuple[dict, ...] = field(default=())
+    long_horizon_status: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryScan:
+    records: dict[int, StepRecord]
+    variants: list[dict]  # {file, why}
+
+
+def scan_memory(files: TraceFiles) -> MemoryScan:
+    records: dict[int, StepRecord] = {}
+    variants: list[dict] = []
+    for entry in files.list_dir("memory"):
+        if entry.is_dir or not entry.name.endswith(".json"):
+            continue
+        rel = f"memory/{entry.name}"
+        m = VERSION_FILE_RE.match(entry.name)
+        if not m:
+            variants.append({"file": rel, "why": _variant_reason(entry.name)})
+            continue
+        data = _load(files, rel)
+        if not isinstance(data, dict):
+            variants.append({"file": rel, "why": "unparseable" if data is None else "not a JSON object"})
+            continue
+        n = int(m.group(1))
+        if n in records:  # v03.json and v3.json: keep the canonical spelling
+            variants.append({"file": rel, "why": f"duplicate of v{n}"})
+            continue
+        records[n] = parse_record(n, rel, data)
+    return MemoryScan(records, variants)
+
+
+def _variant_reason(name: str) -> str:
+    if re.match(r"^v\d+[_-].+\.json$", name):
+        return "scratch variant or re-measurement"
+    if name.startswith("long_horizon_e"):
+        return "long-horizon episode evidence"
+    return "not a version name"
+
+
+def _load(files: TraceFiles, rel: str):
+    raw = files.read_bytes(rel)
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return None
+
+
+def as_positive_number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) and x > 0 else None
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value) -> str | None:
+    if value is None:
+        return None
+    s = str(value).strip()
+    return s or None
+
+
+def version_ref(value) -> str | None:
+    """`"v3"`, `"V3"`, `3` -> `"v3"`; anything else -> None."""
+    if value is None or isinstance(value, bool):
+        return None
+    m = VERSION_REF_RE.match(str(value))
+    return f"v{int(m.group(1))}" if m else None
+
+
+def parse_record(n: int, rel: str, data: dict) -> StepRecord:
+    perf = _dict(data.get("performance"))
+    raw_geo = perf.get("latency_us_geomean", perf.get("latency_us"))
+    geo = as_positive_number(raw_geo)
+    carried = version_ref(perf.get("carried_from_version"))
+    note = None
+    if raw_geo is None:
+        note = "no geomean recorded"
+    elif geo is None:
+        note = f"geomean {raw_geo!r} is not a positive number"
+    if carried and carried != f"v{n}":
+        note, geo = f"numbers carried forward from {carried}", None
+    if perf.get("measurement_status") == "not_evaluated_or_incomplete":
+        note, geo = "measurement incomplete", None
+    by_shape = {}
+    if geo is not None:
+        for key, val in _dict(perf.get("latency_us_by_shape")).items():
+            if (x := as_positive_number(val)) is not None:
+                by_shape[str(key)] = x
+    corr = _dict(data.get("correctness"))
+    gate = _dict(data.get("quality_gate"))
+    opt = data.get("optimization")
+    if isinstance(opt, dict):
+        category, description = _str(opt.get("action_category")), _str(opt.get("action_description"))
+    else:
+        category, description = None, _str(opt)
+    return StepRecord(
+        n=n,
+        file=rel,
+        geomean_us=geo,
+        number_note=note,
+        by_shape_us=by_shape,
+        correctness={
+            "status": _str(corr.get("status")),
+            "max_abs_err": _finite(corr.get("max_abs_err")),
+            "max_rel_err": _finite(corr.get("max_rel_err")),
+        },
+        quality_gate={"result": _str(gate.get("result")), "failure_reason": _str(gate.get("failure_reason"))},
+        carried_from=carried if carried != f"v{n}" else None,
+        action_category=category,
+        action_description=description,
+        pitfalls=tuple(normalise_pitfalls(data.get("pitfalls_and_fixes"))),
+        open_directions=tuple(_directions(data.get("open_directions"))),
+        long_horizon_status=_str(_dict(data.get("long_horizon")).get("status")),
+    )
+
+
+def _finite(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def normalise_pitfalls(items) -> list[Pitfall]:
+    """Both dialects (`{error_type, error_message, root_cause, fix_applied, lesson}` and
+    `{pitfall, explanation, fix}`), bare strings and nulls, as (text, fix) pairs."""
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, str):
+            text, fix = item.strip(), None
+        elif isinstance(item, dict):
+            if "pitfall" in item or "explanation" in item:
+                parts = [_str(item.get("pitfall")), _str(item.get("explanation"))]
+                fix = _str(item.get("fix"))
+            else:
+                parts = [_str(item.get(k)) for k in ("error_type", "error_message", "root_cause", "lesson")]
+                fix = _str(item.get("fix_applied"))
+            text = ". ".join(_dedupe(p for p in parts if p))
+        else:
+            continue
+        if text:
+            out.append(Pitfall(text, fix))
+    return out
+
+
+def _dedupe(parts):
+    seen: list[str] = []
+    for p in parts:
+        if not any(p.lower() in s.lower() for s in seen):
+            seen.append(p.rstrip("."))
+    return seen
+
+
+def _directions(items) -> list[dict]:
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and _str(item.get("direction")):
+            out.append({"direction": _str(item.get("direction")), "rationale": _str(item.get("rationale"))})
+        elif isinstance(item, str) and item.strip():
+            out.append({"direction": item.strip(), "rationale": None})
+    return out

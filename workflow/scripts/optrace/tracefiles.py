@@ -1,0 +1,142 @@
+"""Read-only access to the files of a trace, wherever they live.
+
+A trace is either a git work tree (memory/, profiles/, versions/ are read from disk: profiles and some
+memory files are untracked) or a bundle (only committed files exist; they are read from HEAD's tree).
+Both give the same small interface, so parsers never care which one they read. Traces are untrusted:
+a symlink that leaves the trace is never followed, and every read is size-capped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Iterator, Protocol
+
+# Nothing a parser reads (a memory record, a REPORT.md, an ncu CSV export) is legitimately larger.
+MAX_READ_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    is_dir: bool
+
+
+class TraceFiles(Protocol):
+    def list_dir(self, rel: str) -> list[Entry]:
+        """Immediate children of a directory (sorted by name); [] when it does not exist."""
+
+    def walk(self, rel: str) -> Iterator[str]:
+        """All regular files below a directory, as trace-relative POSIX paths, sorted."""
+
+    def read_bytes(self, rel: str, cap: int = MAX_READ_BYTES) -> bytes | None:
+        """A file's bytes (at most `cap`), or None when it is absent or not readable."""
+
+    def skipped(self) -> list[str]:
+        """Paths refused so far (symlinks out of the trace, oversized files), for the warnings list."""
+
+
+def read_text(files: TraceFiles, rel: str, cap: int = MAX_READ_BYTES) -> str | None:
+    data = files.read_bytes(rel, cap)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+class WorkTreeFiles:
+    """Files of a git work tree on disk."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root).resolve()
+        self._skipped: list[str] = []
+
+    def _inside(self, rel: str) -> Path | None:
+        path = self.root / rel
+        try:
+            real = path.resolve()
+        except OSError:
+            return None
+        if real != self.root and self.root not in real.parents:
+            self._note(f"{rel}: symlink leaves the trace, not followed")
+            return None
+        return real
+
+    def _note(self, msg: str) -> None:
+        if msg not in self._skipped:
+            self._skipped.append(msg)
+
+    def list_dir(self, rel: str) -> list[Entry]:
+        base = self._inside(rel)
+        if base is None or not base.is_dir():
+            return []
+        out = []
+        for child in sorted(os.listdir(base)):
+            real = self._inside(f"{rel}/{child}" if rel else child)
+            if real is None:
+                continue
+            if real.is_dir():
+                out.append(Entry(child, True))
+            elif real.is_file():
+                out.append(Entry(child, False))
+        return out
+
+    def walk(self, rel: str) -> Iterator[str]:
+        for entry in self.list_dir(rel):
+            sub = f"{rel}/{entry.name}" if rel else entry.name
+            if entry.is_dir:
+                if entry.name != ".git":
+                    yield from self.walk(sub)
+            else:
+                yield sub
+
+    def read_bytes(self, rel: str, cap: int = MAX_READ_BYTES) -> bytes | None:
+        real = self._inside(rel)
+        if real is None or not real.is_file():
+            return None
+        size = real.stat().st_size
+        if size > cap:
+            self._note(f"{rel}: {size} bytes, over the {cap}-byte read cap, not read")
+            return None
+        try:
+            return real.read_bytes()
+        except OSError:
+            return None
+
+    def skipped(self) -> list[str]:
+        return list(self._skipped)
+
+
+class GitTreeFiles:
+    """Files of one commit's tree, read through an already-open object reader (no process per file)."""
+
+    def __init__(self, tree: dict[str, tuple[str, int]], read_blob):
+        # tree: path -> (blob hex id, size); symlinks and submodules are left out by the caller
+        self._tree = tree
+        self._read_blob = read_blob
+        self._skipped: list[str] = []
+
+    def list_dir(self, rel: str) -> list[Entry]:
+        prefix = f"{rel}/" if rel else ""
+        names: dict[str, bool] = {}
+        for path in self._tree:
+            if path.startswith(prefix):
+                head, sep, _ = path[len(prefix):].partition("/")
+                names[head] = names.get(head, False) or bool(sep)
+        return [Entry(n, d) for n, d in sorted(names.items())]
+
+    def walk(self, rel: str) -> Iterator[str]:
+        prefix = f"{rel}/" if rel else ""
+        yield from sorted(p for p in self._tree if p.startswith(prefix))
+
+    def read_bytes(self, rel: str, cap: int = MAX_READ_BYTES) -> bytes | None:
+        rel = str(PurePosixPath(rel))
+        hit = self._tree.get(rel)
+        if hit is None:
+            return None
+        blob, size = hit
+        if size > cap:
+            self._skipped.append(f"{rel}: {size} bytes, over the {cap}-byte read cap, not read")
+            return None
+        return self._read_blob(blob)
+
+    def skipped(self) -> list[str]:
+        return list(self._skipped)
