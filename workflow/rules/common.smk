@@ -23,6 +23,7 @@ try:
 except InputError as exc:
     raise WorkflowError(f"{exc.where}: {exc.problem}") from None
 SLUGS = sorted(TRACES)
+LIVE_INDEX = f"{config['live_store'].rstrip('/')}/records/index.json" if config["live_store"] else ""
 
 
 wildcard_constraints:
@@ -89,4 +90,8 @@ def ladder_args():
 
 
 def live_store_inputs(wildcards):
-    return {"live_index": f"{config['live_store']}/records/index.json"} if config["live_store"] else {}
+    return {"live_index": LIVE_INDEX} if LIVE_INDEX else {}
+
+
+def live_store_arg(wildcards, input):
+    return f"--live-store {shell_quote(input.live_index)}" if LIVE_INDEX else ""

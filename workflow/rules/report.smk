@@ -1,15 +1,16 @@
 rule recon_trace:
     input:
+        unpack(live_store_inputs),
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
-        unpack(live_store_inputs),
     output:
         md=f"{RESULTS}/staging/reports/{{slug}}/recon.md",
         json=f"{RESULTS}/staging/reports/{{slug}}/recon.json",
         svg=f"{RESULTS}/staging/reports/{{slug}}/ladder.svg",
     params:
         ladder=ladder_args(),
+        live_store=live_store_arg,
         code=code_digest("recon"),
     log:
         f"{RESULTS}/logs/recon/{{slug}}.log",
@@ -18,4 +19,4 @@ rule recon_trace:
     shell:
         "{PY} -m optrace recon --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "
-        "--live-store '{input.live_index}' > {log} 2>&1" if config["live_store"] else "> {log} 2>&1"
+        "{params.live_store} > {log} 2>&1"

@@ -18,6 +18,7 @@ from .families import operator_slug, trace_slug, workload_family
 from .gitlog import KERNEL_FILE, Commit, History, open_trace
 from .hardware import HardwareTable, Target, in_store_vocabulary, products_named, resolve, target_from_override
 from .jsonio import write_json, write_jsonl
+from .autotune import ingest_autotune
 from .memory import StepRecord, scan_memory
 from .metadata import Metadata, dsl_from_languages, read_metadata
 from .profiles import ProfileCapture, ignored_profile_dirs, scan_profiles
@@ -206,7 +207,7 @@ def harness_of(meta: Metadata, over: Overrides) -> str:
 
 
 def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, over: Overrides,
-           non_target: list[str]) -> tuple[list[dict], list[dict], dict]:
+           non_target: list[str]) -> tuple[list[dict], list[dict], dict, list[dict]]:
     with open_trace(trace_path) as trace:
         commits = trace.history.commits()
         if not commits:
@@ -215,6 +216,7 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
         memory = scan_memory(trace.files)
         meta_in = read_metadata(trace.files, trace.name)
         captures = scan_profiles(trace.files, non_target)
+        autotune = ingest_autotune(trace.files)
         blobs = {c.kernel_blob for c in commits if c.kernel_blob}
         dsl_of_blob = read_kernels(trace.history, blobs)
         head = commits[-1]
@@ -248,9 +250,10 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
             "head_sha": head.sha,
             "memory_variants": memory.variants,
             "non_version_commits": hist.non_version,
+            "autotune": autotune.report.to_json() if autotune.report.sets else None,
             "warnings": warnings,
         }
-        return rows, [c.to_row() for c in captures], meta
+        return rows, [c.to_row() for c in captures], meta, [r.to_json() for r in autotune.rows]
 
 
 def main(argv: list[str]) -> int:
@@ -274,10 +277,11 @@ def main(argv: list[str]) -> int:
     over = Overrides(args.hardware or None, args.vendor or None, args.arch or None, args.product or None,
                      args.dsl or None, args.harness or None)
     non_target = [k.strip() for k in args.non_target_kernels.split(",") if k.strip()]
-    rows, profiles, meta = ingest(args.trace, label=args.label, table=table, over=over, non_target=non_target)
+    rows, profiles, meta, autotune = ingest(args.trace, label=args.label, table=table, over=over, non_target=non_target)
     out = Path(args.out_dir)
     write_jsonl(out / "versions.jsonl", rows)
     write_jsonl(out / "profiles.jsonl", profiles)
+    write_jsonl(out / "autotune.jsonl", autotune)
     write_json(out / "meta.json", meta)
     kept = sum(r["verdict"] == "kept" for r in rows)
     print(f"ingest: {meta['slug']}: {len(rows)} versions ({kept} kept), {len(profiles)} captures "
