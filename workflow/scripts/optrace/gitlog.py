@@ -93,20 +93,15 @@ class History:
     def __init__(self, repo: git.Repo):
         self.repo = repo
 
-    def head_sha(self) -> str | None:
-        try:
-            return self.repo.head.commit.hexsha
-        except ValueError:  # no commits yet
-            return None
-
     def commits(self) -> list[Commit]:
-        if self.head_sha() is None:
+        try:
+            raw = self.repo.git.execute(
+                ["git", "log", "--first-parent", "--reverse", "--no-renames", "--raw", "--no-abbrev",
+                 "-z", f"--format={_LOG_FORMAT}", "HEAD"],
+                stdout_as_string=False,
+            )
+        except git.GitCommandError:  # no commits yet (unborn HEAD)
             return []
-        raw = self.repo.git.execute(
-            ["git", "log", "--first-parent", "--reverse", "--no-renames", "--raw", "--no-abbrev",
-             "-z", f"--format={_LOG_FORMAT}", "HEAD"],
-            stdout_as_string=False,
-        )
         return parse_log(raw)
 
     def read_blob(self, blob: str) -> bytes:
@@ -115,9 +110,12 @@ class History:
 
     def head_tree(self) -> dict[str, tuple[str, int]]:
         """HEAD's tree as path -> (blob, size), regular files only (symlinks and submodules skipped)."""
-        raw = self.repo.git.execute(
-            ["git", "ls-tree", "-r", "-z", "--long", "HEAD"], stdout_as_string=False
-        )
+        try:
+            raw = self.repo.git.execute(
+                ["git", "ls-tree", "-r", "-z", "--long", "HEAD"], stdout_as_string=False
+            )
+        except git.GitCommandError:  # no commits yet
+            return {}
         tree = {}
         for entry in raw.split(b"\x00"):
             if not entry:
@@ -153,7 +151,7 @@ def open_trace(path: str | Path) -> Iterator[OpenedTrace]:
                 raise InputError(path, f"not a readable git bundle ({_first_line(exc.stderr)})") from None
             try:
                 history = History(repo)
-                tree = history.head_tree() if history.head_sha() else {}
+                tree = history.head_tree()
                 yield OpenedTrace(path.stem, history, GitTreeFiles(tree, history.read_blob), True)
             finally:
                 repo.close()
