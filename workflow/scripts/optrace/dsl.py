@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # Bounded scan: a DSL reveals itself in its imports and decorators, near the top.
 SCAN_BYTES = 64 * 1024
@@ -16,12 +17,30 @@ _PATTERNS = [
     ("cuda", re.compile(r"\bload_inline\b|__global__|\bcpp_extension\b|\bhipcc\b")),
     ("triton", re.compile(r"\bimport\s+triton\b|\bfrom\s+triton\b|@triton\.jit\b")),
 ]
-_COMMENT_RE = re.compile(r"(?m)^\s*#.*$|(?<=\s)#(?![^\n]*[\"']).*$")
+# Lines that can reveal a DSL; everything else (the kernel body) is skipped without a regex.
+_MARKERS = ("__global__", "load_inline", "cpp_extension", "hipcc")
 
 
-def strip_comments(source: str) -> str:
-    # Python line comments only: strings are kept, since CUDA sources live in strings for load_inline
-    return _COMMENT_RE.sub("", source)
+def revealing_lines(source: str) -> str:
+    """Import and decorator lines (comments cut) and CUDA-marker lines; comment lines never count."""
+    keep = []
+    for line in source.splitlines():
+        code = line.strip()
+        if not code or code.startswith("#"):
+            continue
+        if code.startswith(("import ", "from ", "@")):
+            keep.append(code.split("#", 1)[0])
+        elif any(m in code for m in _MARKERS):  # CUDA sources live in strings passed to load_inline
+            keep.append(code)
+    return "\n".join(keep)
+
+
+@lru_cache(maxsize=4096)
+def _dsl_of(lines: str) -> str:
+    for dsl, pattern in _PATTERNS:
+        if pattern.search(lines):
+            return dsl
+    return "any"
 
 
 def detect_dsl(source: str | bytes | None) -> str:
@@ -29,8 +48,5 @@ def detect_dsl(source: str | bytes | None) -> str:
         return "any"
     if isinstance(source, bytes):
         source = source[:SCAN_BYTES].decode("utf-8", errors="replace")
-    code = strip_comments(source[:SCAN_BYTES])
-    for dsl, pattern in _PATTERNS:
-        if pattern.search(code):
-            return dsl
-    return "any"
+    # successive kernels share their imports: the cache makes a long trace cost one regex pass per header
+    return _dsl_of(revealing_lines(source[:SCAN_BYTES]))

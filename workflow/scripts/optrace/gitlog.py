@@ -49,11 +49,12 @@ class Commit:
         return [c.path for c in self.changes if c.status == "A" and c.path.startswith(path_prefix)]
 
 
-def parse_log(raw: bytes) -> list[Commit]:
-    """Parse `git log -z --raw --no-abbrev --format=<_LOG_FORMAT>` output, oldest first."""
+def parse_log(raw: bytes, newest_first: bool = True) -> list[Commit]:
+    """Parse `git log -z --raw --no-abbrev --format=<_LOG_FORMAT>` output; returns oldest first."""
     commits: list[Commit] = []
     kernel_blob: str | None = None
-    for chunk in raw.split(b"\x1e")[1:]:
+    chunks = raw.split(b"\x1e")[1:]
+    for chunk in reversed(chunks) if newest_first else chunks:
         head, _, raw_part = chunk.rpartition(b"\x1f")
         sha, parents, date, subject, body = head.decode("utf-8", errors="replace").split("\x1f", 4)
         changes = _parse_raw(raw_part)
@@ -92,11 +93,14 @@ class History:
 
     def __init__(self, repo: git.Repo):
         self.repo = repo
+        # git's default 96 MB delta-base cache dominated peak memory on long traces; 8 MB costs no time
+        repo.git.update_environment(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="core.deltaBaseCacheLimit",
+                                    GIT_CONFIG_VALUE_0="8m")
 
     def commits(self) -> list[Commit]:
         try:
             raw = self.repo.git.execute(
-                ["git", "log", "--first-parent", "--reverse", "--no-renames", "--raw", "--no-abbrev",
+                ["git", "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev",
                  "-z", f"--format={_LOG_FORMAT}", "HEAD"],
                 stdout_as_string=False,
             )

@@ -18,6 +18,9 @@ from typing import Iterable, Sequence
 import jsonschema
 import yaml
 
+# libyaml when present: the table is read by every ingest job
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 from . import REPO_ROOT, SCHEMAS
 from .errors import InputError
 
@@ -126,7 +129,7 @@ class HardwareTable:
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(path, f"hardware table not readable ({exc})") from None
         try:
-            doc = yaml.safe_load(text)
+            doc = yaml.load(text, Loader=_YAML_LOADER)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = f" at line {mark.line + 1}" if mark else ""
@@ -306,7 +309,7 @@ def _override_vendor(vendor: str | None, arch: str, arch_vendor: str | None, whe
 @functools.lru_cache(maxsize=1)
 def _targets_validator() -> jsonschema.Draft202012Validator:
     try:
-        schema = yaml.safe_load(TARGETS_SCHEMA.read_text(encoding="utf-8"))
+        schema = yaml.load(TARGETS_SCHEMA.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except FileNotFoundError:
         raise InputError(TARGETS_SCHEMA, "schema not found") from None
     jsonschema.Draft202012Validator.check_schema(schema)

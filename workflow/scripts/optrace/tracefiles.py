@@ -48,9 +48,15 @@ class WorkTreeFiles:
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).resolve()
         self._skipped: list[str] = []
+        self._dirs_inside: set[str] = {""}  # relative dirs already proven to resolve inside the root
 
     def _inside(self, rel: str) -> Path | None:
+        rel = rel.strip("/")
+        parent, _, leaf = rel.rpartition("/")
         path = self.root / rel
+        # fast path: a non-symlink entry of a proven directory is inside (no realpath per file)
+        if parent in self._dirs_inside and leaf and not path.is_symlink():
+            return path
         try:
             real = path.resolve()
         except OSError:
@@ -65,18 +71,24 @@ class WorkTreeFiles:
             self._skipped.append(msg)
 
     def list_dir(self, rel: str) -> list[Entry]:
+        rel = rel.strip("/")
         base = self._inside(rel)
         if base is None or not base.is_dir():
             return []
+        if base == self.root / rel:
+            self._dirs_inside.add(rel)
         out = []
-        for child in sorted(os.listdir(base)):
-            real = self._inside(f"{rel}/{child}" if rel else child)
-            if real is None:
-                continue
-            if real.is_dir():
-                out.append(Entry(child, True))
-            elif real.is_file():
-                out.append(Entry(child, False))
+        with os.scandir(base) as entries:
+            for e in sorted(entries, key=lambda e: e.name):
+                if e.is_symlink():
+                    real = self._inside(f"{rel}/{e.name}" if rel else e.name)
+                    if real is None:
+                        continue
+                    is_dir, is_file = real.is_dir(), real.is_file()
+                else:
+                    is_dir, is_file = e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)
+                if is_dir or is_file:
+                    out.append(Entry(e.name, is_dir))
         return out
 
     def walk(self, rel: str) -> Iterator[str]:
