@@ -6,42 +6,6 @@ import subprocess
 import sys
 
 import tracekit
-from optrace.ladder import Thresholds, run_ladder
-
-
-def _row(n, geo, verdict="kept", **kw):
-    row = {"version": f"v{n}", "n": n, "verdict": verdict, "verdict_basis": "test", "infrastructure": False,
-           "no_change": False, "correctness": {"status": "PASS"}, "quality_gate": {"result": "PASS"},
-           "geomean_us": geo, "number_note": None if geo else "no geomean recorded"}
-    row.update(kw)
-    return row
-
-
-def outcomes(rows, **kw):
-    return {s.version: (s.outcome, s.final) for s in run_ladder(rows, Thresholds(**kw))}
-
-
-def test_ladder_preview_basics():
-    rows = [_row(0, 100.0, "baseline"), _row(1, 97.0), _row(2, 70.0), _row(3, 69.5),
-            _row(4, 60.0, "reverted"), _row(5, 69.0, no_change=True), _row(6, 80.0)]
-    assert outcomes(rows) == {"v0": ("baseline", False), "v1": ("milestone", False), "v2": ("mega", False),
-                              "v3": ("floor", False), "v4": ("rejected", False), "v5": ("floor", True),
-                              "v6": ("flat", False)}
-
-
-def test_rejected_versions_faster_than_the_floor_are_never_final():
-    rows = [_row(0, 100.0, "baseline"), _row(1, 90.0), _row(2, 50.0, correctness={"status": "FAIL"}),
-            _row(3, 40.0, quality_gate={"result": "FAIL"}), _row(4, 45.0, infrastructure=True)]
-    out = outcomes(rows)
-    assert out["v1"] == ("milestone", True)
-    assert all(out[v] == ("rejected", False) for v in ("v2", "v3", "v4"))
-
-
-def test_rebaseline_both_ways_and_threshold_from_config():
-    rows = [_row(0, 100.0, "baseline"), _row(1, 600.0), _row(2, 15.0), _row(3, 14.7)]
-    out = outcomes(rows)
-    assert out["v1"][0] == "rebaseline" and out["v2"][0] == "rebaseline" and out["v3"] == ("milestone", True)
-    assert outcomes(rows, milestone_pct=3.0)["v3"] == ("floor", True)
 
 
 def test_recon_cli_on_a_trace(tmp_path):

@@ -1,0 +1,227 @@
+"""Packets: per segment, everything the distilling agent may see, and nothing it may not.
+
+Each packet has a scrubbed `agent_facing` layer, a human-only `provenance` layer and a sibling code file:
+`<seg_id>.diff` (against the previous kept milestone's kernel.py, not the git parent, so reverted attempts
+and chores between milestones stay out) or `<seg_id>.py` (a reference kernel). Blobs come from one
+`git cat-file --batch`; diffs are computed in-process. A packet that still leaks after scrubbing is not
+written and fails the job; packets of segments that no longer exist are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from pathlib import Path
+
+from .anonymize import Scrubber, ShapeLabels
+from .errors import InputError
+from .gitlog import KERNEL_FILE, open_trace
+from .jsonio import dumps, read_json, read_jsonl, write_json, write_text_atomic
+from .tracefiles import read_text
+
+MAX_DIFF_CHARS = 60_000
+MAX_KERNEL_CHARS = 40_000
+MAX_CONCLUSION_CHARS = 1200
+MAX_LIST = 5
+FACT_RULE = ("An anti-strategy needs a checkable condition (arch, shape regime, dtype or toolchain), a causal "
+             "mechanism of at least 40 characters, and a concluding verdict; otherwise write nothing.")
+_ANCHORS = [r"\*\*Root cause\*\*:?", r"^##+\s*Key Finding", r"^##+\s*(?:Diagnosis|Bottleneck Analysis)", r"\*\*Evidence\*\*:?"]
+
+
+def report_conclusion(text: str) -> str | None:
+    """The diagnosis part of an agent's REPORT.md: the first anchored section, else its opening lines."""
+    for anchor in _ANCHORS:
+        m = re.search(anchor, text, re.I | re.M)
+        if m:
+            rest = text[m.end():].strip()
+            section = re.split(r"\n(?=##)|\n\s*\n(?=\*\*)", rest, maxsplit=1)[0].strip()
+            if len(section) >= 30:
+                return section[:MAX_CONCLUSION_CHARS]
+    head = "\n".join(text.strip().splitlines()[:20]).strip()
+    return head[:MAX_CONCLUSION_CHARS] or None
+
+
+def unified_diff(before: str, after: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                 f"a/{KERNEL_FILE}", f"b/{KERNEL_FILE}", n=3)
+    out = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return out[:MAX_DIFF_CHARS]
+
+
+class PacketBuilder:
+    def __init__(self, meta: dict, rows: list[dict], profiles: list[dict], scrubber: Scrubber, slug: str,
+                 read_blob, read_file):
+        self.meta, self.scrub, self.slug = meta, scrubber, slug
+        self.rows = {r["version"]: r for r in rows}
+        self.order = sorted(rows, key=lambda r: r["n"])
+        self.profiles = {p["dir"]: p for p in profiles}
+        self.read_blob, self.read_file = read_blob, read_file
+        self.shapes = ShapeLabels.from_keys(sorted({k for r in rows for k in r["by_shape_us"]}))
+
+    def text(self, s):
+        return self.scrub.text(s, self.shapes)
+
+    def kernel(self, blob: str | None) -> str:
+        return self.read_blob(blob).decode("utf-8", errors="replace") if blob else ""
+
+    # ---- layers -------------------------------------------------------------------------------
+    def operator(self, dsl: str) -> dict:
+        m, t = self.meta, self.meta["target"]
+        return {"what_it_computes": self.text(m["description"]), "fixed_axes": m["axes"]["const"],
+                "variable_axes": m["axes"]["var"], "n_benchmarked_shapes": m["n_shapes"], "dsl": dsl,
+                "gpu": f"{t['product'].upper()} ({t['vendor']} {t['arch']})", "harness": self.text(m["harness"])}
+
+    def run_said(self, row: dict) -> dict:
+        return {"change": self.text(row["action_description"]), "commit_subject": self.text(row["subject"]),
+                "commit_body": self.text(row["body"]) or None, "category_hint": row["action_category"],
+                "gate_verdict": self.text(row["quality_gate"]["failure_reason"])}
+
+    def measurements(self, row: dict, seg: dict) -> dict:
+        st = seg.get("strategy") or {}
+        per_shape = sorted(({"shape": self.shapes.label(k), "latency_us": v} for k, v in row["by_shape_us"].items()),
+                           key=lambda x: (x["latency_us"], x["shape"]))
+        return {"geomean_us": row["geomean_us"], "improve_pct_vs_floor": st.get("improve_pct"),
+                "floor_before_us": st.get("floor_before_us"), "per_shape_latency": per_shape,
+                "correctness": row["correctness"]}
+
+    def profiler(self, versions: list[str]) -> tuple[dict, list[str], str | None]:
+        """Conclusion only from a usable capture; unusable captures' REPORT.md never reach a packet."""
+        dirs = [d for v in versions for d in self.rows[v]["usable_profile_dirs"]]
+        conclusion, report = None, None
+        for d in dirs:
+            rel = self.profiles.get(d, {}).get("report")
+            text = self.read_file(rel) if rel else None
+            if text and (conclusion := report_conclusion(text)):
+                report = rel
+                break
+        kernels = sorted({self.profiles[d]["kernel_normalized"] for d in dirs if d in self.profiles})
+        return ({"ncu_measured_the_kernel_under_test": bool(dirs), "kernel": kernels[0] if kernels else None,
+                 "conclusion": self.text(conclusion)}, dirs, report)
+
+    def directions_and_pitfalls(self, versions: list[str]) -> tuple[list, list]:
+        dirs, pits = [], []
+        for v in versions:
+            row = self.rows[v]
+            dirs += [{"direction": self.text(d["direction"]), "rationale": self.text(d["rationale"])} for d in row["open_directions"]]
+            pits += [{"pitfall": self.text(p["text"]), "fix": self.text(p["fix"])} for p in row["pitfalls"]]
+        return dirs[:MAX_LIST], pits[:MAX_LIST]
+
+    def previous_kernel(self, row: dict) -> str | None:
+        """Kernel blob of the nearest earlier version that has one (what this attempt changed)."""
+        earlier = [r for r in self.order if r["n"] < row["n"] and r["kernel_blob"]]
+        return earlier[-1]["kernel_blob"] if earlier else None
+
+    # ---- one packet ---------------------------------------------------------------------------
+    def build(self, seg: dict) -> tuple[dict, str | None, str | None]:
+        """(packet, code text, code file suffix)"""
+        row = self.rows[seg["version"]]
+        versions = [o["version"] for o in seg["lever"]["occurrences"]] if "lever" in seg else [row["version"]]
+        profiler, capture_dirs, report = self.profiler(versions)
+        directions, pitfalls = self.directions_and_pitfalls(versions)
+        dsl = seg["scope"]["dsl"]
+        agent = {"operator": self.operator(dsl), "what_the_run_said": self.run_said(row),
+                 "measurements": self.measurements(row, seg), "profiler": profiler,
+                 "open_directions": directions, "pitfalls_recorded_here": pitfalls}
+        code, suffix = None, None
+        if seg["record_type"] == "strategy":
+            base = seg["strategy"]["builds_on"]
+            agent["builds_on"] = {"was_the_untouched_baseline": bool(base and base["is_baseline"]),
+                                  "previous_approach": self.text(self.rows[base["version"]]["action_description"]) if base else None}
+            if base and base["kernel_blob"] and row["kernel_blob"] and base["kernel_blob"] != row["kernel_blob"]:
+                code, suffix = unified_diff(self.kernel(base["kernel_blob"]), self.kernel(row["kernel_blob"])), ".diff"
+        elif seg["record_type"] == "anti-strategy":
+            lv = seg["lever"]
+            agent["the_failed_lever"] = lv["text"]
+            agent["how_it_was_fixed"] = lv["fix"]
+            agent["times_tried"] = len(lv["occurrences"])
+            agent["established_fact_required"] = {"rule": FACT_RULE, "precheck": lv["fact_precheck"]["verdict"],
+                                                  "precheck_note": lv["fact_precheck"]["reason"]}
+            before = self.previous_kernel(row)
+            if row["kernel_changed"] and before and row["kernel_blob"] and before != row["kernel_blob"]:
+                code, suffix = unified_diff(self.kernel(before), self.kernel(row["kernel_blob"])), ".diff"
+        else:
+            code, suffix = self.kernel(row["kernel_blob"])[:MAX_KERNEL_CHARS], ".py"
+        if code is not None:
+            code = self.scrub.code(code, dsl)
+            agent["code_file"] = seg["seg_id"] + suffix
+        packet = {
+            "seg_id": seg["seg_id"], "record_type": seg["record_type"], "seg_kind": seg["seg_kind"],
+            "target": {"id": seg["id"], "episode_key": seg["episode_key"], "scope": seg["scope"],
+                       "workload_family": seg["workload_family"], "level": "operator", "schema": "clean-1.3",
+                       "output": f"distilled/{self.slug}/{seg['id']}.json"},
+            "agent_facing": agent,
+            "provenance": {"source_label": self.meta["source_label"], "version": row["version"], "commit": row["sha"],
+                           "occurrences": [{"version": v, "commit": self.rows[v]["sha"]} for v in versions],
+                           "capture_dirs": capture_dirs, "report": report},
+        }
+        return packet, code, suffix
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _strings(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _strings(v)
+
+
+def packet_leaks(packet: dict, code: str | None, scrubber: Scrubber) -> list[str]:
+    """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code."""
+    found = []
+    for s in _strings({"agent_facing": packet["agent_facing"], "target": packet["target"]}):
+        found += scrubber.leaks(s)
+    if code:
+        found += scrubber.code_leaks(code, packet["target"]["scope"]["dsl"])
+    return sorted(set(found))
+
+
+def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber: Scrubber) -> tuple[int, list[str]]:
+    segments = read_jsonl(work_dir / "segments.jsonl")
+    rows = read_jsonl(work_dir / "versions.jsonl")
+    meta = read_json(work_dir / "meta.json")
+    profiles = read_jsonl(work_dir / "profiles.jsonl")
+    failures, entries, keep = [], [], {"manifest.json"}
+    with open_trace(trace) as opened:
+        builder = PacketBuilder(meta, rows, profiles, scrubber, slug, opened.history.read_blob,
+                                lambda rel: read_text(opened.files, rel, cap=1024 * 1024))
+        for seg in segments:
+            packet, code, suffix = builder.build(seg)
+            leaks = packet_leaks(packet, code, scrubber)
+            if leaks:
+                failures.append(f"{out_dir / (seg['seg_id'] + '.json')}: still leaks after scrubbing: {'; '.join(leaks)}")
+                continue
+            write_text_atomic(out_dir / f"{seg['seg_id']}.json", dumps(packet))
+            keep.add(f"{seg['seg_id']}.json")
+            if code is not None:
+                write_text_atomic(out_dir / f"{seg['seg_id']}{suffix}", code)
+                keep.add(f"{seg['seg_id']}{suffix}")
+            entries.append({"seg_id": seg["seg_id"], "id": seg["id"], "record_type": seg["record_type"],
+                            "code_file": packet["agent_facing"].get("code_file")})
+    for stale in out_dir.iterdir():  # segments that no longer exist leave no packet behind
+        if stale.is_file() and stale.name not in keep and not stale.name.startswith("."):
+            stale.unlink()
+    if not failures:
+        write_json(out_dir / "manifest.json", {"slug": slug, "head_sha": meta["head_sha"], "count": len(entries),
+                                               "packets": entries})
+    return len(entries), failures
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="optrace packets", description=__doc__)
+    ap.add_argument("trace", help="the trace (work tree or .bundle) the segments came from")
+    ap.add_argument("--work-dir", required=True, type=Path)
+    ap.add_argument("--out-dir", required=True, type=Path)
+    ap.add_argument("--slug", required=True)
+    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST")
+    args = ap.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    count, failures = build_packets(args.out_dir, args.trace, args.work_dir, args.slug, Scrubber.from_env(args.denylist_env))
+    for f in failures:
+        print(f"error: {f}", file=sys.stderr)
+    print(f"packets: {args.slug}: {count} written" + (f", {len(failures)} refused (leaks)" if failures else ""))
+    return 1 if failures else 0
