@@ -11,12 +11,17 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/partition.smk"
+include: "workflow/rules/packets.smk"
+include: "workflow/rules/dataset.smk"
 
 
 rule all:
     default_target: True
     input:
         per_trace(rules.recon_trace.output.md),
+        per_trace(rules.packets_trace.output.manifest),
+        DATASET_TARGETS,
 
 
 rule ingest:
@@ -27,3 +32,18 @@ rule ingest:
 rule recon:
     input:
         per_trace(rules.recon_trace.output.md),
+
+
+rule partition:
+    input:
+        per_trace(rules.partition_trace.output.segments),
+
+
+rule packets:
+    input:
+        per_trace(rules.packets_trace.output.manifest),
+
+
+rule dataset:
+    input:
+        DATASET_TARGETS,

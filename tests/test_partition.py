@@ -1,6 +1,7 @@
 """Partition: strategy segments per milestone, one anti-strategy per distinct failed lever,
 curated pitfalls, reference kernels, content-derived ids."""
 
+import re
 from pathlib import Path
 
 import tracekit
@@ -36,8 +37,11 @@ def test_example_trace_segments(tmp_path):
     assert [s["strategy"]["builds_on"]["version"] for s in strategies] == ["v0", "v1", "v2", "v4", "v8", "v11"]
     assert strategies[0]["strategy"]["builds_on"]["is_baseline"] and not strategies[1]["strategy"]["builds_on"]["is_baseline"]
     assert [s["strategy"]["final"] for s in strategies] == [False] * 5 + [True]
-    refk = {s["seg_id"]: s["version"] for s in segs if s["record_type"] == "reference-kernel"}
-    assert refk == {"refk-final": "v13", "refk-v1": "v1"}
+    refk = {s["seg_id"]: (s["seg_kind"], s["version"]) for s in segs if s["record_type"] == "reference-kernel"}
+    assert sorted(refk.values()) == [("final-kernel", "v13"), ("mega-snapshot", "v1")]
+    assert refk["refk-final"] == ("final-kernel", "v13")
+    # seg ids name files the agent sees: no version ids in them
+    assert not any(re.search(r"v\d", s["seg_id"]) for s in segs)
     antis = [s for s in segs if s["seg_kind"] in ("deadend-item", "deadend-prose")]
     assert len([s for s in antis if s["seg_kind"] == "deadend-item"]) == 3
     assert {o["version"] for s in antis for o in s["lever"]["occurrences"]} >= {"v3", "v5", "v9", "v12"}

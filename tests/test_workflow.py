@@ -98,8 +98,10 @@ def test_single_trace_config_and_a_failing_trace_does_not_stop_others(workdir, t
 
 
 def test_bad_config_names_the_key(workdir):
-    res = snakemake(workdir, "-n", "--config", "ladder={milestone_pct: -1}", check=False)
-    assert res.returncode != 0 and "milestone_pct" in res.stdout + res.stderr
+    (workdir / "bad.yaml").write_text("ladder:\n  milestone_pct: -1\n")
+    res = snakemake(workdir, "-n", "--configfile", "bad.yaml", check=False)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "milestone_pct" in out and "-1" in out
 
 
 def test_bad_sheet_is_one_clear_line(workdir, tmp_path):

@@ -1,5 +1,6 @@
 # Helpers shared by every rule file: config validation, the trace list, per-stage code digests.
 import hashlib
+import os
 import sys
 from pathlib import Path
 
@@ -36,6 +37,9 @@ STAGE_MODULES = {
     "ingest": ["ingest", "gitlog", "grammar", "memory", "metadata", "hardware", "profiles", "ncu",
                "dsl", "families", "tracefiles", "jsonio", "errors", "autotune"],
     "recon": ["recon", "ladder", "jsonio", "errors"],
+    "dataset": ["dataset", "ladder", "jsonio", "errors"],
+    "partition": ["partition", "ladder", "facts", "anonymize", "anonymize_patterns", "jsonio", "errors"],
+    "packets": ["packets", "anonymize", "anonymize_patterns", "gitlog", "tracefiles", "jsonio", "errors"],
 }
 
 
@@ -95,3 +99,14 @@ def live_store_inputs(wildcards):
 
 def live_store_arg(wildcards, input):
     return f"--live-store {shell_quote(input.live_index)}" if LIVE_INDEX else ""
+
+
+def denylist_digest():
+    """Content digest of the private denylist (never its terms): editing it re-scrubs packets."""
+    path = os.environ.get(config["denylist_env"], "")
+    if not path:
+        return "none"
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return f"unreadable:{path}"

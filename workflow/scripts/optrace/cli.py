@@ -15,11 +15,15 @@ from .errors import InputError
 COMMANDS = {
     "ingest": "optrace.ingest",
     "recon": "optrace.recon",
+    "partition": "optrace.partition",
+    "packets": "optrace.packets",
     "example-trace": "optrace.example_trace",
     "sheet": "optrace.sheet",
     "check-store": "optrace.check_store",
     "make-schema": "optrace.make_schema",
     "autotune": "optrace.autotune",
+    "scrub-check": "optrace.anonymize",
+    "dataset": "optrace.dataset",
 }
 
 

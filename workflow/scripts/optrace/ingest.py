@@ -243,6 +243,7 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
             "description": meta_in.description,
             "axes": {"const": meta_in.const_axes, "var": meta_in.var_axes},
             "n_shapes": meta_in.n_shapes,
+            "shape_axes": meta_in.shape_axes,
             "target": {"vendor": target.vendor, "arch": target.arch, "product": target.product, "basis": target.basis},
             "languages": meta_in.languages,
             "default_dsl": default_dsl,

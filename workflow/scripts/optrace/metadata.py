@@ -32,6 +32,7 @@ class Metadata:
     const_axes: dict[str, object] = field(default_factory=dict)
     var_axes: list[str] = field(default_factory=list)
     n_shapes: int = 0
+    shape_axes: dict[str, dict] = field(default_factory=dict)  # workload uuid -> its var-axis values
     languages: list[str] = field(default_factory=list)
     dialect: str | None = None  # "flashinfer-bench" | "sol-execbench" (from solution.json)
     hardware_candidates: list[tuple[str, str]] = field(default_factory=list)  # (source, text)
@@ -102,7 +103,12 @@ def read_metadata(files: TraceFiles, workspace_name: str) -> Metadata:
 
     workloads = _jsonl(files, "workload.jsonl", w)
     # FlashInfer-Bench dataset lines wrap the workload in a Trace: {"workload": {...}, "solution": null}
-    meta.n_shapes = sum(1 for row in workloads if isinstance(row.get("workload", row), dict))
+    shapes = [row.get("workload", row) for row in workloads]
+    shapes = [w for w in shapes if isinstance(w, dict)]
+    meta.n_shapes = len(shapes)
+    for w in shapes:
+        if isinstance(w.get("uuid"), str) and isinstance(w.get("axes"), dict):
+            meta.shape_axes[w["uuid"]] = w["axes"]
 
     for row in _jsonl(files, "traces.jsonl", w):
         env = ((row.get("evaluation") or {}).get("environment") or {}) if isinstance(row.get("evaluation"), dict) else {}

@@ -27,16 +27,17 @@ MAX_CONCLUSION_CHARS = 1200
 MAX_LIST = 5
 FACT_RULE = ("An anti-strategy needs a checkable condition (arch, shape regime, dtype or toolchain), a causal "
              "mechanism of at least 40 characters, and a concluding verdict; otherwise write nothing.")
-_ANCHORS = [r"\*\*Root cause\*\*:?", r"^##+\s*Key Finding", r"^##+\s*(?:Diagnosis|Bottleneck Analysis)", r"\*\*Evidence\*\*:?"]
+# (anchor, where its section ends): an inline bold label runs to the paragraph end, a heading to the next heading
+_ANCHORS = [(r"\*\*Root cause\*\*:?", r"\n\s*\n"), (r"^#+\s*Key Finding.*$", r"\n#"),
+            (r"^#+\s*(?:Diagnosis|Bottleneck Analysis).*$", r"\n#"), (r"\*\*Evidence\*\*:?", r"\n\s*\n")]
 
 
 def report_conclusion(text: str) -> str | None:
     """The diagnosis part of an agent's REPORT.md: the first anchored section, else its opening lines."""
-    for anchor in _ANCHORS:
+    for anchor, end in _ANCHORS:
         m = re.search(anchor, text, re.I | re.M)
         if m:
-            rest = text[m.end():].strip()
-            section = re.split(r"\n(?=##)|\n\s*\n(?=\*\*)", rest, maxsplit=1)[0].strip()
+            section = re.split(end, text[m.end():].strip(), maxsplit=1)[0].strip()
             if len(section) >= 30:
                 return section[:MAX_CONCLUSION_CHARS]
     head = "\n".join(text.strip().splitlines()[:20]).strip()

@@ -111,7 +111,8 @@ def strategy_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], sc
             continue
         row = rows[step.version]
         technique = slugify(scrub(technique_text(row)))
-        seg = _common(ctx, row, "strategy", step.outcome, f"strategy-{row['version']}", technique, "strategy", row["version"])
+        seg = _common(ctx, row, "strategy", step.outcome, "", technique, "strategy", row["version"])
+        seg["seg_id"] = f"strategy-{seg['id'][-6:]}"  # file names reach the agent: no version id in them
         base = rows[previous.version] if previous else None
         seg["strategy"] = {
             "improve_pct": step.improve_pct, "geomean_us": step.geomean_us, "floor_before_us": step.floor_before_us,
@@ -187,13 +188,15 @@ def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step]) -
     out, seen = [], set()
     final = next((s for s in steps if s.final), None)
     picks = ([(final, "final-kernel", "refk-final", "final-kernel")] if final else [])
-    picks += [(s, "mega-snapshot", f"refk-{s.version}", "mega-snapshot") for s in steps if s.outcome == "mega"]
+    picks += [(s, "mega-snapshot", None, "mega-snapshot") for s in steps if s.outcome == "mega"]
     for step, kind, seg_id, technique in picks:
         row = rows[step.version]
         if not row["kernel_blob"] or row["kernel_blob"] in seen:
             continue  # no kernel.py, or the same kernel as the final one
         seen.add(row["kernel_blob"])
-        out.append(_common(ctx, row, "reference-kernel", kind, seg_id, technique, "reference-kernel", row["version"]))
+        seg = _common(ctx, row, "reference-kernel", kind, seg_id, technique, "reference-kernel", row["version"])
+        seg["seg_id"] = seg_id or f"refk-{seg['id'][-6:]}"
+        out.append(seg)
     return out
 
 

@@ -1,0 +1,20 @@
+rule partition_trace:
+    input:
+        versions=rules.ingest_trace.output.versions,
+        profiles=rules.ingest_trace.output.profiles,
+        meta=rules.ingest_trace.output.meta,
+    output:
+        segments=f"{RESULTS}/work/{{slug}}/segments.jsonl",
+        report=f"{RESULTS}/staging/reports/{{slug}}/partition.md",
+    params:
+        ladder=ladder_args(),
+        denylist_env=config["denylist_env"],
+        denylist=denylist_digest(),
+        code=code_digest("partition"),
+    log:
+        f"{RESULTS}/logs/partition/{{slug}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/partition/{{slug}}.tsv"
+    shell:
+        "{PY} -m optrace partition --work-dir {RESULTS}/work/{wildcards.slug} --report {output.report} "
+        "{params.ladder} --denylist-env {params.denylist_env} > {log} 2>&1"
