@@ -17,22 +17,19 @@ _PATTERNS = [
     ("cuda", re.compile(r"\bload_inline\b|__global__|\bcpp_extension\b|\bhipcc\b")),
     ("triton", re.compile(r"\bimport\s+triton\b|\bfrom\s+triton\b|@triton\.jit\b")),
 ]
-# Lines that can reveal a DSL; everything else (the kernel body) is skipped without a regex.
+# Lines that can reveal a DSL; the kernel body is never scanned line by line.
+_IMPORT_LINES = re.compile(r"^[ \t]*(?:import |from |@)[^\n]*", re.M)
+# CUDA sources live in strings passed to load_inline: marker lines count unless they are comments
 _MARKERS = ("__global__", "load_inline", "cpp_extension", "hipcc")
+_MARKER_LINES = re.compile(r"^[ \t]*(?!#)[^\n]*?(?:__global__|load_inline|cpp_extension|hipcc)[^\n]*", re.M)
 
 
 def revealing_lines(source: str) -> str:
     """Import and decorator lines (comments cut) and CUDA-marker lines; comment lines never count."""
-    keep = []
-    for line in source.splitlines():
-        code = line.strip()
-        if not code or code.startswith("#"):
-            continue
-        if code.startswith(("import ", "from ", "@")):
-            keep.append(code.split("#", 1)[0])
-        elif any(m in code for m in _MARKERS):  # CUDA sources live in strings passed to load_inline
-            keep.append(code)
-    return "\n".join(keep)
+    lines = [line.split("#", 1)[0].strip() for line in _IMPORT_LINES.findall(source)]
+    if any(marker in source for marker in _MARKERS):  # a substring test is far cheaper than the regex
+        lines += [line.strip() for line in _MARKER_LINES.findall(source)]
+    return "\n".join(lines)
 
 
 @lru_cache(maxsize=4096)

@@ -24,6 +24,11 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
 
 
+def dumps_compact(obj: Any) -> str:
+    """One line, sorted keys: the C encoder (indent forces the pure-Python one), for machine-read files."""
+    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 from .anonymize import Scrubber, ShapeLabels
 from .errors import InputError
 from .gitlog import KERNEL_FILE, open_trace
-from .jsonio import dumps, read_json, read_jsonl, write_json, write_text_atomic
+from .jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
 from .tracefiles import read_text
 
 MAX_DIFF_CHARS = 60_000
@@ -60,9 +60,18 @@ class PacketBuilder:
         self.profiles = {p["dir"]: p for p in profiles}
         self.read_blob, self.read_file = read_blob, read_file
         self.shapes = ShapeLabels.from_keys(sorted({k for r in rows for k in r["by_shape_us"]}))
+        self._scrubbed: dict = {}
+        # kernel blob of the nearest earlier version that has one, for every version
+        self._kernel_before, last = {}, None
+        for r in self.order:
+            self._kernel_before[r["version"]] = last
+            last = r["kernel_blob"] or last
 
     def text(self, s):
-        return self.scrub.text(s, self.shapes)
+        # the same prose (operator description, a version's subject) recurs in many packets
+        if s not in self._scrubbed:
+            self._scrubbed[s] = self.scrub.text(s, self.shapes)
+        return self._scrubbed[s]
 
     def kernel(self, blob: str | None) -> str:
         return self.read_blob(blob).decode("utf-8", errors="replace") if blob else ""
@@ -109,11 +118,6 @@ class PacketBuilder:
             pits += [{"pitfall": self.text(p["text"]), "fix": self.text(p["fix"])} for p in row["pitfalls"]]
         return dirs[:MAX_LIST], pits[:MAX_LIST]
 
-    def previous_kernel(self, row: dict) -> str | None:
-        """Kernel blob of the nearest earlier version that has one (what this attempt changed)."""
-        earlier = [r for r in self.order if r["n"] < row["n"] and r["kernel_blob"]]
-        return earlier[-1]["kernel_blob"] if earlier else None
-
     # ---- one packet ---------------------------------------------------------------------------
     def build(self, seg: dict) -> tuple[dict, str | None, str | None]:
         """(packet, code text, code file suffix)"""
@@ -139,7 +143,7 @@ class PacketBuilder:
             agent["times_tried"] = len(lv["occurrences"])
             agent["established_fact_required"] = {"rule": FACT_RULE, "precheck": lv["fact_precheck"]["verdict"],
                                                   "precheck_note": lv["fact_precheck"]["reason"]}
-            before = self.previous_kernel(row)
+            before = self._kernel_before[row["version"]]  # what this attempt changed
             if row["kernel_changed"] and before and row["kernel_blob"] and before != row["kernel_blob"]:
                 code, suffix = unified_diff(self.kernel(before), self.kernel(row["kernel_blob"])), ".diff"
         else:
@@ -171,11 +175,15 @@ def _strings(obj):
             yield from _strings(v)
 
 
-def packet_leaks(packet: dict, code: str | None, scrubber: Scrubber) -> list[str]:
-    """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code."""
+def packet_leaks(packet: dict, code: str | None, scrubber: Scrubber, seen: dict | None = None) -> list[str]:
+    """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code.
+    `seen` caches verdicts of strings already checked (most prose recurs across a trace's packets)."""
+    seen = {} if seen is None else seen
     found = []
     for s in _strings({"agent_facing": packet["agent_facing"], "target": packet["target"]}):
-        found += scrubber.leaks(s)
+        if s not in seen:
+            seen[s] = scrubber.leaks(s)
+        found += seen[s]
     if code:
         found += scrubber.code_leaks(code, packet["target"]["scope"]["dsl"])
     return sorted(set(found))
@@ -186,17 +194,17 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
     rows = read_jsonl(work_dir / "versions.jsonl")
     meta = read_json(work_dir / "meta.json")
     profiles = read_jsonl(work_dir / "profiles.jsonl")
-    failures, entries, keep = [], [], {"manifest.json"}
+    failures, entries, keep, checked = [], [], {"manifest.json"}, {}
     with open_trace(trace) as opened:
         builder = PacketBuilder(meta, rows, profiles, scrubber, slug, opened.history.read_blob,
                                 lambda rel: read_text(opened.files, rel, cap=1024 * 1024))
         for seg in segments:
             packet, code, suffix = builder.build(seg)
-            leaks = packet_leaks(packet, code, scrubber)
+            leaks = packet_leaks(packet, code, scrubber, checked)
             if leaks:
                 failures.append(f"{out_dir / (seg['seg_id'] + '.json')}: still leaks after scrubbing: {'; '.join(leaks)}")
                 continue
-            write_text_atomic(out_dir / f"{seg['seg_id']}.json", dumps(packet))
+            write_text_atomic(out_dir / f"{seg['seg_id']}.json", dumps_compact(packet))
             keep.add(f"{seg['seg_id']}.json")
             if code is not None:
                 write_text_atomic(out_dir / f"{seg['seg_id']}{suffix}", code)
