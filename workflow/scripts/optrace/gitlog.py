@@ -140,15 +140,18 @@ class OpenedTrace:
 
 
 @contextlib.contextmanager
-def open_trace(path: str | Path) -> Iterator[OpenedTrace]:
-    """Open a trace given as a git work tree or a `.bundle` file."""
+def open_trace(path: str | Path, scratch: str | Path | None = None) -> Iterator[OpenedTrace]:
+    """Open a trace given as a git work tree or a `.bundle` file. A bundle is cloned (bare) into a
+    temporary directory under `scratch` (the job's own output area on a cluster node), removed after."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, "trace not found (give a git work tree or a .bundle file)")
     if path.is_file():
         if path.suffix != ".bundle":
             raise InputError(path, "a trace file must be a git bundle ending in .bundle")
-        with tempfile.TemporaryDirectory(prefix="optrace-bundle-") as tmp:
+        if scratch is not None:
+            Path(scratch).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".optrace-bundle-", dir=scratch) as tmp:
             try:
                 repo = git.Repo.clone_from(str(path.resolve()), Path(tmp) / "repo", bare=True)
             except git.GitCommandError as exc:

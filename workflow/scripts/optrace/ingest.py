@@ -207,8 +207,8 @@ def harness_of(meta: Metadata, over: Overrides) -> str:
 
 
 def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, over: Overrides,
-           non_target: list[str]) -> tuple[list[dict], list[dict], dict, list[dict]]:
-    with open_trace(trace_path) as trace:
+           non_target: list[str], scratch: Path | None = None) -> tuple[list[dict], list[dict], dict, list[dict]]:
+    with open_trace(trace_path, scratch) as trace:
         commits = trace.history.commits()
         if not commits:
             raise InputError(trace_path, "the repository has no commits")
@@ -278,8 +278,9 @@ def main(argv: list[str]) -> int:
     over = Overrides(args.hardware or None, args.vendor or None, args.arch or None, args.product or None,
                      args.dsl or None, args.harness or None)
     non_target = [k.strip() for k in args.non_target_kernels.split(",") if k.strip()]
-    rows, profiles, meta, autotune = ingest(args.trace, label=args.label, table=table, over=over, non_target=non_target)
     out = Path(args.out_dir)
+    rows, profiles, meta, autotune = ingest(args.trace, label=args.label, table=table, over=over,
+                                            non_target=non_target, scratch=out)
     write_jsonl(out / "versions.jsonl", rows)
     write_jsonl(out / "profiles.jsonl", profiles)
     write_jsonl(out / "autotune.jsonl", autotune)

@@ -195,7 +195,7 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
     meta = read_json(work_dir / "meta.json")
     profiles = read_jsonl(work_dir / "profiles.jsonl")
     failures, entries, keep, checked = [], [], {"manifest.json"}, {}
-    with open_trace(trace) as opened:
+    with open_trace(trace, out_dir) as opened:
         builder = PacketBuilder(meta, rows, profiles, scrubber, slug, opened.history.read_blob,
                                 lambda rel: read_text(opened.files, rel, cap=1024 * 1024))
         for seg in segments:
