@@ -13,6 +13,9 @@ include: "workflow/rules/ingest.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/partition.smk"
 include: "workflow/rules/packets.smk"
+include: "workflow/rules/distill.smk"
+include: "workflow/rules/validate.smk"
+include: "workflow/rules/staging.smk"
 include: "workflow/rules/dataset.smk"
 
 
@@ -20,7 +23,7 @@ rule all:
     default_target: True
     input:
         per_trace(rules.recon_trace.output.md),
-        per_trace(rules.packets_trace.output.manifest),
+        rules.readme.output.readme,
         DATASET_TARGETS,
 
 
@@ -42,6 +45,28 @@ rule partition:
 rule packets:
     input:
         per_trace(rules.packets_trace.output.manifest),
+
+
+rule distill:
+    input:
+        per_trace(rules.distill_trace.output.report),
+
+
+# Prints the validation summary; exits 1 when a record fails, after every report is written. No output,
+# so it runs whenever asked and leaves nothing for Snakemake to delete or redo (see validate.smk).
+rule validate:
+    input:
+        reports=per_trace(rules.validate_trace.output.report),
+        summary=rules.validate_summary.output.summary,
+    localrule: True
+    shell:
+        "{PY} -m optrace validate check {input.summary}"
+
+
+rule staging:
+    input:
+        rules.stage.output.index,
+        rules.readme.output.readme,
 
 
 rule dataset:

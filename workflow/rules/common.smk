@@ -6,10 +6,15 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
+import yaml
+
+from optrace.configcheck import coerce_numbers
 from optrace.errors import InputError
 from optrace.example_trace import EXAMPLE_DIR, example_name, source_digest
 from optrace.sheet import fingerprint, select_traces
 
+with open(Path(workflow.basedir) / "schemas" / "config.schema.yaml") as fh:
+    config.update(coerce_numbers(dict(config), yaml.safe_load(fh)))
 validate(config, "../../schemas/config.schema.yaml")
 
 RESULTS = config["results"].rstrip("/")
@@ -40,6 +45,13 @@ STAGE_MODULES = {
     "dataset": ["dataset", "ladder", "jsonio", "errors"],
     "partition": ["partition", "ladder", "facts", "anonymize", "anonymize_patterns", "jsonio", "errors"],
     "packets": ["packets", "anonymize", "anonymize_patterns", "gitlog", "tracefiles", "jsonio", "errors"],
+    "distill": ["distill", "drafter", "facts", "storegates/established_fact", "storegates/self_contained",
+                "jsonio", "errors"],
+    "stage": ["stage", "worth", "ladder", "storegates/index", "storegates/model", "jsonio", "errors"],
+    "readme": ["readme", "anonymize", "anonymize_patterns", "jsonio", "errors"],
+    # every store and trace gate module: a new gate re-runs validation without editing this list
+    "validate": ["validate", "anonymize_patterns", "jsonio", "errors",
+                 *(f"{p.parent.name}/{p.stem}" for p in sorted(PKG.glob("*gates/*.py")))],
 }
 
 

@@ -318,6 +318,10 @@ class Scrubber:
         path = environ.get(env_var)
         return cls(read_denylist({DENYLIST_ENV: path} if path else {}))
 
+    def private(self, s: str | None) -> str | None:
+        """Only denylisted terms replaced: for human-facing reports, where labels and versions belong."""
+        return self._denied.sub("a private identifier", s) if s and self._denied else s
+
     def denied_terms(self, text: str) -> Iterator[tuple[int, str]]:
         if self._denied:
             for m in self._denied.finditer(text):

@@ -16,6 +16,8 @@ COMMANDS = {
     "ingest": "optrace.ingest",
     "recon": "optrace.recon",
     "partition": "optrace.partition",
+    "stage": "optrace.stage",
+    "readme": "optrace.readme",
     "packets": "optrace.packets",
     "example-trace": "optrace.example_trace",
     "sheet": "optrace.sheet",
@@ -24,6 +26,8 @@ COMMANDS = {
     "autotune": "optrace.autotune",
     "scrub-check": "optrace.anonymize",
     "dataset": "optrace.dataset",
+    "distill": "optrace.distill",
+    "validate": "optrace.validate",
 }
 
 

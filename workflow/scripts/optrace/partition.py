@@ -184,13 +184,15 @@ def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> 
     return list(out.values())
 
 
-def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step]) -> list[dict]:
+def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], scrub) -> list[dict]:
     out, seen = [], set()
     final = next((s for s in steps if s.final), None)
-    picks = ([(final, "final-kernel", "refk-final", "final-kernel")] if final else [])
-    picks += [(s, "mega-snapshot", None, "mega-snapshot") for s in steps if s.outcome == "mega"]
-    for step, kind, seg_id, technique in picks:
+    picks = ([(final, "final-kernel", "refk-final", "final")] if final else [])
+    picks += [(s, "mega-snapshot", None, "snapshot") for s in steps if s.outcome == "mega"]
+    for step, kind, seg_id, prefix in picks:
         row = rows[step.version]
+        # the kernel's own technique makes its episode key distinct from other snapshots and traces
+        technique = slugify(f"{prefix} {scrub(technique_text(row))}")
         if not row["kernel_blob"] or row["kernel_blob"] in seen:
             continue  # no kernel.py, or the same kernel as the final one
         seen.add(row["kernel_blob"])
@@ -210,7 +212,7 @@ def build_segments(rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[
     antis = anti_segments(ctx, rows, scrub)
     taken = {lever_key(s["lever"]["text"]) for s in antis}
     segments = (strategy_segments(ctx, by_version, steps, scrub) + antis
-                + pitfall_segments(ctx, rows, taken, scrub) + reference_segments(ctx, by_version, steps))
+                + pitfall_segments(ctx, rows, taken, scrub) + reference_segments(ctx, by_version, steps, scrub))
     ids = Counter(s["id"] for s in segments)
     dupes = [i for i, c in ids.items() if c > 1]
     if dupes:  # content hashes collide only if the same content appears twice: a bug, not bad input

@@ -1,0 +1,65 @@
+# Validate (DESIGN §5): one job per trace runs all 16 gates over its distilled records.
+#
+# The records are not inputs (distill does not declare them, and an agent may write them at any time):
+# a digest of their names, sizes and mtimes is a param, so a new or changed record re-runs this trace's
+# validation and nothing else. Inside the job, per-record verdicts are cached by content hash in
+# work/{slug}/validation-cache.json. The cache is deliberately not an output: Snakemake deletes a job's
+# outputs before running it, which would throw the cache away exactly on the re-run it exists for; and
+# since entries are keyed by content, a stale or missing cache can cost time but never change a verdict.
+#
+# A trace's job exits 0 when records fail (failing records are data), so every report gets written.
+# validate_summary merges them and adds the overlaps across traces; it also always succeeds, so its
+# output stays up to date and nothing is re-run for it. Failing is the job of the output-less target
+# rule `validate` (Snakefile): it runs whenever it is asked for, prints the summary and exits 1 when a
+# record fails, and has no output for Snakemake to delete or to find missing on the next run.
+
+
+def distilled_digest(wildcards):
+    """Names, sizes and mtimes of the trace's record files: cheap to take, changes with any record."""
+    h = hashlib.sha256()
+    folder = Path(RESULTS) / "distilled" / wildcards.slug
+    if folder.is_dir():
+        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+            if entry.name.endswith(".json") and not entry.name.startswith(".") and entry.is_file():
+                st = entry.stat()
+                h.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+rule validate_trace:
+    input:
+        unpack(live_store_inputs),
+        manifest=rules.packets_trace.output.manifest,
+        distill=rules.distill_trace.output.report,
+        versions=rules.ingest_trace.output.versions,
+        profiles=rules.ingest_trace.output.profiles,
+        profile="schemas/opt-trace-1.0.schema.json",
+    output:
+        report=f"{RESULTS}/staging/reports/{{slug}}/validation.json",
+    params:
+        records=distilled_digest,
+        live_store=live_store_arg,
+        denylist_env=config["denylist_env"],
+        denylist=denylist_digest(),
+        code=code_digest("validate"),
+    log:
+        f"{RESULTS}/logs/validate/{{slug}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/validate/{{slug}}.tsv"
+    shell:
+        "{PY} -m optrace validate trace --results {RESULTS} --slug {wildcards.slug} --profile {input.profile:q} "
+        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
+
+
+rule validate_summary:
+    input:
+        reports=per_trace(rules.validate_trace.output.report),
+    output:
+        summary=f"{RESULTS}/staging/reports/validation-summary.json",
+    params:
+        code=code_digest("validate"),
+    localrule: True
+    log:
+        f"{RESULTS}/logs/validate/summary.log",
+    shell:
+        "{PY} -m optrace validate summary {input.reports:q} --out {output.summary} > {log} 2>&1"

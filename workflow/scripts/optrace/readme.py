@@ -1,0 +1,103 @@
+"""The reviewer's README of a staging store: what was mined, from what, how much to trust it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+from pathlib import Path
+
+from .anonymize import Scrubber
+from .jsonio import read_json, read_jsonl, write_text_atomic
+
+TRUST = """## Trust boundaries
+
+- **Staging is not the live store.** Nothing here has been admitted; admission (`optrace gate`) checks
+  each record again against the live store, under a lock.
+- Every staged record passed all 16 gates: the 9 store gates (schema, ids, anonymization,
+  raw-isolation, relations, index, self-contained, no-cross-reference, established-fact) and the 7
+  trace gates (profile, layout, verbatim, no-fabrication, provenance, ncu-attribution, store-overlap).
+- Numbers in served text appear in the trace's own evidence; code snippets are whole lines of the
+  trace's diffs; every cited commit is the version's own commit. Prose was written by a drafter or an
+  agent from scrubbed packets and is only as good as what the run wrote down.
+- Scores come from the store's worth formula over what the trace measured (step gain, kept ratio,
+  rediscoveries, best speedup); no feedback has been recorded yet, so tiers are at most `promising`.
+- A profiler basis is claimed only where a capture measured the kernel under test, not a harness
+  kernel. Absolute latencies live only in `evidence.raw` (human-only provenance).
+"""
+
+HOW_TO_READ = """## How to read one record
+
+`payload` is what an agent is served (goal, problem, the change or the failed attempt, mechanism,
+verbatim snippet); `evidence.summary` says how it is known; `worth.gain` is the measured effect as a
+percentage; `worth.rank` is the computed score and tier; `evidence.raw` is provenance for humans only
+(trace, version, commit, absolute latencies) and is never served.
+"""
+
+
+def _histogram(title: str, counts: Counter) -> list[str]:
+    out = [f"### {title}", "", "| value | count | |", "|---|---|---|"]
+    top = max(counts.values(), default=0)
+    for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        out.append(f"| {key} | {n} | {'█' * max(1, round(20 * n / top)) if top else ''} |")
+    return out + [""]
+
+
+def render(results: Path, slugs: list[str], scrub) -> str:
+    staging = results / "staging"
+    index = read_json(staging / "records" / "index.json")["records"]
+    summary = read_json(staging / "staged.json")
+    records = {e["id"]: read_json(staging / e["path"]) for e in index}
+    staged_by_trace = Counter(s["trace"] for s in summary["staged"])
+    failed_by_trace = Counter(f["trace"] for f in summary["failed"])
+    out = ["# Staging store (not the live store)", "",
+           f"{len(index)} records staged from {len(slugs)} trace(s); {len(summary['failed'])} failed validation and were not staged.",
+           "`optrace check-store` on this directory runs the store's own gates.", "",
+           "## Traces", "", "| trace | operator | target | versions | segments | staged | failed | ladder |",
+           "|---|---|---|---|---|---|---|---|"]
+    for slug in slugs:
+        meta = read_json(results / "work" / slug / "meta.json")
+        versions = len(read_jsonl(results / "work" / slug / "versions.jsonl"))
+        segments = len(read_jsonl(results / "work" / slug / "segments.jsonl"))
+        t = meta["target"]
+        out.append(f"| {scrub(meta['source_label'])} | {scrub(meta['operator_name'])} | {t['product']} ({t['vendor']} {t['arch']}) "
+                   f"| {versions} | {segments} | {staged_by_trace[slug]} | {failed_by_trace[slug]} "
+                   f"| [ladder](reports/{slug}/ladder.svg) |")
+    out += ["", "## Records", "", "| id (tail) | type | tier | score | gain | basis | version |", "|---|---|---|---|---|---|---|"]
+    for e in index:
+        rec = records[e["id"]]
+        gain = rec["worth"]["gain"]
+        pct = f"{gain['pct']:+.2f}%" if gain.get("pct") is not None else _first_regression(gain)
+        basis = (rec["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "—")
+        out.append(f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {basis} "
+                   f"| {rec['evidence']['raw'].get('version') or '—'} |")
+    if summary["failed"]:
+        out += ["", "## Not staged (failed validation)", "", "| trace | record | failed gates |", "|---|---|---|"]
+        out += [f"| {f['trace']} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |" for f in summary["failed"]]
+    cells = Counter(f"{e['type']} / {e['retrieval']['scope']['arch']} / {e['retrieval']['scope']['dsl']} / "
+                    f"{e['retrieval']['scope'].get('operator_family') or 'misc'}" for e in index)
+    tiers = Counter(e["tier"] for e in index)
+    bases = Counter((records[e["id"]]["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "none") for e in index)
+    out += ["", "## Histograms", ""] + _histogram("type / arch / dsl / family", cells) + _histogram("tier", tiers)
+    out += _histogram("bottleneck evidence basis", bases)
+    out += ["## Ladders", ""] + [f"![{slug} ladder](reports/{slug}/ladder.svg)" for slug in slugs] + [""]
+    out += [HOW_TO_READ, TRUST]
+    return "\n".join(out)
+
+
+def _first_regression(gain: dict) -> str:
+    regs = gain.get("regressions") or []
+    return f"{regs[0]['metric']} {regs[0].get('delta_pct', '')}" if regs else "—"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="optrace readme", description=__doc__)
+    ap.add_argument("--results", required=True, type=Path)
+    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST")
+    ap.add_argument("slugs", nargs="+")
+    args = ap.parse_args(argv)
+    scrubber = Scrubber.from_env(args.denylist_env, os.environ)
+    write_text_atomic(args.out, render(args.results, args.slugs, scrubber.private))
+    print(f"readme: {args.out}")
+    return 0

@@ -1,0 +1,16 @@
+"""The trace gates: a record mined from a trace says only what its packet and the trace support.
+
+    judge(relpath, record, error, packet, trace, denylist)  -> Judged: one record, store + trace gates
+    finish(judged, live)                                    -> [RecordVerdict]: all 16 gates per record
+
+One module per gate (profile, layout, verbatim, fabrication = no-fabrication, provenance,
+ncu_attribution, store_overlap), in the store gates' style and on their types (storegates.model).
+`optrace validate` (optrace.validate) runs them per trace with a content-hash cache.
+"""
+
+from .model import TRACE_GATES, Evidence, Packet, TraceContext, trace_context
+from .runner import ALL_GATES, Judged, RecordVerdict, finish, judge
+from .store_overlap import Claim, LiveStore, load_live_store, overlaps
+
+__all__ = ["ALL_GATES", "TRACE_GATES", "Claim", "Evidence", "Judged", "LiveStore", "Packet", "RecordVerdict",
+           "TraceContext", "finish", "judge", "load_live_store", "overlaps", "trace_context"]

@@ -1,0 +1,91 @@
+"""What the trace gates judge a record against: its packet and the facts of the trace it was mined from.
+
+Trace gates reuse the store gates' vocabulary (storegates.model: Gate, RecordView, obj, messages that
+start with the record's path). Where a store gate's check gets a GateContext, a trace gate's check
+gets the record's `Evidence`: its packet (None when no packet targets the record) and the trace.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property, wraps
+from typing import Any, Callable, Mapping
+
+from .. import SCHEMAS
+from ..storegates.model import RecordView, obj
+
+PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
+
+# Run order after the 9 store gates; every gate has an injection case (tracegates.injection).
+TRACE_GATES = ("profile", "layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution", "store-overlap")
+
+
+@dataclass(frozen=True)
+class Packet:
+    """One packet as the packets stage wrote it: `<seg_id>.json` and its sibling `.diff`/`.py` (if any)."""
+
+    seg_id: str
+    data: dict
+    code: str | None = None
+    code_file: str | None = None
+
+    @classmethod
+    def from_bytes(cls, seg_id: str, data: bytes, code: bytes | None, code_file: str | None) -> "Packet":
+        parsed = json.loads(data)
+        return cls(seg_id, parsed if isinstance(parsed, dict) else {},
+                   code.decode("utf-8", errors="replace") if code is not None else None, code_file)
+
+    @property
+    def target(self) -> dict:
+        return obj(self.data, "target")
+
+    @property
+    def provenance(self) -> dict:
+        return obj(self.data, "provenance")
+
+    @property
+    def agent_facing(self) -> dict:
+        return obj(self.data, "agent_facing")
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """What the trace gates know beyond a record: ingest's facts about the trace (the gates must not take
+    a packet's word for commits and captures) and the profile in force."""
+
+    slug: str
+    commits: Mapping[str, str] = field(default_factory=dict)  # version -> sha (versions.jsonl)
+    usable_captures: frozenset[str] = frozenset()  # profile dirs that captured the kernel under test
+    profile: str = str(PROFILE)
+
+    @cached_property
+    def versions_of(self) -> dict[str, str]:
+        return {sha: version for version, sha in self.commits.items()}
+
+
+def trace_context(slug: str, versions: list[Any], profiles: list[Any], profile: str = str(PROFILE)) -> TraceContext:
+    """Facts from ingest's rows (versions.jsonl, profiles.jsonl); rows of an unexpected shape are ignored."""
+    rows = [r for r in versions if isinstance(r, dict)]
+    commits = {r["version"]: r["sha"] for r in rows if isinstance(r.get("version"), str) and isinstance(r.get("sha"), str)}
+    usable = frozenset(p["dir"] for p in profiles if isinstance(p, dict) and p.get("usable") is True
+                       and isinstance(p.get("dir"), str))
+    return TraceContext(slug, commits, usable, profile)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A trace gate's context for one record."""
+
+    packet: Packet | None
+    trace: TraceContext
+
+
+def needs_packet(check: Callable[[RecordView, Evidence], list[str]]) -> Callable[[RecordView, Evidence], list[str]]:
+    """A gate that compares with the packet FAILs a record no packet targets: nothing vouches for it."""
+    @wraps(check)
+    def guarded(view: RecordView, ev: Evidence) -> list[str]:
+        if ev.packet is None:
+            return [f"{view.relpath}: no packet targets this record, so nothing can vouch for it"]
+        return check(view, ev)
+    return guarded
