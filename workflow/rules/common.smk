@@ -8,6 +8,7 @@ from snakemake.utils import validate
 
 import yaml
 
+from optrace import codedigest
 from optrace.configcheck import coerce_numbers
 from optrace.errors import InputError
 from optrace.example_trace import EXAMPLE_DIR, example_name, source_digest
@@ -36,30 +37,10 @@ wildcard_constraints:
     slug="[a-z0-9][a-z0-9.-]*",
 
 
-# The optrace modules each stage runs. Their digest goes into the stage's params, so editing a
-# stage's code re-runs that stage and its dependants, and nothing upstream.
-STAGE_MODULES = {
-    "ingest": ["ingest", "gitlog", "grammar", "memory", "metadata", "hardware", "profiles", "ncu",
-               "dsl", "families", "tracefiles", "jsonio", "errors", "autotune"],
-    "recon": ["recon", "ladder", "jsonio", "errors"],
-    "dataset": ["dataset", "ladder", "jsonio", "errors"],
-    "partition": ["partition", "ladder", "facts", "anonymize", "anonymize_patterns", "jsonio", "errors"],
-    "packets": ["packets", "anonymize", "anonymize_patterns", "gitlog", "tracefiles", "jsonio", "errors"],
-    "distill": ["distill", "drafter", "facts", "storegates/established_fact", "storegates/self_contained",
-                "jsonio", "errors"],
-    "stage": ["stage", "worth", "ladder", "storegates/index", "storegates/model", "jsonio", "errors"],
-    "readme": ["readme", "anonymize", "anonymize_patterns", "jsonio", "errors"],
-    # every store and trace gate module: a new gate re-runs validation without editing this list
-    "validate": ["validate", "anonymize_patterns", "jsonio", "errors",
-                 *(f"{p.parent.name}/{p.stem}" for p in sorted(PKG.glob("*gates/*.py")))],
-}
-
-
 def code_digest(stage):
-    h = hashlib.sha256()
-    for module in STAGE_MODULES[stage]:
-        h.update((PKG / f"{module}.py").read_bytes())
-    return h.hexdigest()[:16]
+    """Digest of the package modules a stage runs (its import closure, plus the CLI that starts it):
+    editing one re-runs exactly the stages that use it, and their dependants."""
+    return f"{codedigest.digest(PKG, stage)}-{codedigest.digest(PKG, '__main__')}"
 
 
 def trace_path(wildcards):

@@ -5,6 +5,7 @@ rule example_trace:
         trace=directory(EXAMPLE_PATH),
     params:
         sources=source_digest(),
+        code=code_digest("example_trace"),
     log:
         f"{RESULTS}/logs/example_trace.log",
     shell:

@@ -1,0 +1,67 @@
+"""Which package modules a stage runs, read from its imports, and a digest of their source.
+
+Each rule carries the digest of its stage's module closure in `params`, so editing a module re-runs
+exactly the stages that import it (directly or not) and their dependants; a hand-kept list would
+drift as soon as a stage gained an import.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from functools import lru_cache
+from pathlib import Path
+
+PACKAGE = "optrace"
+
+
+def _module_path(pkg: Path, dotted: str) -> Path | None:
+    base = pkg.joinpath(*dotted.split(".")) if dotted else pkg
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(pkg: Path, path: Path) -> set[str]:
+    """Package-internal modules one file imports (relative imports and `optrace.*`)."""
+    here = path.parent.relative_to(pkg).parts
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parent = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+                base = ".".join([*parent, node.module] if node.module else parent)
+            elif node.module and node.module.split(".")[0] == PACKAGE:
+                base = node.module.partition(".")[2]
+            else:
+                continue
+            found.add(base)
+            found.update(f"{base}.{a.name}" if base else a.name for a in node.names)  # `from . import x`
+        elif isinstance(node, ast.Import):
+            found.update(a.name.partition(".")[2] for a in node.names if a.name.split(".")[0] == PACKAGE)
+    return found
+
+
+@lru_cache(maxsize=None)
+def closure(pkg: Path, entry: str) -> tuple[Path, ...]:
+    """Every package file `entry` runs: itself, its package __init__ files and their imports."""
+    seen: dict[Path, None] = {}
+    todo = [entry]
+    while todo:
+        dotted = todo.pop()
+        path = _module_path(pkg, dotted)
+        if path is None or path in seen:
+            continue
+        seen[path] = None
+        parts = dotted.split(".")
+        todo += [".".join(parts[:i]) for i in range(len(parts))]  # enclosing packages' __init__
+        todo += sorted(_imports(pkg, path))
+    return tuple(sorted(seen))
+
+
+def digest(pkg: Path, entry: str) -> str:
+    h = hashlib.sha256()
+    for path in closure(pkg, entry):
+        h.update(str(path.relative_to(pkg)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
