@@ -1,4 +1,6 @@
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,3 +28,27 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent (a user's clone has none)")
     return SHARED_DATA
+
+
+# What a private copy of the workflow leaves out: each workflow test gets its own .snakemake and results.
+WORKFLOW_IGNORE = shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__", "*.egg-info",
+                                         "tests", "benchmarks")
+
+
+def copy_workflow(dest: Path) -> Path:
+    shutil.copytree(ROOT, dest, ignore=WORKFLOW_IGNORE)
+    return dest
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    """A private copy of the workflow to run real snakemake in."""
+    return copy_workflow(tmp_path / "wf")
+
+
+def run_snakemake(wd, *args, check=True, env=None) -> subprocess.CompletedProcess:
+    res = subprocess.run([sys.executable, "-m", "snakemake", "-c2", *map(str, args)], cwd=wd,
+                         capture_output=True, text=True, env=env)
+    if check and res.returncode != 0:
+        raise AssertionError(f"snakemake failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    return res

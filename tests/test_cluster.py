@@ -2,25 +2,18 @@
 every job is submitted as a job script and runs in its own snakemake process, as on a site.
 Results must equal a local run's. Slow (~1 min); deselect with `-m "not cluster"`."""
 
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 import tracekit
-from conftest import ROOT
+from conftest import copy_workflow
 from optrace.tracebuild import make_bundle
 
 pytestmark = [pytest.mark.workflow, pytest.mark.cluster]
 COMPARED = ("staging/records", "staging/staged.json", "staging/README.md", "packets", "distilled", "work/011-iteration/segments.jsonl",
             "work/012-horizon/segments.jsonl", "dataset/measurements.parquet", "dataset/runs.jsonl")
-
-
-def copy_workflow(dest):
-    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__",
-                                                              "*.egg-info", "tests", "benchmarks"))
-    return dest
 
 
 def tree(root):

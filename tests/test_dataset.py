@@ -22,7 +22,7 @@ from optrace.ingest import DEFAULT_NON_TARGET, Overrides, ingest
 from optrace.jsonio import write_json, write_jsonl
 from optrace.ladder import Thresholds
 from optrace.tracebuild import CommitSpec, build_trace
-from test_workflow import snakemake, workdir  # noqa: F401  (workdir is a fixture)
+from conftest import run_snakemake as snakemake
 
 TABLE = HardwareTable.load(ROOT / "config" / "targets.yaml")
 AUTOTUNE_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "autotune" / "trace"

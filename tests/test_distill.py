@@ -3,7 +3,6 @@
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import ROOT, assert_valid, load_schema
+from conftest import assert_valid, load_schema, run_snakemake
 from optrace.distill import record_path, render_command
 from optrace.errors import InputError
 from optrace.example_trace import build_example, example_name
@@ -173,17 +172,8 @@ def test_a_record_path_outside_distilled_is_refused(tmp_path, output):
 
 # ---- the workflow ----------------------------------------------------------------------------------
 
-@pytest.fixture
-def workdir(tmp_path):
-    wd = tmp_path / "wf"
-    shutil.copytree(ROOT, wd, ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__",
-                                                            "*.egg-info", "tests", "benchmarks"))
-    return wd
-
-
 def snakemake(wd, *args):
-    res = subprocess.run([*SNAKEMAKE, "-c2", *map(str, args)], cwd=wd, capture_output=True, text=True)
-    assert res.returncode == 0, f"{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+    res = run_snakemake(wd, *args)
     return res.stdout + res.stderr
 
 

@@ -1,7 +1,6 @@
 """memory/v<N>.json: strict version names, drift tolerance, numbers that are not this version's."""
 
 import json
-import math
 
 import pytest
 

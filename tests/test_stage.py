@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from conftest import ROOT, assert_valid
+from conftest import ROOT
 from optrace.worth import rank
-from test_workflow import snakemake, workdir  # noqa: F401  (fixture)
+from conftest import run_snakemake as snakemake
 
 pytestmark = pytest.mark.workflow
 SLUG = "007-fused-add-rmsnorm-h4096"

@@ -2,12 +2,11 @@
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 import tracekit
-from test_workflow import snakemake, workdir  # noqa: F401  (fixture)
+from conftest import run_snakemake as snakemake
 
 pytestmark = pytest.mark.workflow
 A, B = "011-iteration", "012-horizon"

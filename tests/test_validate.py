@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, assert_valid, load_schema
+from conftest import assert_valid, load_schema, run_snakemake
 from optrace import validate
 from optrace.tracegates import ALL_GATES
 from optrace.tracegates.injection import SLUG, mine_example, workbench
@@ -227,21 +227,11 @@ def test_check_exits_1_on_a_failing_record_or_on_no_record(tmp_path, capsys):
 
 # --- the workflow ----------------------------------------------------------------------------------
 
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 EXAMPLE = "007-fused-add-rmsnorm-h4096"
 
 
-@pytest.fixture
-def workdir(tmp_path):
-    wd = tmp_path / "wf"
-    ignore = shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__", "*.egg-info", "tests",
-                                    "benchmarks")
-    shutil.copytree(ROOT, wd, ignore=ignore)
-    return wd
-
-
 def snakemake(wd, *args):
-    return subprocess.run([*SNAKEMAKE, "-c2", *args], cwd=wd, capture_output=True, text=True)
+    return run_snakemake(wd, *args, check=False)
 
 
 def planned(wd, *targets) -> list[str]:

@@ -1,36 +1,14 @@
 """Real `snakemake` runs: the example trace, each grammar, a bundle, a sheet, a failing trace."""
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 import tracekit
-from conftest import ROOT, assert_valid
+from conftest import assert_valid, run_snakemake as snakemake
 from optrace.tracebuild import CommitSpec, build_trace, make_bundle
 
 pytestmark = pytest.mark.workflow
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
-@pytest.fixture
-def workdir(tmp_path):
-    """A private copy of the workflow, so each test has its own .snakemake and results."""
-    wd = tmp_path / "wf"
-    ignore = shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__", "*.egg-info", "tests", "benchmarks")
-    shutil.copytree(ROOT, wd, ignore=ignore)
-    return wd
-
-
-def snakemake(wd, *args, check=True):
-    res = subprocess.run([*SNAKEMAKE, "-c2", *args], cwd=wd, capture_output=True, text=True)
-    if check and res.returncode != 0:
-        raise AssertionError(f"snakemake failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
-    return res
 
 
 def outputs(wd, slug):
@@ -85,7 +63,7 @@ def test_three_grammars_two_dialects_and_a_bundle_through_a_sheet(workdir, tmp_p
 def test_single_trace_config_and_a_failing_trace_does_not_stop_others(workdir, tmp_path):
     tracekit.iteration_era(tmp_path / "kernel_opt_020_ok")
     build_trace(tmp_path / "kernel_opt_021_nogpu", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0)})])
-    ok = snakemake(workdir, "--config", f"trace={tmp_path / 'kernel_opt_020_ok'}")
+    snakemake(workdir, "--config", f"trace={tmp_path / 'kernel_opt_020_ok'}")
     outputs(workdir, "020-ok")
     sheet = tmp_path / "traces.tsv"
     sheet.write_text(f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"

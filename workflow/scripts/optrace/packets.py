@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from .anonymize import Scrubber, ShapeLabels
-from .errors import InputError
 from .gitlog import KERNEL_FILE, open_trace
 from .jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
 from .tracefiles import read_text

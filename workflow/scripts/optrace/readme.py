@@ -12,8 +12,8 @@ from .jsonio import read_json, read_jsonl, write_text_atomic
 
 TRUST = """## Trust boundaries
 
-- **Staging is not the live store.** Nothing here has been admitted; admission (`optrace gate`) checks
-  each record again against the live store, under a lock.
+- **Staging is not the live store.** Nothing here has been admitted; admission into a live store is a
+  separate, reviewed step that checks each record again against that store.
 - Every staged record passed all 16 gates: the 9 store gates (schema, ids, anonymization,
   raw-isolation, relations, index, self-contained, no-cross-reference, established-fact) and the 7
   trace gates (profile, layout, verbatim, no-fabrication, provenance, ncu-attribution, store-overlap).

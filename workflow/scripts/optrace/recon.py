@@ -143,7 +143,7 @@ def render_md(recon: dict) -> str:
            f"- DSL: default `{i['default_dsl']}`; by version: " + ", ".join(f"{d['version']} `{d['dsl']}`" for d in i["dsl_changes"]),
            f"- versions: {c['versions']} ({c['with_commit']} with a commit, {c['with_step_record']} with a step record, "
            f"{c['with_genuine_number']} with a genuine number)",
-           f"- verdicts: " + ", ".join(f"{k} {v}" for k, v in c["verdicts"].items())
+           "- verdicts: " + ", ".join(f"{k} {v}" for k, v in c["verdicts"].items())
            + f"; NO_CHANGE {c['no_change']}, infrastructure {c['infrastructure']}, carried forward {c['carried_forward']}",
            f"- dead-end levers listed: {c['deadend_items']}; pitfalls recorded: {c['pitfalls']}; memory variants: "
            f"{c['memory_variants']}; non-version commits: {c['non_version_commits']}",

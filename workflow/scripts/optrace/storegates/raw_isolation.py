@@ -10,7 +10,6 @@ letters (a repo called "softmax") identifies nothing and is not searched for.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from .model import Gate, RecordView, TextBlob, format_loc, keys_named, obj, verbatim
@@ -49,10 +48,24 @@ def check(view: RecordView, ctx) -> list[str]:
     if values:
         blob = TextBlob((((), served),), code=verbatim)
         for where, value in values:
-            m = re.search(rf"(?<!\w){re.escape(value)}(?!\w)", blob.text)
-            if m:
-                out.append(f"{view.relpath}: {blob.where(m.start())}: {where} value {value!r} is served")
+            at = whole_token_at(blob.text, value)
+            if at is not None:
+                out.append(f"{view.relpath}: {blob.where(at)}: {where} value {value!r} is served")
     return out
+
+
+def whole_token_at(text: str, value: str) -> int | None:
+    """Where `value` first occurs as a whole token (no word character on either side), or None.
+    A plain find plus a neighbour check: a per-record compiled regex dominated this gate's cost."""
+    start = text.find(value)
+    while start != -1:
+        end = start + len(value)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+            return start
+        start = text.find(value, start + 1)
+    return None
 
 
 GATE = Gate("raw-isolation", "human-only provenance stays out of the served projection", check=check)

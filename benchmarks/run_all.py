@@ -1,0 +1,30 @@
+"""Every benchmark, one after another: `python benchmarks/run_all.py` (about 10 minutes on 2 cores).
+
+check-store on the real 847-record store (skipped without ../shared), each stage on 300 and 3000
+versions, validation of ~1200 records and re-validation after 10, and a 100-trace workflow (full run,
+no-op re-run, a 10-record batch). Targets are in DESIGN §9; each script prints its own.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = ["bench_check_store.py", "bench_pipeline.py", "bench_validate.py", "bench_workflow.py"]
+
+
+def main() -> int:
+    failed = []
+    for script in SCRIPTS:
+        print(f"\n=== {script} ===", flush=True)
+        if subprocess.run([sys.executable, str(HERE / script)], cwd=HERE).returncode != 0:
+            failed.append(script)
+    if failed:
+        print(f"\nfailed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
