@@ -25,7 +25,8 @@ from optrace.tracefiles import WorkTreeFiles
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO.parent / "shared" / "data" / "samples" / "helion"
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "autotune" / "trace"
+# the embedded example trace carries our own autotune pair under autotune/ci/
+FIXTURE = Path(__file__).resolve().parents[1] / "resources" / "example_trace"
 FIXTURE_CSV = "autotune/ci/autotune-mul.csv"
 FIXTURE_META = "autotune/ci/autotune-mul.meta.jsonl"
 SCHEMA = json.loads((REPO / "schemas" / "autotune.schema.json").read_text())

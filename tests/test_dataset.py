@@ -25,7 +25,7 @@ from optrace.tracebuild import CommitSpec, build_trace
 from conftest import run_snakemake as snakemake
 
 TABLE = HardwareTable.load(ROOT / "config" / "targets.yaml")
-AUTOTUNE_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "autotune" / "trace"
+AUTOTUNE_FIXTURE = Path(__file__).resolve().parents[1] / "resources" / "example_trace"  # holds autotune/ci/
 OUTPUTS = ("measurements.parquet", "runs.jsonl", "autotune.parquet", "README.md")
 
 
@@ -35,9 +35,9 @@ def ingested(path: Path, over: Overrides = Overrides()) -> TraceInput:
 
 
 def autotune_files() -> dict[str, str]:
-    """The colleague's fixture pair, as untracked files of a trace (Helion writes them beside the run)."""
+    """The example's autotune pair, as untracked files of a trace (Helion writes them beside the run)."""
     return {str(p.relative_to(AUTOTUNE_FIXTURE)): p.read_text()
-            for p in sorted(AUTOTUNE_FIXTURE.rglob("*")) if p.is_file()}
+            for p in sorted((AUTOTUNE_FIXTURE / "autotune").rglob("*")) if p.is_file()}
 
 
 def measured(ds) -> set[tuple[str, str]]:
