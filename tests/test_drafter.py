@@ -265,6 +265,7 @@ def test_no_anti_strategy_without_a_cause(packets):
 def test_no_anti_strategy_without_a_condition(packets):
     packet, code = drafted_anti(packets)
     packet["target"]["scope"].update(arch="generic", dsl="any")
+    packet["agent_facing"]["operator"]["isa"] = None  # no product ISA either: nothing checkable
     packet["agent_facing"]["the_failed_lever"] = "hoist the weight load above the residual add"
     record, reason = draft_record(packet, code)
     assert record is None and "no checkable condition" in reason
@@ -281,3 +282,10 @@ def test_the_drafter_is_pure(packets):
         before = copy.deepcopy(packet)
         first = draft_record(packet, code)
         assert packet == before and draft_record(packet, code) == first
+
+
+def test_fact_condition_uses_the_products_own_isa(packets):
+    packet, code = drafted_anti(packets)
+    packet["agent_facing"]["operator"]["isa"] = "sm_86"  # an A10 is ampere but not sm_80
+    record, _ = draft_record(packet, code)
+    assert record["payload"]["established_fact"]["condition"]["sm_arch"] == "sm_86"

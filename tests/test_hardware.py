@@ -202,7 +202,7 @@ def test_resolve_first_source_naming_a_product_wins(table):
         table,
     )
     assert target == Target(
-        "nvidia", "ampere", "a800", 'evaluator environment.hardware "NVIDIA A800-SXM4-80GB"'
+        "nvidia", "ampere", "a800", 'evaluator environment.hardware "NVIDIA A800-SXM4-80GB"', "sm_80"
     )
 
 
@@ -258,8 +258,11 @@ def test_basis_quotes_long_texts_shortened(table):
 
 def test_override_by_product(table):
     assert target_from_override(None, None, "H20", table) == Target(
-        "nvidia", "hopper", "h20", 'hardware override: product "H20"'
+        "nvidia", "hopper", "h20", 'hardware override: product "H20"', "sm_90"
     )
+    # the product's own ISA, not its arch's first one: an A10 is sm_86, an MI308X gfx942
+    assert target_from_override(None, None, "A10", table).isa == "sm_86"
+    assert target_from_override(None, None, "mi308x", table).isa == "gfx942"
     assert target_from_override("nvidia", "blackwell", "NVIDIA GB200", table).product == "gb200"
     assert target_from_override(None, None, "mi308x", table, where="traces.tsv row 2").basis == (
         'traces.tsv row 2: product "mi308x"'

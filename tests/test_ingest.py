@@ -151,7 +151,7 @@ def test_sol_dialect_metadata_hardware_from_framework_baseline(tmp_path):
     _, _, meta = run(tmp_path / "t")
     assert meta["languages"] == ["pytorch"]  # the V0 wrapper; the DSL comes from the kernel
     assert meta["default_dsl"] == "triton"
-    assert meta["target"] == {"vendor": "nvidia", "arch": "blackwell", "product": "b200",
+    assert meta["target"] == {"vendor": "nvidia", "arch": "blackwell", "product": "b200", "isa": "sm_100",
                               "basis": meta["target"]["basis"]}
     assert "framework_baseline.json" in meta["target"]["basis"]
 

@@ -35,7 +35,8 @@ MAX_SNIPPET_CHARS = 6000  # the store's snippets: median ~0.8 KB, p99 ~11 KB
 # Never a score: the stage step computes rank from the worth formula. 0.0 / provisional reads as
 # "not ranked yet" and is valid under the contract (score in [0, 1]).
 UNRANKED = {"score": 0.0, "tier": "provisional"}
-# The ISA an architecture compiles for: the checkable `sm_arch` of an established fact.
+# The ISA an architecture compiles for: the checkable `sm_arch` of an established fact when the packet
+# names no product ISA (a trace scoped to an arch only).
 ARCH_ISA = {"ampere": "sm_80", "hopper": "sm_90", "blackwell": "sm_100", "blackwell-ultra": "sm_103",
             "blackwell-geforce": "sm_120", "cdna3": "gfx942", "cdna4": "gfx950"}
 # Conditions stated in the text of the attempt itself (what was tried, on which dtype or shapes).
@@ -369,7 +370,8 @@ def verdict_of(packet: dict, texts: list[str]) -> str:
 def fact_condition(packet: dict, lever: str) -> dict:
     """The GPU's ISA and the toolchain, plus a dtype or shape regime when the attempt itself states one."""
     scope = packet["target"]["scope"]
-    condition = {"sm_arch": ARCH_ISA.get(scope["arch"]), "shape_regime": single_match(SHAPE_RE, lever),
+    isa = packet["agent_facing"]["operator"].get("isa") or ARCH_ISA.get(scope["arch"])
+    condition = {"sm_arch": isa, "shape_regime": single_match(SHAPE_RE, lever),
                  "dtype": single_match(DTYPE_RE, lever), "toolchain": scope["dsl"] if scope["dsl"] != "any" else None}
     return {k: v for k, v in condition.items() if v}
 

@@ -68,6 +68,7 @@ class Target:
     arch: str
     product: str
     basis: str
+    isa: str | None = None  # the product's compute capability (sm_90) or gfx target, when a product is known
 
 
 def in_store_vocabulary(arch: str) -> bool:
@@ -216,7 +217,7 @@ def resolve(candidates: list[tuple[str, str]], table: HardwareTable) -> Target |
     for source, text in texts:
         part = table.match(text)
         if part:
-            return Target(part.vendor, part.arch, part.product, _basis(source, text))
+            return Target(part.vendor, part.arch, part.product, _basis(source, text), part.cc or part.gfx)
     for source, text in texts:
         part = table.match_arch_token(text)
         if part:
@@ -276,7 +277,7 @@ def _override_by_product(vendor, arch, product, table: HardwareTable, where) -> 
                 where,
                 f'{field} "{given}" contradicts product "{product}", which is {part.vendor}/{part.arch}',
             )
-    return Target(part.vendor, part.arch, part.product, f'{where}: product "{product}"')
+    return Target(part.vendor, part.arch, part.product, f'{where}: product "{product}"', part.cc or part.gfx)
 
 
 def _override_arch_name(arch: str, arch_vendors: dict, table: HardwareTable, where) -> str:

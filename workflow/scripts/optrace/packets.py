@@ -80,7 +80,8 @@ class PacketBuilder:
         m, t = self.meta, self.meta["target"]
         return {"what_it_computes": self.text(m["description"]), "fixed_axes": m["axes"]["const"],
                 "variable_axes": m["axes"]["var"], "n_benchmarked_shapes": m["n_shapes"], "dsl": dsl,
-                "gpu": f"{t['product'].upper()} ({t['vendor']} {t['arch']})", "harness": self.text(m["harness"])}
+                "gpu": f"{t['product'].upper()} ({t['vendor']} {t['arch']})", "isa": t["isa"],
+                "harness": self.text(m["harness"])}
 
     def run_said(self, row: dict) -> dict:
         return {"change": self.text(row["action_description"]), "commit_subject": self.text(row["subject"]),
