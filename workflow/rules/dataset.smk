@@ -38,6 +38,8 @@ rule dataset_csv:
         code=code_digest("dataset"),
     log:
         f"{RESULTS}/logs/dataset/csv.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dataset/csv.tsv"
     shell:
         "{PY} -m optrace dataset csv {input.measurements:q} {input.autotune:q} > {log} 2>&1"
 

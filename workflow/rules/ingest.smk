@@ -8,6 +8,8 @@ rule example_trace:
         code=code_digest("example_trace"),
     log:
         f"{RESULTS}/logs/example_trace.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/example_trace.tsv"
     shell:
         "{PY} -m optrace example-trace --out {output.trace} > {log} 2>&1"
 

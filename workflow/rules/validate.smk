@@ -61,5 +61,7 @@ rule validate_summary:
     localrule: True
     log:
         f"{RESULTS}/logs/validate/summary.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/validate/summary.tsv"
     shell:
         "{PY} -m optrace validate summary {input.reports:q} --out {output.summary} > {log} 2>&1"
