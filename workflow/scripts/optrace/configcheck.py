@@ -1,8 +1,9 @@
 """Config values as the schema types them.
 
 Snakemake hands the leaves of a nested `--config key={a: 2.0}` over as strings ('2.0'), so a
-numeric setting given on the command line would fail validation. Strings that parse as the number
-the schema asks for are converted before validation; anything else is left for the schema to reject.
+numeric or boolean setting given on the command line would fail validation. Strings that parse as
+the number or boolean the schema asks for are converted before validation; anything else is left for
+the schema to reject.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ def coerce_numbers(value, schema: dict):
         if kind == "integer":
             return int(number) if number.is_integer() else value
         return number
+    if isinstance(value, str) and kind == "boolean" and value.lower() in ("true", "false"):
+        return value.lower() == "true"
     if isinstance(value, dict) and kind == "object":
         props = schema.get("properties", {})
         return {k: coerce_numbers(v, props[k]) if k in props else v for k, v in value.items()}
