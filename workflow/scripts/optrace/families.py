@@ -1,7 +1,12 @@
-"""Names: trace name -> trace slug, operator name -> operator slug and workload family.
+"""Names: trace name -> trace slug, operator name -> operator family and workload family.
 
-Families are the store schema's `workload_family` vocabulary. Matching is on whole words of the
-operator name (`norm` must not fire inside `normal_and_transform`), in a fixed priority order.
+The operator family (`scope.operator_family`, the middle of every id) is the knowledge store's own
+vocabulary: `STORE_OPERATOR_FAMILIES` was written by reading the real store's records (their
+`retrieval.scope.operator_family` values), so `fused_add_rmsnorm_h4096` is filed under `norm`, an SGEMM
+under `gemm` and a fused MoE under `moe`, next to the store's own records. An operator the table does
+not know keeps a slug of its own name. Workload families are the store schema's `workload_family`
+vocabulary. Matching is on whole words of the operator name (`norm` must not fire inside
+`normal_and_transform`), in a fixed priority order.
 """
 
 from __future__ import annotations
@@ -13,17 +18,25 @@ _CONTAINER_WORDS = {"root", "home", "work", "tmp", "data", "src", "repo", "repos
 _ABBREV = {"attention": "attn", "backward": "bwd", "forward": "fwd", "projection": "proj",
            "normalization": "norm", "convolution": "conv", "activation": "act"}
 _DROP = {"with", "and", "the", "a", "of", "for", "to", "using", "based"}
-# Operators that recur with one shape constant in the name are one operator family in the store.
-_MERGE_RULES = [
-    (re.compile(r"^gemm_n\d+_k\d+$"), "dense-gemm-shape-sweep"),
-    (re.compile(r"^(fused_add_)?rmsnorm_h\d+$"), "rmsnorm-and-fused-add-rmsnorm"),
-    (re.compile(r"^gqa_paged_decode\w*$"), "gqa-paged-decode"),
-    (re.compile(r"^gqa_paged_prefill\w*$"), "gqa-paged-prefill"),
-    (re.compile(r"^gqa_ragged_prefill\w*$"), "gqa-ragged-prefill"),
-    (re.compile(r"^mla_paged_decode\w*$"), "mla-paged-decode"),
-    (re.compile(r"^mla_paged_prefill\w*$"), "mla-paged-prefill"),
-    (re.compile(r"^moe_fp8_block_scale\w*$"), "moe-fp8-block-scale"),
+# (store operator family, words of an operator name); the first family with a matching word wins, so the
+# specific families (a paged attention, a MoE GEMM, MLA) come before the general ones.
+STORE_OPERATOR_FAMILIES = [
+    ("moe", {"moe", "expert", "experts"}),
+    ("mla", {"mla"}),
+    ("paged-attention", {"paged"}),
+    ("gdn", {"gdn", "deltanet"}),
+    ("mamba", {"mamba", "ssm"}),
+    ("flash-attention", {"attention", "attn", "flash", "mha", "gqa", "mqa", "prefill", "decode", "fmha"}),
+    ("norm", {"norm", "rmsnorm", "layernorm", "groupnorm", "batchnorm", "rms"}),
+    ("softmax", {"softmax"}),
+    ("gemv", {"gemv"}),
+    ("gemm", {"gemm", "sgemm", "hgemm", "dgemm", "igemm", "matmul", "mm", "bmm", "dense"}),
+    ("conv", {"conv", "conv1d", "conv2d", "conv3d", "convolution"}),
+    ("quantization", {"quant", "quantize", "quantization", "dequant", "dequantize"}),
+    ("sort", {"sort", "argsort", "topk"}),
+    ("allreduce", {"allreduce", "all_reduce"}),
 ]
+
 # (family, words); the first family with a matching word wins
 _FAMILY_WORDS = [
     ("mask-index", {"mask", "masking", "index", "gather", "scatter", "topk", "argsort", "sampling"}),
@@ -34,7 +47,8 @@ _FAMILY_WORDS = [
     ("decoder-layer", {"decoder", "layer", "block", "transformer"}),
     ("conv-vision", {"conv", "conv1d", "conv2d", "conv3d", "vision", "vit", "pool", "pooling"}),
     ("attention", {"attn", "attention", "mha", "gqa", "mla", "mqa", "flash", "decode", "prefill", "paged"}),
-    ("gemm-projection", {"gemm", "matmul", "mm", "bmm", "proj", "projection", "linear", "dense", "qkv"}),
+    ("gemm-projection", {"gemm", "sgemm", "hgemm", "dgemm", "gemv", "matmul", "mm", "bmm", "proj", "projection", "linear",
+                         "dense", "qkv"}),
     ("mlp-activation", {"mlp", "ffn", "silu", "gelu", "swiglu", "geglu", "relu", "act", "activation"}),
 ]
 
@@ -56,12 +70,18 @@ def _words(name: str) -> list[str]:
     return words
 
 
+def store_family(operator_name: str) -> str | None:
+    """The store's operator family for an operator name, or None when the table knows none."""
+    words = set(_words(operator_name))
+    return next((family for family, vocab in STORE_OPERATOR_FAMILIES if words & vocab), None)
+
+
 def operator_slug(operator_name: str) -> str:
+    """The operator family records are filed under: the store's family, else a slug of the name."""
+    family = store_family(operator_name)
+    if family:
+        return family
     words = _words(operator_name)
-    joined = "_".join(words)
-    for pattern, slug in _MERGE_RULES:
-        if pattern.match(joined):
-            return slug
     kept = [_ABBREV.get(w, w) for w in words if w not in _DROP and not w.isdigit()]
     return "-".join(kept[:5]) or "unknown"
 

@@ -18,6 +18,7 @@ from .families import operator_slug, trace_slug, workload_family
 from .gitlog import KERNEL_FILE, Commit, History, open_trace
 from .hardware import HardwareTable, Target, in_store_vocabulary, products_named, resolve, target_from_override
 from .jsonio import write_json, write_jsonl
+from .ladder import harness_file
 from .autotune import ingest_autotune
 from .memory import StepRecord, scan_memory
 from .metadata import Metadata, dsl_from_languages, read_metadata
@@ -121,11 +122,13 @@ def build_rows(hist: VersionIndex, memory: dict[int, StepRecord], captures: list
         verdict, basis, warn = decide_verdict(vc)
         verdicts[n] = (verdict, basis)
         warnings += warn
-    # A skill-era `V5: revert V4` undoes V4: V4's change did not survive.
+    # A skill-era `V5: revert V4` undoes V4: V4's change did not survive, and V5 states why (one lever).
+    reverted_by: dict[int, str] = {}
     for n, vc in hist.versions.items():
         for _, claim in vc.commits:
             if claim.reverts is not None and verdicts.get(claim.reverts, ("",))[0] == "kept":
                 verdicts[claim.reverts] = ("reverted", f"undone by v{n}'s revert commit")
+                reverted_by[claim.reverts] = f"v{n}"
 
     by_version: dict[str, list[ProfileCapture]] = {}
     for cap in captures:
@@ -169,6 +172,15 @@ def build_rows(hist: VersionIndex, memory: dict[int, StepRecord], captures: list
             "open_directions": list(rec.open_directions) if rec else [],
             "action_category": rec.action_category if rec else None,
             "action_description": rec.action_description if rec else None,
+            "speedup_vs_ref": rec.speedup_vs_ref if rec else None,
+            "evidence_summary": rec.evidence_summary if rec else None,
+            "bottleneck_type": rec.bottleneck_type if rec else None,
+            "expected_impact": rec.expected_impact if rec else None,
+            "experiments": list(rec.experiments) if rec else [],
+            "harness_files": sorted({c.path for cm, _ in (vc.commits if vc else []) for c in cm.changes
+                                     if harness_file(c.path)}),
+            "reverts": next((f"v{cl.reverts}" for cl in claims if cl.reverts is not None), None),
+            "reverted_by": reverted_by.get(n),
             "profile_dirs": [c.dir for c in caps],
             "usable_profile_dirs": [c.dir for c in caps if c.usable],
         })

@@ -39,6 +39,12 @@ class StepRecord:
     pitfalls: tuple[Pitfall, ...] = field(default=())
     open_directions: tuple[dict, ...] = field(default=())
     long_horizon_status: str | None = None
+    # the run's own causes: why it tried what it tried, what the profiler said, what each experiment found
+    speedup_vs_ref: float | None = None  # the reference re-measured in the same run (None: not measured)
+    evidence_summary: str | None = None
+    bottleneck_type: str | None = None
+    expected_impact: str | None = None
+    experiments: tuple[dict, ...] = field(default=())
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,11 @@ def parse_record(n: int, rel: str, data: dict) -> StepRecord:
         pitfalls=tuple(normalise_pitfalls(data.get("pitfalls_and_fixes"))),
         open_directions=tuple(_directions(data.get("open_directions"))),
         long_horizon_status=_str(_dict(data.get("long_horizon")).get("status")),
+        speedup_vs_ref=as_positive_number(perf.get("speedup_vs_ref_geomean")) if geo is not None else None,
+        evidence_summary=_str(_dict(data.get("profile_evidence")).get("evidence_summary")),
+        bottleneck_type=_str(_dict(data.get("profile_evidence")).get("bottleneck_type")),
+        expected_impact=_str(opt.get("expected_impact")) if isinstance(opt, dict) else None,
+        experiments=tuple(normalise_experiments(_dict(data.get("experience")).get("experiments"))),
     )
 
 
@@ -189,6 +200,25 @@ def normalise_pitfalls(items) -> list[Pitfall]:
             continue
         if text:
             out.append(Pitfall(text, fix))
+    return out
+
+
+EXPERIMENT_FIELDS = ("name", "hypothesis", "change", "evidence", "result", "decision")
+MAX_EXPERIMENT_CHARS = 2000  # the supervisor caps each text field at this length
+
+
+def normalise_experiments(items) -> list[dict]:
+    """`experience.experiments[]` as {name, hypothesis, change, evidence, result, decision} strings (or None);
+    entries without a name or change are not levers and are dropped."""
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict):
+            continue
+        exp = {k: (_str(item.get(k)) or None) for k in EXPERIMENT_FIELDS}
+        exp = {k: v[:MAX_EXPERIMENT_CHARS] if isinstance(v, str) else v for k, v in exp.items()}
+        if exp["name"] or exp["change"]:
+            exp["decision"] = (exp["decision"] or "").lower() or None
+            out.append(exp)
     return out
 
 

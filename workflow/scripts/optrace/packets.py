@@ -43,6 +43,30 @@ def report_conclusion(text: str) -> str | None:
     return head[:MAX_CONCLUSION_CHARS] or None
 
 
+# `summary.txt` lines (classify_ncu's layout): name -> (packet key, unit suffix to strip)
+_SUMMARY_NUMBERS = [(r"^Duration:\s*([\d.]+)\s*us", "duration_us"), (r"^SM Throughput:\s*([\d.]+)\s*%", "sm_throughput_pct"),
+                    (r"^Memory Throughput:\s*([\d.]+)\s*%", "memory_throughput_pct"),
+                    (r"^L2 Hit Rate:\s*([\d.]+)\s*%", "l2_hit_rate_pct"),
+                    (r"^Achieved Occupancy:\s*([\d.]+)\s*%", "achieved_occupancy_pct"),
+                    (r"^Registers/Thread:\s*(\d+)", "registers_per_thread")]
+MAX_STALLS = 5
+
+
+def summary_metrics(text: str) -> dict:
+    """The numbers of an ncu `summary.txt`: throughputs, occupancy, registers, top stall reasons, symptoms."""
+    out: dict = {}
+    for pattern, key in _SUMMARY_NUMBERS:
+        if m := re.search(pattern, text, re.M):
+            out[key] = float(m.group(1)) if "." in m.group(1) else int(m.group(1))
+    stalls = re.search(r"^Top Stall Reasons:\s*\n((?:[ \t]+\S.*\n?)+)", text, re.M)
+    if stalls:
+        pairs = re.findall(r"^[ \t]+([a-z_]+):\s*([\d.]+)", stalls.group(1), re.M)
+        out["stall_reasons"] = {name: float(v) for name, v in pairs[:MAX_STALLS]}
+    if m := re.search(r"^SYMPTOMS:\s*(.+)$", text, re.M):
+        out["symptoms"] = [w.strip() for w in m.group(1).split(",") if w.strip()]
+    return out
+
+
 def unified_diff(before: str, after: str) -> str:
     lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                  f"a/{KERNEL_FILE}", f"b/{KERNEL_FILE}", n=3)
@@ -86,11 +110,19 @@ class PacketBuilder:
     def run_said(self, row: dict) -> dict:
         return {"change": self.text(row["action_description"]), "commit_subject": self.text(row["subject"]),
                 "commit_body": self.text(row["body"]) or None, "category_hint": row["action_category"],
-                "gate_verdict": self.text(row["quality_gate"]["failure_reason"])}
+                "gate_verdict": self.text(row["quality_gate"]["failure_reason"]),
+                "evidence_summary": self.text(row.get("evidence_summary")),
+                "bottleneck_type": self.text(row.get("bottleneck_type")),
+                "expected_impact": self.text(row.get("expected_impact"))}
+
+    def shape_entry(self, key: str, latency: float) -> dict:
+        axes = self.meta.get("shape_axes", {}).get(key)
+        values = {k: v for k, v in (axes or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {"shape": self.shapes.label(key), "latency_us": latency, **({"axes": values} if values else {})}
 
     def measurements(self, row: dict, seg: dict) -> dict:
         st = seg.get("strategy") or {}
-        per_shape = sorted(({"shape": self.shapes.label(k), "latency_us": v} for k, v in row["by_shape_us"].items()),
+        per_shape = sorted((self.shape_entry(k, v) for k, v in row["by_shape_us"].items()),
                            key=lambda x: (x["latency_us"], x["shape"]))
         return {"geomean_us": row["geomean_us"], "improve_pct_vs_floor": st.get("improve_pct"),
                 "floor_before_us": st.get("floor_before_us"), "per_shape_latency": per_shape,
@@ -107,8 +139,13 @@ class PacketBuilder:
                 report = rel
                 break
         kernels = sorted({self.profiles[d]["kernel_normalized"] for d in dirs if d in self.profiles})
+        metrics = next((m for d in dirs if (m := self.capture_metrics(d))), {})
         return ({"ncu_measured_the_kernel_under_test": bool(dirs), "kernel": kernels[0] if kernels else None,
-                 "conclusion": self.text(conclusion)}, dirs, report)
+                 "conclusion": self.text(conclusion), "metrics": metrics}, dirs, report)
+
+    def capture_metrics(self, capture_dir: str) -> dict:
+        text = self.read_file(f"{capture_dir}/summary.txt")
+        return summary_metrics(text) if text else {}
 
     def directions_and_pitfalls(self, versions: list[str]) -> tuple[list, list]:
         dirs, pits = [], []
@@ -132,13 +169,19 @@ class PacketBuilder:
         code, suffix = None, None
         if seg["record_type"] == "strategy":
             base = seg["strategy"]["builds_on"]
+            base_row = self.rows[base["version"]] if base else None
+            parent_profiler = self.profiler([base["version"]])[0] if base else None
             agent["builds_on"] = {"was_the_untouched_baseline": bool(base and base["is_baseline"]),
-                                  "previous_approach": self.text(self.rows[base["version"]]["action_description"]) if base else None}
+                                  "previous_approach": self.text(base_row["action_description"]) if base_row else None,
+                                  # what this step attacked: the parent's own capture, never this version's
+                                  "parent_profiler": parent_profiler if parent_profiler and parent_profiler["ncu_measured_the_kernel_under_test"] else None,
+                                  "parent_bottleneck_type": self.text(base_row.get("bottleneck_type")) if base_row else None}
             if base and base["kernel_blob"] and row["kernel_blob"] and base["kernel_blob"] != row["kernel_blob"]:
                 code, suffix = unified_diff(self.kernel(base["kernel_blob"]), self.kernel(row["kernel_blob"])), ".diff"
         elif seg["record_type"] == "anti-strategy":
             lv = seg["lever"]
             agent["the_failed_lever"] = lv["text"]
+            agent["why_it_failed"] = lv.get("cause")
             agent["how_it_was_fixed"] = lv["fix"]
             agent["times_tried"] = len(lv["occurrences"])
             agent["established_fact_required"] = {"rule": FACT_RULE, "precheck": lv["fact_precheck"]["verdict"],
@@ -158,6 +201,8 @@ class PacketBuilder:
                        "output": f"distilled/{self.slug}/{seg['id']}.json"},
             "agent_facing": agent,
             "provenance": {"source_label": self.meta["source_label"], "version": row["version"], "commit": row["sha"],
+                           **({"builds_on": {"version": b["version"], "commit": b["sha"], "geomean_us": b["geomean_us"]}}
+                              if (b := (seg.get("strategy") or {}).get("builds_on")) else {}),
                            "occurrences": [{"version": v, "commit": self.rows[v]["sha"]} for v in versions],
                            "capture_dirs": capture_dirs, "report": report},
         }

@@ -23,7 +23,7 @@ from typing import Callable
 
 from .facts import precheck
 from .jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
-from .ladder import CLAIMS, Step, Thresholds, run_ladder
+from .ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
 
 MAX_TECHNIQUE_CHARS = 48
 MIN_LEVER_CHARS = 12
@@ -49,16 +49,35 @@ class Context:
     workload_family: str
 
 
-def slugify(text: str) -> str:
-    """Lower-case words joined by '-', cut at a word boundary; version ids and hex runs dropped."""
+# Words that are measurements, not names: numbers, numbers with a unit, tile sizes (`32x32`), units.
+_NUMERIC_WORD = re.compile(r"\d+(?:\.\d+)?(?:x\d+)*(?:us|ms|s|x|k|kb|mb|gb|gflops|tflops|pct)?|\d+(?:st|nd|rd|th)")
+_UNIT_WORDS = {"gflops", "tflops", "gbps", "gb", "us", "ms", "pct", "percent", "s", "x"}
+MAX_TECHNIQUE_WORDS = 6  # a tag, not a sentence: the store's technique tags are 1-4 words
+
+
+def slug_words(text: str) -> list[str]:
+    """The name-like words of a text: version ids, hex runs, numbers and units dropped."""
     words = re.findall(r"[a-z0-9]+", text.lower())
-    words = [w for w in words if not re.fullmatch(r"v\d+|[0-9a-f]{7,40}", w)]
+    return [w for w in words if not re.fullmatch(r"v\d+|[0-9a-f]{7,40}", w) and not _NUMERIC_WORD.fullmatch(w)
+            and w not in _UNIT_WORDS]
+
+
+def slugify(text: str) -> str:
+    """Lower-case name words joined by '-', whole words only, within the technique budget."""
     out = ""
-    for w in words:
+    for w in slug_words(text):
         if len(out) + len(w) + (1 if out else 0) > MAX_TECHNIQUE_CHARS:
             break
         out = f"{out}-{w}" if out else w
     return out or "unnamed"
+
+
+def technique_slug(text: str) -> str:
+    """A short technique name: the text's first clause (before a bracket, colon, semicolon or dash),
+    at most MAX_TECHNIQUE_WORDS name words, never cut inside a word and never holding a number."""
+    head = re.split(r"\s[(\[]|[(\[:;—]|\s-\s|,\s", text, maxsplit=1)[0]
+    words = slug_words(head) or slug_words(text)
+    return slugify(" ".join(words[:MAX_TECHNIQUE_WORDS]))
 
 
 def technique_text(row: dict) -> str:
@@ -70,8 +89,17 @@ def technique_text(row: dict) -> str:
 
 
 def _strip(subject: str) -> str:
+    if re.match(r"^\s*[vV]\d+\s*:[^|]*\|", subject):  # `V7: 15971.7 GFLOPS | 2D blocktiling (bottleneck: ...)`
+        subject = subject.split("|", 1)[1]
+        subject = re.sub(r"\(\s*bottleneck:.*$", "", subject, flags=re.I)
     text = _BOILERPLATE_RE.sub(" ", subject)
     return re.sub(r"[\s()|,;—-]+$", "", re.sub(r"^[\s()|,;:—-]+", "", re.sub(r"\s+", " ", text)))
+
+
+def revert_reason(subject: str | None) -> str | None:
+    """`V9: revert V8 (the second smem stage needs ...)` -> the bracketed reason."""
+    m = re.match(r"^\s*[vV]\d+:\s*revert\s+[vV]\d+\s*\((.+)\)\s*$", subject or "", re.S)
+    return m.group(1).strip() if m else None
 
 
 def lever_key(text: str) -> str:
@@ -101,64 +129,102 @@ def _common(ctx: Context, row: dict, record_type: str, seg_kind: str, seg_id: st
     }
 
 
+def gain_pct(parent_us: float, new_us: float) -> float:
+    """The one rounding rule of a claimed gain: percent lower latency than the parent, 2 decimals."""
+    return round((parent_us - new_us) / parent_us * 100.0, 2)
+
+
 def strategy_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], scrub) -> list[dict]:
+    """A claim builds on the previous anchor (baseline, re-baseline or claim): its diff, its `builds_on`
+    and its parent geomean all refer to that one version, and its gain is measured against it."""
     out, previous = [], None
     for step in steps:
-        if step.outcome == "baseline":
-            previous = step
+        if step.outcome not in ANCHORS:
             continue
-        if step.outcome not in CLAIMS:
-            continue
-        row = rows[step.version]
-        technique = slugify(scrub(technique_text(row)))
-        seg = _common(ctx, row, "strategy", step.outcome, "", technique, "strategy", row["version"])
-        seg["seg_id"] = f"strategy-{seg['id'][-6:]}"  # file names reach the agent: no version id in them
-        base = rows[previous.version] if previous else None
-        seg["strategy"] = {
-            "improve_pct": step.improve_pct, "geomean_us": step.geomean_us, "floor_before_us": step.floor_before_us,
-            "final": step.final,
-            "builds_on": None if base is None else {
-                "version": base["version"], "sha": base["sha"], "kernel_blob": base["kernel_blob"],
-                "geomean_us": base["geomean_us"], "is_baseline": previous.outcome == "baseline"},
-        }
-        out.append(seg)
+        if step.outcome in CLAIMS and previous is not None:
+            row = rows[step.version]
+            technique = technique_slug(scrub(technique_text(row)))
+            seg = _common(ctx, row, "strategy", step.outcome, "", technique, "strategy", row["version"])
+            seg["seg_id"] = f"strategy-{seg['id'][-6:]}"  # file names reach the agent: no version id in them
+            base = rows[previous.version]
+            seg["strategy"] = {
+                "improve_pct": gain_pct(base["geomean_us"], row["geomean_us"]), "geomean_us": row["geomean_us"],
+                "floor_before_us": base["geomean_us"], "final": step.final, "review": step.review,
+                "builds_on": {"version": base["version"], "sha": base["sha"], "kernel_blob": base["kernel_blob"],
+                              "geomean_us": base["geomean_us"], "is_baseline": previous.outcome == "baseline"},
+            }
+            out.append(seg)
         previous = step
     return out
 
 
-def failed_levers(row: dict) -> list[tuple[str, str]]:
-    """(lever text, split_by) for one reverted version: listed items, else one prose lever."""
+FAILED_DECISIONS = {"revert", "pivot"}  # an experiment the run gave up on
+
+
+def experiment_cause(exp: dict) -> str | None:
+    """What an experiment found, in its own words (evidence, then result)."""
+    parts = [exp.get(k) for k in ("evidence", "result") if exp.get(k)]
+    return " ".join(p.rstrip(".") + "." for p in parts) or None
+
+
+def failed_levers(row: dict, by_version: dict[str, dict]) -> list[tuple[str, str, str | None]]:
+    """(lever text, split_by, its own stated cause) for one version.
+
+    A reverted version: its listed items, else one prose lever; a kept version undone by a later
+    `revert V<N> (reason)` is one lever whose cause is that reason (the revert commit itself is no
+    lever); every experiment the run reverted or pivoted away from is a lever of its own."""
+    out: list[tuple[str, str, str | None]] = []
+    for exp in row.get("experiments") or []:
+        text = exp.get("change") or exp.get("name") or ""
+        if exp.get("decision") in FAILED_DECISIONS and len(text) >= MIN_LEVER_CHARS:
+            out.append((text, "experiment", experiment_cause(exp)))
     if row["verdict"] != "reverted" or row["infrastructure"] or row["outcome"] in NOT_A_LEVER_OUTCOMES:
-        return []
+        return out
+    if row.get("reverts"):
+        return out
     if row["deadend_items"]:
-        return [(item, "mechanical") for item in row["deadend_items"] if len(item) >= MIN_LEVER_CHARS]
+        return out + [(item, "mechanical", None) for item in row["deadend_items"] if len(item) >= MIN_LEVER_CHARS]
+    if out:  # the experiments are this version's levers; its prose belongs to them
+        return out
+    undone_by = by_version.get(row.get("reverted_by") or "")
+    if undone_by is not None:
+        text = technique_text(row)
+        cause = revert_reason(undone_by["subject"]) or undone_by.get("body") or None
+        return [(text, "revert-pair", cause)] if len(text) >= MIN_LEVER_CHARS else []
     text = technique_text(row)
-    return [(text, "agent")] if len(text) >= MIN_LEVER_CHARS else []
+    return [(text, "agent", None)] if len(text) >= MIN_LEVER_CHARS else []
 
 
-def _evidence_text(row: dict, lever: str) -> str:
-    parts = [lever, row["subject"] or "", row["quality_gate"]["failure_reason"] or ""]
-    parts += [p["text"] for p in row["pitfalls"]]
-    return " ".join(parts)
+def evidence_text(row: dict, lever: str, cause: str | None) -> str:
+    """All the prose the run left about a lever's version: what the precheck reads."""
+    parts = [lever, cause or "", row["subject"] or "", row.get("body") or "", row["quality_gate"]["failure_reason"] or "",
+             row.get("evidence_summary") or "", row.get("expected_impact") or ""]
+    parts += [p["text"] + " " + (p["fix"] or "") for p in row["pitfalls"]]
+    parts += [experiment_cause(e) or "" for e in row.get("experiments") or []]
+    return " ".join(p for p in parts if p)
+
+
+SEG_KINDS = {"mechanical": "deadend-item", "agent": "deadend-prose", "revert-pair": "deadend-prose",
+             "experiment": "deadend-experiment"}
 
 
 def anti_segments(ctx: Context, rows: list[dict], scrub) -> list[dict]:
     levers: dict[str, dict] = {}
+    by_version = {r["version"]: r for r in rows}
     for row in rows:
-        for lever, split_by in failed_levers(row):
+        for lever, split_by, cause in failed_levers(row, by_version):
             clean = scrub(lever)
             key = lever_key(clean)
             occurrence = {"version": row["version"], "sha": row["sha"]}
             if key in levers:
                 levers[key]["lever"]["occurrences"].append(occurrence)
                 continue
-            technique = slugify(clean)
-            verdict, reason = precheck(scrub(_evidence_text(row, lever)))
-            seg = _common(ctx, row, "anti-strategy", "deadend-item" if split_by == "mechanical" else "deadend-prose",
-                          "", technique, "anti-strategy", key)
+            technique = technique_slug(clean)
+            verdict, reason = precheck(scrub(evidence_text(row, lever, cause)))
+            seg = _common(ctx, row, "anti-strategy", SEG_KINDS[split_by], "", technique, "anti-strategy", key)
             seg["seg_id"] = f"anti-{seg['id'][-6:]}"
-            seg["lever"] = {"text": clean, "split_by": split_by, "fix": None, "occurrences": [occurrence],
-                            "fact_precheck": {"verdict": verdict, "reason": reason}}
+            seg["lever"] = {"text": clean, "split_by": split_by, "fix": None, "cause": scrub(cause) if cause else None,
+                            "occurrences": [occurrence], "fact_precheck": {"verdict": verdict, "reason": reason}}
             levers[key] = seg
     return list(levers.values())
 
@@ -176,10 +242,11 @@ def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> 
                 out[key]["lever"]["occurrences"].append(occurrence)
                 continue
             verdict, reason = precheck(clean + " " + (scrub(pit["fix"]) if pit["fix"] else ""))
-            seg = _common(ctx, row, "anti-strategy", "curated-pitfall", "", slugify(clean), "pitfall", key)
+            seg = _common(ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(clean), "pitfall", key)
             seg["seg_id"] = f"pitfall-{seg['id'][-6:]}"
             seg["lever"] = {"text": clean, "split_by": "curated", "fix": scrub(pit["fix"]) if pit["fix"] else None,
-                            "occurrences": [occurrence], "fact_precheck": {"verdict": verdict, "reason": reason}}
+                            "cause": None, "occurrences": [occurrence],
+                            "fact_precheck": {"verdict": verdict, "reason": reason}}
             out[key] = seg
     return list(out.values())
 
@@ -192,7 +259,7 @@ def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], s
     for step, kind, seg_id, prefix in picks:
         row = rows[step.version]
         # the kernel's own technique makes its episode key distinct from other snapshots and traces
-        technique = slugify(f"{prefix} {scrub(technique_text(row))}")
+        technique = slugify(f"{prefix} {technique_slug(scrub(technique_text(row)))}")
         if not row["kernel_blob"] or row["kernel_blob"] in seen:
             continue  # no kernel.py, or the same kernel as the final one
         seen.add(row["kernel_blob"])
@@ -220,6 +287,14 @@ def build_segments(rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[
     return segments, steps
 
 
+def word_cut(text: str, limit: int) -> str:
+    """At most `limit` characters, cut at a word boundary (with an ellipsis), never inside a word."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit + 1].rsplit(" ", 1)[0].rstrip(" ,;:")
+    return (head or text[:limit]) + " …"
+
+
 def render_md(segments: list[dict], steps: list[Step], profiles: list[dict], meta: dict) -> str:
     kinds = Counter((s["record_type"], s["seg_kind"]) for s in segments)
     usable = {p["version"] for p in profiles if p["usable"] and p["version"]}
@@ -241,8 +316,13 @@ def render_md(segments: list[dict], steps: list[Step], profiles: list[dict], met
             lv = s["lever"]
             occ = ", ".join(o["version"] for o in lv["occurrences"])
             pc = lv["fact_precheck"]
-            out.append(f"| {lv['text'][:80].replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |")
+            out.append(f"| {word_cut(lv['text'], 80).replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |")
     flagged = sum(1 for s in segments if s["record_type"] == "anti-strategy" and s["lever"]["fact_precheck"]["verdict"] == "flag")
+    reviews = [f"- {s['version']}: {s['strategy']['review']}" for s in segments
+               if s["record_type"] == "strategy" and s["strategy"]["review"]]
+    out += ["", "## Claims flagged for review", ""] + (reviews or ["- none"])
+    out += ["", "Re-baselines (the floor moved, nothing claimed): "
+            + (", ".join(f"{st.version} ({st.reason})" for st in steps if st.outcome == "rebaseline") or "none")]
     out += ["", f"Flagged (kept, for the distiller to judge): {flagged}", "", "## Reference kernels", ""]
     out += [f"- {s['seg_id']}: {s['version']} (`{s['id']}`)" for s in segments if s["record_type"] == "reference-kernel"] or ["- none"]
     out += ["", "## Evidence", ""]
