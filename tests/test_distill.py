@@ -124,7 +124,7 @@ def test_agent_mode_reports_each_outcome_and_keeps_what_was_written(packets_dir,
         valid: "agent-wrote", fabricated: "agent-wrote", malformed: "agent-wrote", failing: "agent-failed",
         kept: "skipped-exists", thin: "skipped-thin"}
     assert outcomes[failing]["exit_code"] == 3 and "out of tokens" in outcomes[failing]["stderr_tail"]
-    assert outcomes[thin]["agent_report"].startswith("no record: no established fact")
+    assert outcomes[thin]["agent_report"].startswith("no record: no causal sentence")
     assert outcomes[valid]["agent_report"].startswith("wrote ")
     assert kept_path.read_text() == "an earlier agent's record\n"  # no agent was started for it
     assert not (tmp_path / outcomes[failing]["output"]).exists()

@@ -18,8 +18,8 @@ def test_recon_cli_on_a_trace(tmp_path):
     index = tmp_path / "store" / "records" / "index.json"
     index.parent.mkdir(parents=True)
     index.write_text(json.dumps({"schema": "clean-1.3", "records": [
-        {"id": "nvidia.h100.triton.softmax-h4096.x-s01", "type": "strategy", "episode_key": "hopper|triton|softmax-h4096|x|operator",
-         "retrieval": {"scope": {"operator_family": "softmax-h4096"}}},
+        {"id": "nvidia.h100.triton.softmax.x-s01", "type": "strategy", "episode_key": "hopper|triton|softmax|x|operator",
+         "retrieval": {"scope": {"operator_family": "softmax"}}},
         {"id": "other", "type": "doc", "retrieval": {"scope": {"operator_family": "gemm"}}}]}))
     subprocess.run([sys.executable, "-m", "optrace", "recon", "--work-dir", str(work), "--out-dir", str(out),
                     "--live-store", str(index)], check=True, capture_output=True)

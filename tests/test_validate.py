@@ -254,8 +254,8 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
                         summary_schema())
     assert planned(workdir, "validate") == ["validate"]  # nothing to redo; the check itself always runs
 
-    bad = workdir / "results/distilled" / EXAMPLE / "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1.json"
-    write_record(bad, {"id": "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"})
+    bad = workdir / "results/distilled" / EXAMPLE / "nvidia.h100.triton.norm.invented-x1.json"
+    write_record(bad, {"id": "nvidia.h100.triton.norm.invented-x1"})
     # a new record re-runs only this trace's validation (and the summary), never distill or the stages before
     assert planned(workdir, "validate") == ["validate", "validate_summary", "validate_trace"]
     res = snakemake(workdir, "validate")

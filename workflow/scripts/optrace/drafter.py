@@ -41,7 +41,14 @@ ARCH_ISA = {"ampere": "sm_80", "hopper": "sm_90", "blackwell": "sm_100", "blackw
             "blackwell-geforce": "sm_120", "cdna3": "gfx942", "cdna4": "gfx950"}
 # Conditions stated in the text of the attempt itself (what was tried, on which dtype or shapes).
 DTYPE_RE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2|bfloat16|float16|float32)\b", re.I)
-SHAPE_RE = re.compile(r"\b(?:batch_size|batch|seq_len|hidden(?:_size)?|head_dim|[MNK])\s*(?:<=|>=|==|<|>|=|≤|≥)\s*\d+")
+SHAPE_RE = re.compile(r"\b(?:batch_size|batch|seq_len|seqlen|num_tokens|tokens|hidden(?:_size)?|head_dim|[MNK])"
+                      r"\s*(?:<=|>=|==|<|>|=|≤|≥)\s*\d+")
+MAX_REFERENCE_CHARS = 20_000  # a reference kernel is its whole source (the packet caps kernels at 40 000)
+# Categories that name the run's process, not a technique: never a tag.
+PROCESS_CATEGORIES = {"baseline", "exhaustive_search", "long_horizon_episode", "fast_long_horizon_episode"}
+# Capture numbers served as retrieval signals (never the duration: absolute latency is provenance only).
+SIGNAL_METRICS = ("sm_throughput_pct", "memory_throughput_pct", "l2_hit_rate_pct", "achieved_occupancy_pct",
+                  "registers_per_thread")
 SPECULATION_RE = re.compile(r"\b(?:may|might|maybe|possibly|perhaps|probably)\b", re.I)
 ACCURACY_RE = re.compile(r"mismatch|max_(?:abs|rel)_err|accuracy|precision|numerical|\bnan\b|incorrect|tolerance", re.I)
 API_RE = re.compile(r"unsupported|not supported|does not support|not implemented|cannot (?:express|be expressed|lower|compile)", re.I)
@@ -50,9 +57,11 @@ _PIECE_END = re.compile(r"(?<=[.!?:])\s+")
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOP = frozenset("the and with for per was were that this than then from into onto over each its are has have "
                   "but not only also when where which what".split())
-_JIT_DECORATOR = re.compile(r"^\s*@[\w.]*jit\b")
+_JIT_DECORATOR = re.compile(r"^\s*@([\w.]*)(?:jit|kernel)\b")
 _PY_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")
-_CUDA_ENTRY = re.compile(r"__global__\b[^(]*?(\w+)\s*\(")
+# `__global__ void __launch_bounds__(256, 2) sgemm_warptile(`: the name is the word before the argument list,
+# never the qualifier's
+_CUDA_ENTRY = re.compile(r"__global__\s+(?:(?:void|static|inline|__launch_bounds__\s*\([^)]*\))\s+)*(\w+)\s*\(")
 
 
 @dataclass
@@ -112,8 +121,9 @@ def mechanism_sentence(packet: dict) -> str | None:
     words = content_words(lever)
     needed = min(len(words), max(2, (len(words) + 1) // 2))
     shared = packet["seg_kind"] != "deadend-prose"  # only a prose dead end owns its version's prose alone
-    sources = [(pieces(lever)[1:], False), (pieces(a.get("how_it_was_fixed")), False)]
-    sources += [(pieces(said.get(k)), shared) for k in ("gate_verdict", "commit_body")]
+    sources = [(pieces(a.get("why_it_failed")), False), (pieces(lever)[1:], False),
+               (pieces(a.get("how_it_was_fixed")), False)]
+    sources += [(pieces(said.get(k)), shared) for k in ("gate_verdict", "commit_body", "evidence_summary")]
     sources += [(pieces(p.get("pitfall")), True) for p in a.get("pitfalls_recorded_here", [])
                 if p.get("pitfall") != lever]  # a curated pitfall is listed there too: not its own evidence
     for candidates, needs_overlap in sources:
@@ -121,6 +131,28 @@ def mechanism_sentence(packet: dict) -> str | None:
             if is_mechanism(piece) and (not needs_overlap or len(words & content_words(piece)) >= needed):
                 return piece
     return None
+
+
+def causal_pieces(text) -> list[str]:
+    """The sentences of a text that state a cause (servable, no speculation)."""
+    return [p for p in pieces(text) if is_mechanism(p)]
+
+
+def strategy_mechanism(packet: dict, change: str) -> str | None:
+    """Why this step is faster, from its own evidence: the causal sentences of its commit body, else of the
+    evidence summary or expected impact its step record states. Never this version's own capture
+    conclusion (that diagnoses what the next step should attack) and never a restatement of the change."""
+    said = packet["agent_facing"]["what_the_run_said"]
+    for key in ("commit_body", "evidence_summary", "expected_impact"):
+        found = [p for p in causal_pieces(said.get(key)) if lever_key(p) != lever_key(change)]
+        if found:
+            return " ".join(found)
+    body = servable(said.get("commit_body"))
+    return body if body and lever_key(body) != lever_key(change) else None
+
+
+def lever_key(text: str) -> str:
+    return " ".join(_WORD.findall((text or "").lower()))
 
 
 def single_match(pattern: re.Pattern, text: str) -> str | None:
@@ -167,12 +199,36 @@ def diff_snippet(code: str | None) -> str | None:
     return within_budget(taken)
 
 
-def edit_scope(code: str | None) -> str:
-    """one-line when at most one line went out and one came in; any larger edit rewrites the kernel."""
+SMALL_EDIT_LINES = 12  # changed lines up to which an edit is small (low risk when it passed correctness)
+
+
+def diff_size(code: str | None) -> tuple[int, int]:
+    """(changed lines, lines of context + changes) of a unified diff."""
     lines = [line for hunk in diff_hunks(code) for line in hunk[1:]]
-    added = sum(line.startswith("+") for line in lines)
-    removed = sum(line.startswith("-") for line in lines)
-    return "one-line" if max(added, removed) <= 1 else "kernel-rewrite"
+    changed = max(sum(line.startswith("+") for line in lines), sum(line.startswith("-") for line in lines))
+    return changed, len(lines)
+
+
+def edit_scope(code: str | None) -> str:
+    """one-line when at most one line went out and one came in; a diff that replaces most of what it shows
+    is a new architecture; anything between rewrites the kernel."""
+    changed, shown = diff_size(code)
+    if changed <= 1:
+        return "one-line"
+    unchanged = shown - sum(1 for hunk in diff_hunks(code) for line in hunk[1:] if line[:1] in "+-")
+    return "architecture" if changed > 3 * SMALL_EDIT_LINES and unchanged < changed else "kernel-rewrite"
+
+
+def cost_of(code: str | None, status: str | None) -> dict:
+    """Scope from the diff's shape, risk from its size and whether the step passed its correctness check."""
+    changed, _ = diff_size(code)
+    scope = edit_scope(code)
+    if status != "PASS":
+        return {"edit_scope": scope, "risk": "high", "risk_basis": "no passing correctness check is recorded for this step"}
+    small = changed <= SMALL_EDIT_LINES
+    return {"edit_scope": scope, "risk": "low" if small else "med",
+            "risk_basis": "a small edit that passed the harness's correctness check" if small
+            else "a large edit; it passed the harness's correctness check"}
 
 
 def _block_end_python(lines: list[str], start: int) -> int:
@@ -199,20 +255,52 @@ def _block_end_c(lines: list[str], start: int) -> int:
     return len(lines)
 
 
-def entry_point(code: str | None) -> tuple[str | None, str | None]:
-    """(snippet, kernel name): the first jit-decorated function or __global__ kernel, else the file's head."""
+def jit_dsl(decorator_prefix: str) -> str:
+    """The DSL a jit decorator compiles for: `gluon.` -> gluon, `cute.` -> cutedsl, else triton."""
+    prefix = decorator_prefix.lower()
+    return "gluon" if "gluon" in prefix else "cutedsl" if "cute" in prefix else "triton"
+
+
+def kernel_blocks(lines: list[str]) -> list[tuple[int, int, str, str]]:
+    """(start, end, dsl, name) of every jit-compiled Python function and every CUDA __global__ kernel."""
+    out, i = [], 0
+    while i < len(lines):
+        jit = _JIT_DECORATOR.match(lines[i])
+        cuda = _CUDA_ENTRY.search(lines[i])
+        if jit:
+            end = _block_end_python(lines, i)
+            name = next((m.group(1) for m in map(_PY_DEF.match, lines[i:end]) if m), None)
+            out.append((i, end, jit_dsl(jit.group(1)), name))
+            i = end
+        elif cuda:
+            end = _block_end_c(lines, i)
+            out.append((i, end, "cuda", cuda.group(1)))
+            i = end
+        else:
+            i += 1
+    return [b for b in out if b[3]]
+
+
+def kernel_source(code: str | None, dsl: str) -> tuple[str | None, str | None]:
+    """(snippet, core kernel name) of a reference kernel: the whole source, without the kernels of another
+    jit DSL (a Gluon kernel's Triton fallback is not part of it), and the largest kernel of the record's
+    own DSL as its core."""
     lines = (code or "").splitlines()
     if not any(line.strip() for line in lines):
         return None, None
-    for i, line in enumerate(lines):
-        if _JIT_DECORATOR.match(line):
-            body = lines[i:_block_end_python(lines, i)]
-            name = next((m.group(1) for m in map(_PY_DEF.match, body) if m), None)
-            return within_budget(_trim_blank(body)), name
-        cuda = _CUDA_ENTRY.search(line)
-        if cuda:
-            return within_budget(_trim_blank(lines[i:_block_end_c(lines, i)])), cuda.group(1)
-    return within_budget(_trim_blank(lines)), None
+    blocks = kernel_blocks(lines)
+    mine = [b for b in blocks if b[2] == dsl] or ([b for b in blocks if b[2] == "cuda"] if dsl == "cuda" else [])
+    foreign = [b for b in blocks if b[2] != dsl and b[2] != "cuda"] if mine else []
+    drop = {j for start, end, _, _ in foreign for j in range(start, end)}
+    kept = [line for j, line in enumerate(lines) if j not in drop]
+    out, size = [], 0
+    for line in _trim_blank(kept):
+        size += len(line) + 1
+        if out and size > MAX_REFERENCE_CHARS:
+            break
+        out.append(line)
+    core = max(mine, key=lambda b: b[1] - b[0])[3] if mine else None
+    return "\n".join(out), core
 
 
 def _trim_blank(lines: list[str]) -> list[str]:
@@ -270,15 +358,40 @@ def retrieval(packet: dict) -> dict:
     if constants:
         scope["shape_signature"] = constants  # semantic constants; size axes go to shape_regime
     category = packet["agent_facing"]["what_the_run_said"].get("category_hint") or ""
+    category = "" if category.lower() in PROCESS_CATEGORIES else category
     tags = list(dict.fromkeys(t for t in (technique(packet), tag(category)) if t))
+    found = symptoms(packet)
     return {
         "scope": scope,
         "generality": {"arch": scope["arch"], "language": scope["dsl"], "workload_family": target["workload_family"]},
-        "signals": {"metrics": {}, "shape_regime": {"predicate": "*", "var_axes": [a for a in op["variable_axes"] if isinstance(a, str)],
-                                                    "n_shapes": op["n_benchmarked_shapes"]}, "symptoms": []},
+        "signals": {"metrics": signal_metrics(packet),
+                    "shape_regime": {"predicate": "*", "var_axes": [a for a in op["variable_axes"] if isinstance(a, str)],
+                                     "n_shapes": op["n_benchmarked_shapes"]}, "symptoms": found},
         "technique_tags": tags,
-        "triggers": [],
+        "triggers": [f"{s} {operator_name(packet)} kernel" for s in found],
     }
+
+
+def symptoms(packet: dict) -> list[str]:
+    """Symptom tags: the bottleneck type the step record states (for a strategy: the parent's, which this step
+    attacked), then the stall reasons and symptoms of this version's own usable capture."""
+    a = packet["agent_facing"]
+    named = [(a.get("builds_on") or {}).get("parent_bottleneck_type"), a["what_the_run_said"].get("bottleneck_type")]
+    profiler = usable_profiler(packet)
+    metrics = (profiler or {}).get("metrics") or {}
+    named += list(metrics.get("symptoms") or []) + [f"{name} stalls" for name in (metrics.get("stall_reasons") or {})]
+    out = [tag(n) for n in named if isinstance(n, str) and tag(n) and not _NOT_A_SYMPTOM.match(n)]
+    return list(dict.fromkeys(out))
+
+
+_NOT_A_SYMPTOM = re.compile(r"^(?:episode[-_ ]derived|not[-_ ]profiled\w*|unknown|none|n/?a)$", re.I)
+
+
+def signal_metrics(packet: dict) -> dict:
+    """Throughput, occupancy and register numbers of this version's own usable capture."""
+    profiler = usable_profiler(packet)
+    metrics = (profiler or {}).get("metrics") or {}
+    return {k: metrics[k] for k in SIGNAL_METRICS if type(metrics.get(k)) in (int, float)}
 
 
 def evidence(packet: dict, effect: dict) -> dict:
@@ -329,8 +442,7 @@ def strategy_draft(packet: dict, code: str | None) -> Draft | str:
     if approach is None:
         thin.append("trace.builds_on.approach")
         approach = "The untouched baseline kernel." if base.get("was_the_untouched_baseline") else "The previous kept kernel."
-    profiler = usable_profiler(packet)
-    mechanism = first_servable(said.get("commit_body"), profiler and profiler.get("conclusion"))
+    mechanism = strategy_mechanism(packet, change)
     if mechanism is None:
         thin.append("mechanism")
     next_steps = [s for s in (servable(d.get("direction")) for d in a["open_directions"]) if s]
@@ -346,9 +458,7 @@ def strategy_draft(packet: dict, code: str | None) -> Draft | str:
         "change": change,
         "mechanism": mechanism or "",
         "implementation": {"format": DIFF_FORMAT, "snippet": snippet},
-        "cost": {"edit_scope": edit_scope(code), "risk": "low" if status == "PASS" else "med",
-                 "risk_basis": "the harness's correctness check passed" if status == "PASS"
-                 else "no passing correctness check is recorded for this step"},
+        "cost": cost_of(code, status),
         "next_steps": next_steps,
     }
     gain = {"basis": "measured", "kind": "performance", "primary": "latency", "pct": pct,
@@ -367,40 +477,76 @@ def verdict_of(packet: dict, texts: list[str]) -> str:
     return "api-limitation" if API_RE.search(joined) else "not-worth-it-here"
 
 
-def fact_condition(packet: dict, lever: str) -> dict:
-    """The GPU's ISA and the toolchain, plus a dtype or shape regime when the attempt itself states one."""
+def fact_condition(packet: dict, text: str) -> dict:
+    """The GPU's ISA and the toolchain, plus a dtype or shape regime when the attempt's own prose states one."""
     scope = packet["target"]["scope"]
     isa = packet["agent_facing"]["operator"].get("isa") or ARCH_ISA.get(scope["arch"])
-    condition = {"sm_arch": isa, "shape_regime": single_match(SHAPE_RE, lever),
-                 "dtype": single_match(DTYPE_RE, lever), "toolchain": scope["dsl"] if scope["dsl"] != "any" else None}
+    condition = {"sm_arch": isa, "shape_regime": single_match(SHAPE_RE, text),
+                 "dtype": single_match(DTYPE_RE, text), "toolchain": scope["dsl"] if scope["dsl"] != "any" else None}
     return {k: v for k, v in condition.items() if v}
 
 
-def anti_draft(packet: dict, code: str | None) -> Draft | str:
+def fact_text(packet: dict) -> str:
+    """The prose a condition may be read from: the lever, its own cause and fix, the version's commit."""
     a = packet["agent_facing"]
-    required = a.get("established_fact_required") or {}
-    if required.get("precheck") != "ok":
-        return f"no established fact: {required.get('precheck_note') or 'the packet carries no precheck'}"
+    said = a["what_the_run_said"]
+    own = packet["seg_kind"] in ("deadend-prose", "deadend-experiment")
+    parts = [a.get("the_failed_lever"), a.get("why_it_failed"), a.get("how_it_was_fixed")]
+    parts += [said.get("commit_body"), said.get("gate_verdict")] if own else []
+    return " ".join(p for p in parts if isinstance(p, str))
+
+
+def observed_text(packet: dict) -> str | None:
+    """What was measured when the lever was tried: its own verdict or cause when it states numbers, then the
+    step's measured change against the floor it was tried against (as the packet writes it)."""
+    a = packet["agent_facing"]
+    m = a["measurements"]
+    own = packet["seg_kind"] in ("deadend-prose", "deadend-experiment")
+    said = [servable(a["what_the_run_said"].get("gate_verdict")) if own else None]
+    said += [p for p in pieces(a.get("why_it_failed")) if re.search(r"\d", p) and servable(p)]
+    text = next((x for x in said if x), None)
+    pct = m.get("improve_pct_vs_floor")
+    if type(pct) in (int, float) and packet["seg_kind"] != "curated-pitfall":
+        move = f"The attempt measured {pct}% against the floor it was tried against ({'slower' if pct < 0 else 'not enough to keep'})."
+        text = f"{text.rstrip('.')}. {move}" if text else move
+    return text
+
+
+def lesson_text(packet: dict, lever: str, mechanism: str) -> str:
+    """What to do instead: the recorded fix, else the run's next direction, else keep the kernel without it.
+    Never the mechanism again."""
+    a = packet["agent_facing"]
+    fix = servable(a.get("how_it_was_fixed"))
+    if fix and lever_key(fix) != lever_key(mechanism):
+        return fix
+    nxt = next((s for s in (servable(d.get("direction")) for d in a.get("open_directions") or []) if s), None)
+    gpu = a["operator"]["gpu"]
+    keep = f"Do not retry this lever on {gpu} while the cause above holds; keep the kernel without it."
+    return f"{keep} Try instead: {nxt}" if nxt else keep
+
+
+def anti_draft(packet: dict, code: str | None) -> Draft | str:
+    """An established fact or nothing. The packet's precheck is only a hint: the drafter looks for the
+    cause and the condition itself, in all of the lever's prose."""
+    a = packet["agent_facing"]
     lever = servable(a.get("the_failed_lever"))
     if lever is None:
         return "the failed lever is absent or states absolute latencies"
     mechanism = mechanism_sentence(packet)
     if mechanism is None:
         return f"no causal sentence of at least {MIN_MECHANISM_CHARS} characters in the packet's prose"
-    condition = fact_condition(packet, lever)
+    condition = fact_condition(packet, fact_text(packet))
     if not condition:
         return "no checkable condition (arch, shape regime, dtype or toolchain)"
-    fix = servable(a.get("how_it_was_fixed"))
-    # the gate verdict is this lever's own observation only when the version tried nothing else
-    own_prose = packet["seg_kind"] == "deadend-prose"
-    observed = servable(a["what_the_run_said"].get("gate_verdict")) if own_prose else None
+    observed = observed_text(packet)
     payload = {
         "goal": f"Avoid retrying on {a['operator']['gpu']}: {lever}",
         "problem": problem(packet),
         "attempted": lever,
         "verdict": verdict_of(packet, [lever, mechanism, observed or ""]),
-        "lesson": fix or mechanism,
+        "lesson": lesson_text(packet, lever, mechanism),
         **({"observed": observed} if observed else {}),
+        "root_cause": mechanism,
     }
     # a dead end's diff is what the attempt changed; a pitfall's diff is its version's whole (kept) change
     snippet = diff_snippet(code) if packet["seg_kind"] != "curated-pitfall" else None
@@ -408,7 +554,7 @@ def anti_draft(packet: dict, code: str | None) -> Draft | str:
         payload["implementation"] = {"format": DIFF_FORMAT, "snippet": snippet}
     payload["established_fact"] = {"condition": condition, "mechanism": mechanism}
     gain = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
-    return Draft(payload, gain, measured_effect(packet), ["observed"] if own_prose and not observed else [])
+    return Draft(payload, gain, measured_effect(packet), [] if observed else ["observed"])
 
 
 REFERENCE_GOALS = {
@@ -420,7 +566,7 @@ REFERENCE_GOALS = {
 def reference_draft(packet: dict, code: str | None) -> Draft | str:
     a = packet["agent_facing"]
     said, m = a["what_the_run_said"], a["measurements"]
-    snippet, name = entry_point(code)
+    snippet, name = kernel_source(code, packet["target"]["scope"]["dsl"])
     if snippet is None:
         return "no kernel source in the packet"
     approach = first_servable(said.get("change"), said.get("commit_body"))

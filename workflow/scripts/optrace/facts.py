@@ -19,11 +19,14 @@ CONDITION_RE = re.compile(
     r"|\bfor (?:all )?shapes? (?:with|where|below|above)|\b(?:batch_size|hidden|seq_len|head_dim)\s*[=<>≤≥]*\s*\d+",
     re.I,
 )
+# Causal forms as runs write them, British and American spellings alike ("serialises", "quantisation").
 MECHANISM_RE = re.compile(
-    r"because|\bsince\b|due to|caused by|the reason|as a result of|bound by|limited by|gated by|serializ|contention"
+    r"because|\bsince\b|due to|caused by|the reason|as a result of|bound by|limited by|gated by|seriali[sz]|contention"
     r"|saturat|spill|occupancy|bank conflict|scoreboard|barrier|bandwidth[- ]bound|latency[- ]bound|compute[- ]bound"
-    r"|wave quantization|tail effect|partial wave|launch overhead|does not fit|exceeds|cannot|unsupported"
-    r"|not supported|requires",
+    r"|memory[- ]bound|wave quanti[sz]ation|tail effect|partial wave|launch overhead|does not fit|exceeds|cannot"
+    r"|unsupported|not supported|requires|\bneeds?\b|costs? more than|more than it saves|register pressure"
+    r"|\bforces?\b|\bprevents?\b|\bstalls?\b|\bleaves? [^.]{0,40}\bidle\b|\bdoes not (?:compile|lower|hide)\b"
+    r"|\bso (?:nothing|no|the|each|every)\b",
     re.I,
 )
 

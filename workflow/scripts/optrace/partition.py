@@ -62,6 +62,19 @@ def slug_words(text: str) -> list[str]:
             and w not in _UNIT_WORDS]
 
 
+def text_key(text: str) -> str:
+    """The normalised full text a segment's hash is taken over: lower-case words (numbers kept, version
+    ids and hex runs dropped), joined by '-', within MAX_TECHNIQUE_CHARS at a word boundary. Hashing the
+    full text, not the short tag, keeps two levers that share a tag apart."""
+    words = [w for w in re.findall(r"[a-z0-9]+", text.lower()) if not re.fullmatch(r"v\d+|[0-9a-f]{7,40}", w)]
+    out = ""
+    for w in words:
+        if len(out) + len(w) + (1 if out else 0) > MAX_TECHNIQUE_CHARS:
+            break
+        out = f"{out}-{w}" if out else w
+    return out or "unnamed"
+
+
 def slugify(text: str) -> str:
     """Lower-case name words joined by '-', whole words only, within the technique budget."""
     out = ""
@@ -72,11 +85,18 @@ def slugify(text: str) -> str:
     return out or "unnamed"
 
 
+_TAG_STOP = {"the", "a", "an", "of", "to", "in", "on", "at", "as", "and", "for", "by", "is", "are", "each", "its",
+             "it", "this", "that", "from", "into", "with"}
+
+
 def technique_slug(text: str) -> str:
-    """A short technique name: the text's first clause (before a bracket, colon, semicolon or dash),
-    at most MAX_TECHNIQUE_WORDS name words, never cut inside a word and never holding a number."""
-    head = re.split(r"\s[(\[]|[(\[:;—]|\s-\s|,\s", text, maxsplit=1)[0]
-    words = slug_words(head) or slug_words(text)
+    """A short technique name: the first clause of the text (clauses end at a bracket, colon, semicolon,
+    dash or comma) that holds at least two name words, at most MAX_TECHNIQUE_WORDS of them, never cut
+    inside a word and never holding a number or a version's episode prefix."""
+    text = re.sub(r"^\s*episode \d+:\s*", "", text, flags=re.I)
+    clauses = [c for c in re.split(r"\s[(\[]|[()\[\]:;—]|\s-\s|,\s", text) if c.strip()]
+    named = [[w for w in slug_words(c) if w not in _TAG_STOP] for c in clauses]
+    words = next((w for w in named if len(w) >= 2), None) or next((w for w in named if w), []) or slug_words(text)
     return slugify(" ".join(words[:MAX_TECHNIQUE_WORDS]))
 
 
@@ -107,9 +127,9 @@ def lever_key(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9.]+", text.lower()))
 
 
-def seg_identity(ctx: Context, kind: str, dsl: str, technique: str, anchor: str) -> tuple[str, str]:
-    """(id, episode_key), both from content only."""
-    digest = hashlib.sha256(f"{ctx.label}\0{kind}\0{anchor}\0{technique}".encode()).hexdigest()[:6]
+def seg_identity(ctx: Context, kind: str, dsl: str, technique: str, anchor: str, text: str) -> tuple[str, str]:
+    """(id, episode_key), both from content only: the hash is over the segment's full text (`text_key`)."""
+    digest = hashlib.sha256(f"{ctx.label}\0{kind}\0{anchor}\0{text_key(text)}".encode()).hexdigest()[:6]
     where = ctx.product if ctx.product and ctx.product != "any" else ctx.arch
     record_id = f"{ctx.vendor}.{where}.{dsl}.{ctx.operator_slug}.{technique}-{MARKERS[kind]}{digest}".lower()
     episode_key = f"{ctx.arch}|{dsl}|{ctx.operator_slug}|{technique.replace('-', '_')}|operator"
@@ -117,8 +137,8 @@ def seg_identity(ctx: Context, kind: str, dsl: str, technique: str, anchor: str)
 
 
 def _common(ctx: Context, row: dict, record_type: str, seg_kind: str, seg_id: str, technique: str,
-            id_kind: str, anchor: str) -> dict:
-    record_id, episode_key = seg_identity(ctx, id_kind, row["dsl"], technique, anchor)
+            id_kind: str, anchor: str, text: str) -> dict:
+    record_id, episode_key = seg_identity(ctx, id_kind, row["dsl"], technique, anchor, text)
     return {
         "seg_id": seg_id, "record_type": record_type, "seg_kind": seg_kind, "id": record_id,
         "episode_key": episode_key, "technique": technique,
@@ -143,8 +163,8 @@ def strategy_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], sc
             continue
         if step.outcome in CLAIMS and previous is not None:
             row = rows[step.version]
-            technique = technique_slug(scrub(technique_text(row)))
-            seg = _common(ctx, row, "strategy", step.outcome, "", technique, "strategy", row["version"])
+            text = scrub(technique_text(row))
+            seg = _common(ctx, row, "strategy", step.outcome, "", technique_slug(text), "strategy", row["version"], text)
             seg["seg_id"] = f"strategy-{seg['id'][-6:]}"  # file names reach the agent: no version id in them
             base = rows[previous.version]
             seg["strategy"] = {
@@ -221,7 +241,7 @@ def anti_segments(ctx: Context, rows: list[dict], scrub) -> list[dict]:
                 continue
             technique = technique_slug(clean)
             verdict, reason = precheck(scrub(evidence_text(row, lever, cause)))
-            seg = _common(ctx, row, "anti-strategy", SEG_KINDS[split_by], "", technique, "anti-strategy", key)
+            seg = _common(ctx, row, "anti-strategy", SEG_KINDS[split_by], "", technique, "anti-strategy", key, clean)
             seg["seg_id"] = f"anti-{seg['id'][-6:]}"
             seg["lever"] = {"text": clean, "split_by": split_by, "fix": None, "cause": scrub(cause) if cause else None,
                             "occurrences": [occurrence], "fact_precheck": {"verdict": verdict, "reason": reason}}
@@ -242,7 +262,7 @@ def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> 
                 out[key]["lever"]["occurrences"].append(occurrence)
                 continue
             verdict, reason = precheck(clean + " " + (scrub(pit["fix"]) if pit["fix"] else ""))
-            seg = _common(ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(clean), "pitfall", key)
+            seg = _common(ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(clean), "pitfall", key, clean)
             seg["seg_id"] = f"pitfall-{seg['id'][-6:]}"
             seg["lever"] = {"text": clean, "split_by": "curated", "fix": scrub(pit["fix"]) if pit["fix"] else None,
                             "cause": None, "occurrences": [occurrence],
@@ -259,11 +279,12 @@ def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], s
     for step, kind, seg_id, prefix in picks:
         row = rows[step.version]
         # the kernel's own technique makes its episode key distinct from other snapshots and traces
+        text = f"{prefix} {scrub(technique_text(row))}"
         technique = slugify(f"{prefix} {technique_slug(scrub(technique_text(row)))}")
         if not row["kernel_blob"] or row["kernel_blob"] in seen:
             continue  # no kernel.py, or the same kernel as the final one
         seen.add(row["kernel_blob"])
-        seg = _common(ctx, row, "reference-kernel", kind, seg_id, technique, "reference-kernel", row["version"])
+        seg = _common(ctx, row, "reference-kernel", kind, seg_id, technique, "reference-kernel", row["version"], text)
         seg["seg_id"] = seg_id or f"refk-{seg['id'][-6:]}"
         out.append(seg)
     return out
