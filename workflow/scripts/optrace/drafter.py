@@ -43,6 +43,7 @@ ARCH_ISA = {"ampere": "sm_80", "hopper": "sm_90", "blackwell": "sm_100", "blackw
 DTYPE_RE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2|bfloat16|float16|float32)\b", re.I)
 SHAPE_RE = re.compile(r"\b(?:batch_size|batch|seq_len|seqlen|num_tokens|tokens|hidden(?:_size)?|head_dim|[MNK])"
                       r"\s*(?:<=|>=|==|<|>|=|≤|≥)\s*\d+")
+MAX_CAUSE_SENTENCES = 3
 MAX_REFERENCE_CHARS = 20_000  # a reference kernel is its whole source (the packet caps kernels at 40 000)
 # Categories that name the run's process, not a technique: never a tag.
 PROCESS_CATEGORIES = {"baseline", "exhaustive_search", "long_horizon_episode", "fast_long_horizon_episode"}
@@ -51,7 +52,8 @@ SIGNAL_METRICS = ("sm_throughput_pct", "memory_throughput_pct", "l2_hit_rate_pct
                   "registers_per_thread")
 SPECULATION_RE = re.compile(r"\b(?:may|might|maybe|possibly|perhaps|probably)\b", re.I)
 ACCURACY_RE = re.compile(r"mismatch|max_(?:abs|rel)_err|accuracy|precision|numerical|\bnan\b|incorrect|tolerance", re.I)
-API_RE = re.compile(r"unsupported|not supported|does not support|not implemented|cannot (?:express|be expressed|lower|compile)", re.I)
+API_RE = re.compile(r"unsupported|not supported|does not support|not implemented|cannot (?:express|be expressed|lower|compile)"
+                    r"|compile error|COMPILE_ERROR|do(?:es)? not compile|fails to compile", re.I)
 SCOPE_KEYS = ("vendor", "arch", "product", "dsl", "operator_family")
 _PIECE_END = re.compile(r"(?<=[.!?:])\s+")
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -127,9 +129,9 @@ def mechanism_sentence(packet: dict) -> str | None:
     sources += [(pieces(p.get("pitfall")), True) for p in a.get("pitfalls_recorded_here", [])
                 if p.get("pitfall") != lever]  # a curated pitfall is listed there too: not its own evidence
     for candidates, needs_overlap in sources:
-        for piece in candidates:
-            if is_mechanism(piece) and (not needs_overlap or len(words & content_words(piece)) >= needed):
-                return piece
+        found = [p for p in candidates if is_mechanism(p) and (not needs_overlap or len(words & content_words(p)) >= needed)]
+        if found:  # every causal sentence of the first source that has one: the whole stated cause
+            return " ".join(found[:MAX_CAUSE_SENTENCES])
     return None
 
 
@@ -373,11 +375,12 @@ def retrieval(packet: dict) -> dict:
 
 
 def symptoms(packet: dict) -> list[str]:
-    """Symptom tags: the bottleneck type the step record states (for a strategy: the parent's, which this step
-    attacked), then the stall reasons and symptoms of this version's own usable capture."""
+    """Symptom tags: the bottleneck type the step record states (the one this step attacked), and for a failed
+    lever or a kept kernel the stall reasons and symptoms of its own usable capture (a strategy's capture was
+    taken after its change: it diagnoses the next step, not the symptom this one fixed)."""
     a = packet["agent_facing"]
-    named = [(a.get("builds_on") or {}).get("parent_bottleneck_type"), a["what_the_run_said"].get("bottleneck_type")]
-    profiler = usable_profiler(packet)
+    named = [a["what_the_run_said"].get("bottleneck_type")]
+    profiler = usable_profiler(packet) if packet["record_type"] != "strategy" else None
     metrics = (profiler or {}).get("metrics") or {}
     named += list(metrics.get("symptoms") or []) + [f"{name} stalls" for name in (metrics.get("stall_reasons") or {})]
     out = [tag(n) for n in named if isinstance(n, str) and tag(n) and not _NOT_A_SYMPTOM.match(n)]
@@ -472,9 +475,11 @@ def verdict_of(packet: dict, texts: list[str]) -> str:
     """accuracy when the step failed its correctness check or says so; an API limit when it says so; else not worth it."""
     status = (packet["agent_facing"]["measurements"].get("correctness") or {}).get("status")
     joined = " ".join(texts)
+    if API_RE.search(joined):  # a build that fails is a limit of the toolchain, whatever correctness says
+        return "api-limitation"
     if (status and status != "PASS") or ACCURACY_RE.search(joined):
         return "accuracy-gate/ceiling"
-    return "api-limitation" if API_RE.search(joined) else "not-worth-it-here"
+    return "not-worth-it-here"
 
 
 def fact_condition(packet: dict, text: str) -> dict:

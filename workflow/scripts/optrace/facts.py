@@ -26,7 +26,7 @@ MECHANISM_RE = re.compile(
     r"|memory[- ]bound|wave quanti[sz]ation|tail effect|partial wave|launch overhead|does not fit|exceeds|cannot"
     r"|unsupported|not supported|requires|\bneeds?\b|costs? more than|more than it saves|register pressure"
     r"|\bforces?\b|\bprevents?\b|\bstalls?\b|\bleaves? [^.]{0,40}\bidle\b|\bdoes not (?:compile|lower|hide)\b"
-    r"|\bso (?:nothing|no|the|each|every)\b",
+    r"|\bso (?:nothing|no|the|each|every|half|its|a)\b|\bonly (?:helps|pays off)\b|\bhalves\b",
     re.I,
 )
 

@@ -121,7 +121,7 @@ class PacketBuilder:
         return {"shape": self.shapes.label(key), "latency_us": latency, **({"axes": values} if values else {})}
 
     def measurements(self, row: dict, seg: dict) -> dict:
-        st = seg.get("strategy") or {}
+        st = seg.get("strategy") or (seg.get("lever") or {}).get("measured") or {}
         per_shape = sorted((self.shape_entry(k, v) for k, v in row["by_shape_us"].items()),
                            key=lambda x: (x["latency_us"], x["shape"]))
         return {"geomean_us": row["geomean_us"], "improve_pct_vs_floor": st.get("improve_pct"),

@@ -51,7 +51,7 @@ class Context:
 
 # Words that are measurements, not names: numbers, numbers with a unit, tile sizes (`32x32`), units.
 _NUMERIC_WORD = re.compile(r"\d+(?:\.\d+)?(?:x\d+)*(?:us|ms|s|x|k|kb|mb|gb|gflops|tflops|pct)?|\d+(?:st|nd|rd|th)")
-_UNIT_WORDS = {"gflops", "tflops", "gbps", "gb", "us", "ms", "pct", "percent", "s", "x"}
+_UNIT_WORDS = {"gflops", "tflops", "gbps", "gb", "kb", "mb", "byte", "bytes", "us", "ms", "pct", "percent", "s", "x"}
 MAX_TECHNIQUE_WORDS = 6  # a tag, not a sentence: the store's technique tags are 1-4 words
 
 
@@ -94,9 +94,12 @@ def technique_slug(text: str) -> str:
     dash or comma) that holds at least two name words, at most MAX_TECHNIQUE_WORDS of them, never cut
     inside a word and never holding a number or a version's episode prefix."""
     text = re.sub(r"^\s*episode \d+:\s*", "", text, flags=re.I)
-    clauses = [c for c in re.split(r"\s[(\[]|[()\[\]:;—]|\s-\s|,\s", text) if c.strip()]
+    clauses = [c for c in re.split(r"\s[(\[]|[()\[\]:;—]|\s-\s|,\s|\s(?:so|because|since|which|while|when|where)\s",
+                                   text) if c.strip()]
     named = [[w for w in slug_words(c) if w not in _TAG_STOP] for c in clauses]
-    words = next((w for w in named if len(w) >= 2), None) or next((w for w in named if w), []) or slug_words(text)
+    # a one-word clause names the technique unless a number was dropped from it (`BLOCK=8192` is no name)
+    whole = [len(w) >= 2 or (len(w) == 1 and len(re.findall(r"[a-z0-9]+", c.lower())) == 1) for w, c in zip(named, clauses)]
+    words = next((w for w, ok in zip(named, whole) if ok), None) or next((w for w in named if w), []) or slug_words(text)
     return slugify(" ".join(words[:MAX_TECHNIQUE_WORDS]))
 
 
@@ -224,13 +227,23 @@ def evidence_text(row: dict, lever: str, cause: str | None) -> str:
     return " ".join(p for p in parts if p)
 
 
+def tried_against(row: dict, floor: float | None, split_by: str) -> dict | None:
+    """The attempt's own measurement against the floor it was tried against; none for an experiment
+    (the version's number is the episode's, not the experiment's) or without both numbers."""
+    geo = row["geomean_us"]
+    if split_by == "experiment" or not geo or not floor:
+        return None
+    return {"floor_before_us": floor, "improve_pct": gain_pct(floor, geo)}
+
+
 SEG_KINDS = {"mechanical": "deadend-item", "agent": "deadend-prose", "revert-pair": "deadend-prose",
              "experiment": "deadend-experiment"}
 
 
-def anti_segments(ctx: Context, rows: list[dict], scrub) -> list[dict]:
+def anti_segments(ctx: Context, rows: list[dict], scrub, steps: list[Step] = ()) -> list[dict]:
     levers: dict[str, dict] = {}
     by_version = {r["version"]: r for r in rows}
+    floors = {s.version: s.floor_before_us for s in steps}
     for row in rows:
         for lever, split_by, cause in failed_levers(row, by_version):
             clean = scrub(lever)
@@ -244,7 +257,8 @@ def anti_segments(ctx: Context, rows: list[dict], scrub) -> list[dict]:
             seg = _common(ctx, row, "anti-strategy", SEG_KINDS[split_by], "", technique, "anti-strategy", key, clean)
             seg["seg_id"] = f"anti-{seg['id'][-6:]}"
             seg["lever"] = {"text": clean, "split_by": split_by, "fix": None, "cause": scrub(cause) if cause else None,
-                            "occurrences": [occurrence], "fact_precheck": {"verdict": verdict, "reason": reason}}
+                            "occurrences": [occurrence], "fact_precheck": {"verdict": verdict, "reason": reason},
+                            "measured": tried_against(row, floors.get(row["version"]), split_by)}
             levers[key] = seg
     return list(levers.values())
 
@@ -266,7 +280,7 @@ def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> 
             seg["seg_id"] = f"pitfall-{seg['id'][-6:]}"
             seg["lever"] = {"text": clean, "split_by": "curated", "fix": scrub(pit["fix"]) if pit["fix"] else None,
                             "cause": None, "occurrences": [occurrence],
-                            "fact_precheck": {"verdict": verdict, "reason": reason}}
+                            "fact_precheck": {"verdict": verdict, "reason": reason}, "measured": None}
             out[key] = seg
     return list(out.values())
 
@@ -297,7 +311,7 @@ def build_segments(rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[
     ctx = Context(meta["source_label"], tgt["vendor"], tgt["arch"], tgt["product"], operator, meta["workload_family"])
     steps = run_ladder(rows, t)
     by_version = {r["version"]: r for r in rows}
-    antis = anti_segments(ctx, rows, scrub)
+    antis = anti_segments(ctx, rows, scrub, steps)
     taken = {lever_key(s["lever"]["text"]) for s in antis}
     segments = (strategy_segments(ctx, by_version, steps, scrub) + antis
                 + pitfall_segments(ctx, rows, taken, scrub) + reference_segments(ctx, by_version, steps, scrub))
