@@ -1,4 +1,4 @@
-"""Injection tests for all 16 gates on the drafter's records of the example trace: each planted defect
+"""Injection tests for all 17 gates on the drafter's records of the example trace: each planted defect
 makes exactly its gate FAIL and names the record. A gate without a case, or a case that finds no record
 to plant into, fails the suite (the reference let a skipped case pass).
 """
@@ -33,8 +33,8 @@ def case_id(case) -> str:
     return f"{case.gate}/{case.name}"
 
 
-def test_every_one_of_the_16_gates_has_a_case():
-    assert len(ALL_GATES) == 16
+def test_every_one_of_the_17_gates_has_a_case():
+    assert len(ALL_GATES) == 17
     assert {c.gate for c in CASES} == set(ALL_GATES)
 
 
@@ -77,7 +77,7 @@ def test_the_cli_fails_when_a_case_misses_or_a_gate_is_uncovered(monkeypatch, ca
 def test_the_cli_proves_all_16_gates(capsys):
     assert validate.main(["--injection-tests"]) == 0
     out = capsys.readouterr().out
-    assert "MISSED" not in out and out.rstrip().endswith("16 of 16 gates proven to fire")
+    assert "MISSED" not in out and out.rstrip().endswith("17 of 17 gates proven to fire")
 
 
 def test_records_that_already_fail_are_refused(bench):

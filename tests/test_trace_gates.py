@@ -1,4 +1,4 @@
-"""The 7 trace gates, rule by rule, on the drafter's records of the example trace (and mutations of them).
+"""The 8 trace gates, rule by rule, on the drafter's records of the example trace (and mutations of them).
 
 Every test validates a whole trace's records in memory with the same judge/finish as `optrace validate
 trace`, so a rule is proven on a real passing record and no other gate is disturbed by accident.
@@ -134,7 +134,7 @@ def test_a_record_no_packet_targets_fails_every_gate_that_needs_one(bench):
         row[1]["id"] = rid
         row[0] = f"distilled/{bench.slug}/{rid}.json"
     found = failing_after(bench, seg("strategy-b1be26"), orphan)
-    assert set(found) == {"layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution"}
+    assert set(found) == {"layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution", "lineage"}
     assert all("no packet targets this record" in msgs[0] for msgs in found.values())
 
 
@@ -245,13 +245,13 @@ def test_a_percentage_may_be_derived_from_the_measurements_the_record_records(be
     def unrecorded(r):
         r["evidence"]["raw"]["effect"].pop("parent_geomean_us")
         r["payload"]["goal"] += " Roughly 19% faster."
-    found = failing_after(bench, seg("strategy-b1be26"), record_edit(unrecorded))
-    assert list(found) == ["no-fabrication"] and "nor derived from the measurements" in found["no-fabrication"][0]
+    found = failing_after(bench, seg("strategy-b1be26"), record_edit(unrecorded))  # lineage: no parent geomean
+    assert list(found) == ["no-fabrication", "lineage"] and "nor derived from the measurements" in found["no-fabrication"][0]
 
     def unmeasured(r):  # a reference the packet never measured cannot make a percentage true
         r["evidence"]["raw"]["effect"]["parent_geomean_us"] = 31.0
         r["payload"]["goal"] += " Roughly 21% faster."
-    assert list(failing_after(bench, seg("strategy-b1be26"), record_edit(unmeasured))) == ["no-fabrication"]
+    assert list(failing_after(bench, seg("strategy-b1be26"), record_edit(unmeasured))) == ["no-fabrication", "lineage"]
 
 
 def test_a_gain_the_packet_does_not_support_fails(bench):

@@ -53,7 +53,7 @@ def summary_schema() -> dict:
     return {"$defs": schema["$defs"], "$ref": "#/$defs/summary"}
 
 
-def test_the_report_gives_every_record_all_16_verdicts(results, mined):
+def test_the_report_gives_every_record_all_17_verdicts(results, mined):
     report, checked = run(results)
     assert_valid(report, "validation.schema.json")
     assert checked == report["counts"]["records"] == len(mined[1].records)

@@ -25,6 +25,7 @@ rule readme:
         metas=per_trace(rules.ingest_trace.output.meta),
         segments=per_trace(rules.partition_trace.output.segments),
         ladders=per_trace(rules.recon_trace.output.svg),
+        distills=per_trace(rules.distill_trace.output.report),  # the packets that produced no record, and why
     output:
         readme=f"{RESULTS}/staging/README.md",
     params:

@@ -13,6 +13,13 @@ re-triggered forever): its packet is reported `skipped-exists` and no agent is s
 report lists one outcome per packet: drafted | skipped-exists | skipped-thin (why; for an agent that
 exits 0 without writing, its own report) | agent-wrote | agent-failed (exit code and the tail of
 stderr). A failing agent call fails only its packet; what the agent printed is kept as `agent_report`.
+
+Agent batches never mix record types (the brief's advice: one type per batch, one worked example).
+An agent ends its output with one `AGENT_REPORT {json}` line (the brief says how): the fields it found
+too thin, the gates that blocked it and free text; it is merged into the packet's outcome as
+`agent_structured`, and a batch in which no packet reported any difficulty is marked
+`no_difficulty_reported` (a report without difficulties is suspect). Every packet finished prints one
+flushed progress line (`12/40 anti-8da597: drafted`), so `tail -f` on the job's log shows progress.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -38,6 +46,51 @@ PLACEHOLDER = re.compile(r"\{(brief|packet|out)\}")
 REQUIRED_PLACEHOLDERS = ("packet", "out")
 TAIL_LINES = 20  # of an agent's stderr (on failure) and of its report on stdout
 TAIL_CHARS = 2000
+TYPE_ORDER = ("strategy", "anti-strategy", "reference-kernel")
+REPORT_MARK = "AGENT_REPORT "
+REPORT_LISTS = ("too_thin", "blocked_by")
+MAX_NOTES_CHARS = 2000
+
+
+class Progress:
+    """One flushed line per finished packet, `<done>/<total> <seg_id>: <outcome>[: reason]`, from any thread."""
+
+    def __init__(self, total: int, stream=None):
+        self.total, self.done, self.stream = total, 0, stream or sys.stdout
+        self._lock = threading.Lock()
+
+    def __call__(self, o: dict) -> dict:
+        with self._lock:
+            self.done += 1
+            detail = f" (exit {o['exit_code']})" if "exit_code" in o else ""
+            reason = f": {o['reason']}" if o.get("reason") else ""
+            print(f"{self.done}/{self.total} {o['seg_id']}: {o['outcome']}{detail}{reason}", file=self.stream, flush=True)
+        return o
+
+
+def structured_report(stdout: str) -> dict | None:
+    """The agent's last `AGENT_REPORT {...}` line as {too_thin, blocked_by, notes}; None when there is none
+    or it is not that shape (the raw tail is kept either way)."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(REPORT_MARK):
+            try:
+                data = json.loads(line[len(REPORT_MARK):])
+            except ValueError:
+                return None
+            if not isinstance(data, dict):
+                return None
+            lists = {k: data.get(k) or [] for k in REPORT_LISTS}
+            if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
+                return None
+            notes = data.get("notes")
+            return {**{k: [x[:200] for x in v][:20] for k, v in lists.items()},
+                    "notes": notes[:MAX_NOTES_CHARS] if isinstance(notes, str) else ""}
+    return None
+
+
+def reported_difficulty(o: dict) -> bool:
+    rep = o.get("agent_structured")
+    return bool(rep and (rep["too_thin"] or rep["blocked_by"])) or o["outcome"] in ("agent-failed", "skipped-thin")
 
 
 def dumps_record(record: dict) -> str:
@@ -145,6 +198,8 @@ def run_agent(template: str, packet_path: Path, packet: dict, out_root: Path) ->
     done = subprocess.run(render_command(template, BRIEF, packet_path, path), shell=True, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, errors="replace")
     said = {"agent_report": tail(done.stdout)} if done.stdout.strip() else {}  # the brief asks for one on stdout
+    if (structured := structured_report(done.stdout)) is not None:
+        said["agent_structured"] = structured
     wrote = path.exists()
     if done.returncode != 0:
         return outcome(packet, out_root, path, "agent-failed", exit_code=done.returncode, stderr_tail=tail(done.stderr),
@@ -156,33 +211,51 @@ def run_agent(template: str, packet_path: Path, packet: dict, out_root: Path) ->
 
 
 def batches(items: list, size: int) -> list[list]:
-    return [items[i:i + size] for i in range(0, len(items), size)]
+    """Batches of at most `size` packets of one record type each, types in TYPE_ORDER."""
+    def rank(item):
+        rtype = item[1].get("record_type")
+        return TYPE_ORDER.index(rtype) if rtype in TYPE_ORDER else len(TYPE_ORDER)
+    out: list[list] = []
+    for rtype in sorted({rank(i) for i in items}):
+        same = [i for i in items if rank(i) == rtype]
+        out += [same[i:i + size] for i in range(0, len(same), size)]
+    return out
 
 
-def run_agents(template: str, packets: list[tuple[Path, dict]], out_root: Path, batch_size: int, jobs: int) -> list[dict]:
-    """Each batch runs its packets one after another; up to `jobs` batches run at once."""
+def run_agents(template: str, packets: list[tuple[Path, dict]], out_root: Path, batch_size: int, jobs: int,
+               progress=None) -> tuple[list[dict], list[dict]]:
+    """(outcomes, batches): each batch runs its packets one after another; up to `jobs` batches run at once."""
+    progress = progress or (lambda o: o)
+
     def run_batch(batch):
-        return [run_agent(template, path, packet, out_root) for path, packet in batch]
+        return [progress(run_agent(template, path, packet, out_root)) for path, packet in batch]
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return [o for done in pool.map(run_batch, batches(packets, batch_size)) for o in done]
+        done = list(pool.map(run_batch, batches(packets, batch_size)))
+    summary = [{"record_type": group[0]["record_type"], "packets": [o["seg_id"] for o in group],
+                "no_difficulty_reported": not any(reported_difficulty(o) for o in group
+                                                  if o["outcome"] != "skipped-exists")}
+               for group in done if group]
+    return [o for group in done for o in group], summary
 
 
 # ---- the stage ----------------------------------------------------------------------------------
 
 def distill(packets_dir: Path, out_root: Path, mode: str, command: str = "", batch_size: int = 8,
-            jobs: int = 1) -> dict:
+            jobs: int = 1, stream=None) -> dict:
     if mode == "agent":
         check_template(command)
     slug, packets = load_packets(packets_dir)
+    progress = Progress(len(packets) if mode != "none" else 0, stream)
+    extra = {}
     if mode == "draft":
-        outcomes = [draft_one(path, packet, out_root) for path, packet in packets]
+        outcomes = [progress(draft_one(path, packet, out_root)) for path, packet in packets]
     elif mode == "agent":
-        outcomes = run_agents(command, packets, out_root, batch_size, jobs)
+        outcomes, extra["batches"] = run_agents(command, packets, out_root, batch_size, jobs, progress)
     else:
         outcomes = []
     return {"slug": slug, "mode": mode, "counts": dict(sorted(Counter(o["outcome"] for o in outcomes).items())),
-            "packets": outcomes}
+            "packets": outcomes, **extra}
 
 
 def main(argv: list[str]) -> int:
@@ -200,9 +273,10 @@ def main(argv: list[str]) -> int:
         raise InputError("--batch-size/--jobs", "must be at least 1")
     report = distill(args.packets, args.out, args.mode, args.command, args.batch_size, args.jobs)
     write_json(args.report, report)
-    for o in report["packets"]:
-        detail = f" (exit {o['exit_code']})" if "exit_code" in o else ""
-        print(f"  {o['seg_id']}: {o['outcome']}{detail}" + (f": {o['reason']}" if o.get("reason") else ""))
+    quiet = [b for b in report.get("batches", []) if b["no_difficulty_reported"]]
+    if quiet:
+        print(f"note: {len(quiet)} batch(es) reported no difficulty at all (suspect): "
+              + "; ".join(", ".join(b["packets"]) for b in quiet))
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items()) or "nothing distilled"
     print(f"distill: {report['slug']}: mode {args.mode}: {counts}")
     return 0

@@ -521,9 +521,14 @@ def lesson_text(packet: dict, lever: str, mechanism: str) -> str:
     """What to do instead: the recorded fix, else the run's next direction, else keep the kernel without it.
     Never the mechanism again."""
     a = packet["agent_facing"]
-    fix = servable(a.get("how_it_was_fixed"))
-    if fix and lever_key(fix) != lever_key(mechanism):
-        return fix
+    words = content_words(lever)
+    needed = min(len(words), max(2, (len(words) + 1) // 2))
+    # the lever's own fix, else the fix of a pitfall this version recorded about the same lever
+    fixes = [a.get("how_it_was_fixed")] + [p.get("fix") for p in a.get("pitfalls_recorded_here") or []
+                                           if len(words & content_words(p.get("pitfall") or "")) >= needed]
+    for fix in map(servable, fixes):
+        if fix and lever_key(fix) != lever_key(mechanism):
+            return fix
     nxt = next((s for s in (servable(d.get("direction")) for d in a.get("open_directions") or []) if s), None)
     gpu = a["operator"]["gpu"]
     keep = f"Do not retry this lever on {gpu} while the cause above holds; keep the kernel without it."

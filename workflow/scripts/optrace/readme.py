@@ -14,9 +14,10 @@ TRUST = """## Trust boundaries
 
 - **Staging is not the live store.** Nothing here has been admitted; admission into a live store is a
   separate, reviewed step that checks each record again against that store.
-- Every staged record passed all 16 gates: the 9 store gates (schema, ids, anonymization,
-  raw-isolation, relations, index, self-contained, no-cross-reference, established-fact) and the 7
-  trace gates (profile, layout, verbatim, no-fabrication, provenance, ncu-attribution, store-overlap).
+- Every staged record passed all 17 gates: the 9 store gates (schema, ids, anonymization,
+  raw-isolation, relations, index, self-contained, no-cross-reference, established-fact) and the 8
+  trace gates (profile, layout, verbatim, no-fabrication, provenance, ncu-attribution, lineage,
+  store-overlap).
 - Numbers in served text appear in the trace's own evidence; code snippets are whole lines of the
   trace's diffs; every cited commit is the version's own commit. Prose was written by a drafter or an
   agent from scrubbed packets and is only as good as what the run wrote down.
@@ -41,6 +42,28 @@ def _histogram(title: str, counts: Counter) -> list[str]:
     for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
         out.append(f"| {key} | {n} | {'█' * max(1, round(20 * n / top)) if top else ''} |")
     return out + [""]
+
+
+WROTE = {"drafted", "agent-wrote", "skipped-exists"}
+
+
+def packets_without_record(results: Path, slug: str) -> list[tuple[str, str, str]]:
+    """(seg_id, record type, why) for every packet of a trace that has no record: the distill report's
+    reason, else what validation saw (no record file in distilled/)."""
+    reports = results / "staging" / "reports" / slug
+    distill = read_json(reports / "distill.json") if (reports / "distill.json").is_file() else {"packets": []}
+    validation = read_json(reports / "validation.json") if (reports / "validation.json").is_file() else {}
+    missing = set(validation.get("packets_without_record", []))
+    out, seen = [], set()
+    for o in distill["packets"]:
+        if o["outcome"] not in WROTE or o["seg_id"] in missing:
+            why = o.get("reason") or o["outcome"]
+            if o["outcome"] in WROTE:
+                why = f"{o['outcome']}, but no record file is in distilled/ now"
+            out.append((o["seg_id"], o["record_type"], why))
+            seen.add(o["seg_id"])
+    out += [(seg, "?", "no record in distilled/ (not distilled yet)") for seg in sorted(missing - seen)]
+    return out
 
 
 def render(results: Path, slugs: list[str], scrub) -> str:
@@ -74,6 +97,13 @@ def render(results: Path, slugs: list[str], scrub) -> str:
     if summary["failed"]:
         out += ["", "## Not staged (failed validation)", "", "| trace | record | failed gates |", "|---|---|---|"]
         out += [f"| {f['trace']} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |" for f in summary["failed"]]
+    without = [(slug, *row) for slug in slugs for row in packets_without_record(results, slug)]
+    out += ["", "## Packets that produced no record", ""]
+    if without:
+        out += ["| trace | packet | type | why |", "|---|---|---|---|"]
+        out += [f"| {slug} | `{seg}` | {rtype} | {scrub(why).replace('|', '/')} |" for slug, seg, rtype, why in without]
+    else:
+        out.append("Every packet produced a record.")
     cells = Counter(f"{e['type']} / {e['retrieval']['scope']['arch']} / {e['retrieval']['scope']['dsl']} / "
                     f"{e['retrieval']['scope'].get('operator_family') or 'misc'}" for e in index)
     tiers = Counter(e["tier"] for e in index)

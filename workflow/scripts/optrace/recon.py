@@ -154,7 +154,11 @@ def render_md(recon: dict) -> str:
         geo = f"{s['geomean_us']:.2f}" if s["geomean_us"] is not None else "—"
         pct = f"{s['improve_pct']:+.2f}%" if s["improve_pct"] is not None else ""
         mark = " (final)" if s["final"] else ""
-        out.append(f"| {s['version']} | {s['outcome']}{mark} | {geo} | {pct} | {s['reason'].replace('|', '/')} |")
+        review = f" **Review:** {s['review']}" if s.get("review") else ""
+        out.append(f"| {s['version']} | {s['outcome']}{mark} | {geo} | {pct} | {s['reason'].replace('|', '/')}{review} |")
+    flagged = [s for s in lad["steps"] if s.get("review")]
+    out += ["", f"Flagged for review (a jump beyond the re-baseline factor without re-baseline evidence): "
+            + (", ".join(s["version"] for s in flagged) or "none")]
     out += ["", "## Failures", ""]
     out += [f"- {k}: {v}" for k, v in f["rejection_reasons"].items()] or ["- none"]
     out.append(f"- reverted in list form: {f['reverted_list_form']}, in prose form: {f['reverted_prose_form']}")

@@ -1,4 +1,4 @@
-"""`optrace validate`: all 16 gates (9 store + 7 trace) on every distilled record, per trace, with a
+"""`optrace validate`: all 17 gates (9 store + 8 trace) on every distilled record, per trace, with a
 content-hash cache; a summary over all traces; and the injection tests that prove each gate fires.
 
     optrace validate trace --results R --slug S [--profile P] [--live-store INDEX]
@@ -9,9 +9,11 @@ content-hash cache; a summary over all traces; and the injection tests that prov
         -> merges the reports and adds the overlaps across traces (exit 0)
     optrace validate check SUMMARY
         -> prints the summary; exit 1 when any record fails or there is no record at all
+    optrace validate record FILE [--results R --slug S]
+        -> an agent's self-check of one record while the workflow runs (optrace.selfcheck); exit 1 on a FAIL
     optrace validate --injection-tests
         -> plants one defect per case into passing records of the example trace; exit 1 unless every
-           case fires exactly its gate and every one of the 16 gates has a case that fired
+           case fires exactly its gate and every one of the 17 gates has a case that fired
 
 The cache (`R/work/S/validation-cache.json`) maps sha256(context, record path and bytes, packet bytes,
 code bytes) to the record's per-record verdicts; the context digest covers the gates' source code,
@@ -369,6 +371,15 @@ def cmd_check(args) -> int:
     return 1 if summary["failed"] or not summary["records"] else 0
 
 
+def cmd_record(args) -> int:
+    from .selfcheck import check_record_file, format_gates, locate
+
+    paths = locate(args.file, args.results, args.slug)
+    gates = check_record_file(args.file, paths, args.profile, args.live_store, denylist_terms(args.denylist_env))
+    print(format_gates(args.file, gates))
+    return 1 if any(status == FAIL for status, _ in gates.values()) else 0
+
+
 def cmd_injection_tests() -> int:
     from .tracegates.injection import covered_gates, format_outcomes, run_all_injections
 
@@ -394,9 +405,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     su.add_argument("--out", type=Path, required=True)
     ch = sub.add_parser("check", help="print a summary; exit 1 when any record fails")
     ch.add_argument("summary", type=Path)
+    rc = sub.add_parser("record", help="an agent's self-check: every gate on one record file, no lock, no cache")
+    rc.add_argument("file", type=Path, help="the record (<results>/distilled/<slug>/<id>.json)")
+    rc.add_argument("--results", type=Path, help="results root (default: from the file's path)")
+    rc.add_argument("--slug", help="the trace's slug (default: from the file's path)")
+    rc.add_argument("--profile", type=Path, default=PROFILE, help="opt-trace profile schema")
+    rc.add_argument("--live-store", type=Path, help="the live store's records/index.json")
+    rc.add_argument("--denylist-env", default=DENYLIST_ENV, help="variable naming the denylist file")
     args = ap.parse_args(argv)
     if not args.injection_tests and args.command is None:
-        ap.error("a command (trace, summary, check) or --injection-tests is required")
+        ap.error("a command (trace, summary, check, record) or --injection-tests is required")
     return args
 
 
@@ -404,7 +422,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.injection_tests:
         return cmd_injection_tests()
-    return {"trace": cmd_trace, "summary": cmd_summary, "check": cmd_check}[args.command](args)
+    return {"trace": cmd_trace, "summary": cmd_summary, "check": cmd_check, "record": cmd_record}[args.command](args)
 
 
 if __name__ == "__main__":

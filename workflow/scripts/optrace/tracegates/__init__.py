@@ -1,10 +1,10 @@
 """The trace gates: a record mined from a trace says only what its packet and the trace support.
 
     judge(relpath, record, error, packet, trace, denylist)  -> Judged: one record, store + trace gates
-    finish(judged, live)                                    -> [RecordVerdict]: all 16 gates per record
+    finish(judged, live)                                    -> [RecordVerdict]: all 17 gates per record
 
 One module per gate (profile, layout, verbatim, fabrication = no-fabrication, provenance,
-ncu_attribution, store_overlap), in the store gates' style and on their types (storegates.model).
+ncu_attribution, lineage, store_overlap), in the store gates' style and on their types (storegates.model).
 `optrace validate` (optrace.validate) runs them per trace with a content-hash cache.
 """
 

@@ -1,4 +1,4 @@
-"""Injection tests for all 16 gates: plant one defect into real, passing records, and exactly the gate
+"""Injection tests for all 17 gates: plant one defect into real, passing records, and exactly the gate
 that owns it must FAIL, naming the record.
 
 The records are the drafter's, made from the example trace's packets (mined in a scratch directory).
@@ -191,6 +191,14 @@ def _other_version_commit(p: Planted) -> None:
     p.record["evidence"]["raw"]["git_commit"] = next(sha for v, sha in sorted(p.bench.trace.commits.items()) if v != mine)
 
 
+def _is_strategy(p: Planted) -> bool:
+    return p.record.get("type") == "strategy"
+
+
+def _builds_on_a_milestone(p: Planted) -> bool:
+    return _is_strategy(p) and obj(p.record, "payload", "trace", "builds_on").get("is_baseline") is False
+
+
 def _no_capture(p: Planted) -> bool:
     return not has_usable_capture(p.evidence)
 
@@ -254,6 +262,10 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
                    _edit(lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound"))),
     TraceInjection("ncu-attribution", "mechanism metrics without a usable capture", _no_capture,
                    _edit(lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"}))),
+    TraceInjection("lineage", "parent geomean of another version", _is_strategy,
+                   _edit(lambda r: _raw(r)["effect"].update(parent_geomean_us=r["evidence"]["raw"]["effect"]["new_geomean_us"]))),
+    TraceInjection("lineage", "builds on the baseline when it does not", _builds_on_a_milestone,
+                   _edit(lambda r: r["payload"]["trace"]["builds_on"].update(is_baseline=True))),
     TraceInjection("store-overlap", "id already in the live store", _any, _live_store_holds_id),
     TraceInjection("store-overlap", "episode already in the live store", _any, _live_store_holds_episode),
 )

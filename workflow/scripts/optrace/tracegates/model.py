@@ -18,7 +18,8 @@ from ..storegates.model import RecordView, obj
 PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
 
 # Run order after the 9 store gates; every gate has an injection case (tracegates.injection).
-TRACE_GATES = ("profile", "layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution", "store-overlap")
+TRACE_GATES = ("profile", "layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution", "lineage",
+               "store-overlap")
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """All 16 gates on the records of one trace: the per-record part (cacheable) and the cross-record part.
 
     judge(relpath, record, error, packet, trace, denylist) -> Judged   verdicts of every gate that can
-        judge the record alone: 7 store gates (storegates' check_view) and 6 trace gates
+        judge the record alone: 7 store gates (storegates' check_view) and 7 trace gates
     finish(judged, live) -> [RecordVerdict]   adds what depends on the other records and the live
         store (relations, store-overlap; recomputed every run, never cached) and gives every record a
-        verdict for all 16 gates
+        verdict for all 17 gates
 
 A record's Judged depends only on its bytes, its path, its packet, the trace's facts, the gates' code
 and the denylist, which is what makes it safe to cache by content hash. `index` is a whole-store gate:
@@ -21,11 +21,12 @@ from ..storegates import FAIL, GATES, PASS, SKIP, GateContext, RecordView, check
 from ..storegates import relations
 from ..storegates.model import obj
 from ..storegates.runner import applicable, check_view, run_check
-from . import fabrication, layout, ncu_attribution, profile, provenance, store_overlap, verbatim
+from . import fabrication, layout, lineage, ncu_attribution, profile, provenance, store_overlap, verbatim
 from .model import TRACE_GATES, Evidence, Packet, TraceContext
 from .store_overlap import Claim, LiveStore, overlaps
 
-PER_RECORD_GATES = (profile.GATE, layout.GATE, verbatim.GATE, fabrication.GATE, provenance.GATE, ncu_attribution.GATE)
+PER_RECORD_GATES = (profile.GATE, layout.GATE, verbatim.GATE, fabrication.GATE, provenance.GATE, ncu_attribution.GATE,
+                    lineage.GATE)
 TRACE_GATE_DEFS = PER_RECORD_GATES + (store_overlap.GATE,)
 assert tuple(g.name for g in TRACE_GATE_DEFS) == TRACE_GATES
 ALL_GATES = GATES + TRACE_GATES
@@ -61,7 +62,7 @@ class Judged:
 @dataclass(frozen=True)
 class RecordVerdict:
     judged: Judged
-    gates: dict[str, tuple[str, list[str]]]  # gate -> (PASS|FAIL|SKIP, messages), all 16 in run order
+    gates: dict[str, tuple[str, list[str]]]  # gate -> (PASS|FAIL|SKIP, messages), all 17 in run order
 
     @property
     def failed(self) -> list[str]:
@@ -90,7 +91,7 @@ def judge(relpath: str, record: Any, error: str | None, packet: Packet | None, t
     verdicts = check_view(view, GateContext(denylist=denylist))
     verdicts.pop("relations", None)  # needs every record's id: judged in finish()
     ev = Evidence(packet, trace)
-    verdicts.update((g.name, run_check(g, view, ev)) for g in PER_RECORD_GATES)
+    verdicts.update((g.name, run_check(g, view, ev)) for g in PER_RECORD_GATES if applicable(g, view))
     return Judged(relpath, seg_id, _string(record.get("id")), _string(record.get("episode_key")),
                   obj(record, "retrieval", "links"), verdicts)
 
