@@ -63,7 +63,7 @@ _JIT_DECORATOR = re.compile(r"^\s*@([\w.]*)(?:jit|kernel)\b")
 _PY_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")
 # `__global__ void __launch_bounds__(256, 2) sgemm_warptile(`: the name is the word before the argument list,
 # never the qualifier's
-_CUDA_ENTRY = re.compile(r"__global__\s+(?:(?:void|static|inline|__launch_bounds__\s*\([^)]*\))\s+)*(\w+)\s*\(")
+_CUDA_ENTRY = re.compile(r"__global__\s+(?:(?:void|static|inline|__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\))\s+)*(\w+)\s*\(")
 
 
 @dataclass
@@ -97,6 +97,28 @@ def pieces(text) -> list[str]:
     return [p for p in (" ".join(s.split()).rstrip(":").strip() for s in _PIECE_END.split(text)) if p]
 
 
+def quote(text: str, chosen: list[str]) -> str:
+    """The chosen pieces of a text as the text writes them: neighbours keep the separator between them
+    (a colon stays a colon), pieces apart are joined by a space."""
+    source = " ".join(text.split())
+    spans, at = [], 0
+    for piece in chosen:
+        start = source.find(piece, at)
+        if start < 0:
+            return " ".join(chosen)
+        spans.append((start, start + len(piece)))
+        at = start + len(piece)
+    out, (start, end) = [], spans[0]
+    for nxt_start, nxt_end in spans[1:]:
+        if source[end:nxt_start].strip() in ("", ":", ".", "!", "?"):
+            end = nxt_end
+        else:
+            out.append(source[start:end])
+            start, end = nxt_start, nxt_end
+    out.append(source[start:end])
+    return " ".join(out)
+
+
 def content_words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in _STOP}
 
@@ -123,15 +145,15 @@ def mechanism_sentence(packet: dict) -> str | None:
     words = content_words(lever)
     needed = min(len(words), max(2, (len(words) + 1) // 2))
     shared = packet["seg_kind"] != "deadend-prose"  # only a prose dead end owns its version's prose alone
-    sources = [(pieces(a.get("why_it_failed")), False), (pieces(lever)[1:], False),
-               (pieces(a.get("how_it_was_fixed")), False)]
-    sources += [(pieces(said.get(k)), shared) for k in ("gate_verdict", "commit_body", "evidence_summary")]
-    sources += [(pieces(p.get("pitfall")), True) for p in a.get("pitfalls_recorded_here", [])
+    sources = [(a.get("why_it_failed"), False, 0), (lever, False, 1), (a.get("how_it_was_fixed"), False, 0)]
+    sources += [(said.get(k), shared, 0) for k in ("gate_verdict", "commit_body", "evidence_summary")]
+    sources += [(p.get("pitfall"), True, 0) for p in a.get("pitfalls_recorded_here", [])
                 if p.get("pitfall") != lever]  # a curated pitfall is listed there too: not its own evidence
-    for candidates, needs_overlap in sources:
-        found = [p for p in candidates if is_mechanism(p) and (not needs_overlap or len(words & content_words(p)) >= needed)]
+    for text, needs_overlap, skip in sources:
+        found = [p for p in pieces(text)[skip:]
+                 if is_mechanism(p) and (not needs_overlap or len(words & content_words(p)) >= needed)]
         if found:  # every causal sentence of the first source that has one: the whole stated cause
-            return " ".join(found[:MAX_CAUSE_SENTENCES])
+            return quote(text, found[:MAX_CAUSE_SENTENCES])
     return None
 
 
@@ -148,7 +170,7 @@ def strategy_mechanism(packet: dict, change: str) -> str | None:
     for key in ("commit_body", "evidence_summary", "expected_impact"):
         found = [p for p in causal_pieces(said.get(key)) if lever_key(p) != lever_key(change)]
         if found:
-            return " ".join(found)
+            return quote(said[key], found)
     body = servable(said.get("commit_body"))
     return body if body and lever_key(body) != lever_key(change) else None
 
@@ -318,8 +340,12 @@ def operator_name(packet: dict) -> str:
 
 
 def technique(packet: dict) -> str:
-    """The technique part of the episode key (`<arch>|<dsl>|<family>|<technique>|<level>`), as a tag."""
-    return tag(packet["target"]["episode_key"].split("|")[3])
+    """The technique part of the episode key (`<arch>|<dsl>|<family>|<technique>|<level>`), as a tag; a
+    reference kernel's key starts with the kind of snapshot (`final_`, `snapshot_`), which is no technique."""
+    name = tag(packet["target"]["episode_key"].split("|")[3])
+    if packet.get("record_type") == "reference-kernel":
+        name = re.sub(r"^(?:final|snapshot)-", "", name)
+    return name
 
 
 def measured(packet: dict) -> bool:
@@ -495,7 +521,7 @@ def fact_text(packet: dict) -> str:
     """The prose a condition may be read from: the lever, its own cause and fix, the version's commit."""
     a = packet["agent_facing"]
     said = a["what_the_run_said"]
-    own = packet["seg_kind"] in ("deadend-prose", "deadend-experiment")
+    own = packet["seg_kind"] == "deadend-prose"  # an experiment's version prose is about the kept change
     parts = [a.get("the_failed_lever"), a.get("why_it_failed"), a.get("how_it_was_fixed")]
     parts += [said.get("commit_body"), said.get("gate_verdict")] if own else []
     return " ".join(p for p in parts if isinstance(p, str))
