@@ -241,7 +241,10 @@ def publish_source(raw: bytes, dsl: str, scrubber) -> Published:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return Published(None, len(raw), None, f"not UTF-8 (byte {exc.start})")
-    scrubbed = scrubber.code(text, dsl if dsl != HELION_DSL else "any")
+    try:
+        scrubbed = scrubber.code(text, dsl if dsl != HELION_DSL else "any")
+    except ValueError:  # a DSL (stated on the sheet) whose comment syntax the scrubber does not know
+        return Published(None, len(raw), None, f"no scrub rule for DSL {dsl!r}")
     if any(True for _ in scrubber.denied_terms(scrubbed)):
         return Published(None, len(raw), None, "a denylisted term outside comments and strings")
     return Published(git_blob_id(scrubbed.encode("utf-8")), len(raw), scrubbed, None)
@@ -798,10 +801,11 @@ def main(argv: list[str]) -> int:
     b.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct)
     b.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor)
     sp = sub.add_parser("split", help="split.parquet: train/test by group")
-    sp.add_argument("dataset_dir", type=Path, nargs="?", default=Path("results/dataset"))
+    sp.add_argument("dataset_dir", type=Path, nargs="?", default=Path("results/dataset"),
+                    help="the built dataset (default: results/dataset)")
     sp.add_argument("--test-fraction", type=float, default=0.2, help="fraction of groups in test (default 0.2)")
     c = sub.add_parser("csv", help="a .csv copy next to each parquet file")
-    c.add_argument("parquet", nargs="+", type=Path)
+    c.add_argument("parquet", nargs="+", type=Path, help="parquet files of the dataset")
     args = ap.parse_args(argv)
     if args.command == "csv":
         for path in args.parquet:
