@@ -147,7 +147,7 @@ def test_shape_keys_are_namespaced_by_definition(tmp_path):
     assert not ds.conflicts
     by_def: dict = {}
     for r in ds.tables["runs"]:
-        by_def.setdefault(r["definition"], set()).add((r["run_id"], r["axis_hidden"]))
+        by_def.setdefault(r["shape"].split(":", 1)[0], set()).add((r["run_id"], r["axis_hidden"]))
     assert {d: {h for _, h in v} for d, v in by_def.items()} == {"softmax_h4096": {4096}, "softmax_h8192": {8192}}
     assert not {i for i, _ in by_def["softmax_h4096"]} & {i for i, _ in by_def["softmax_h8192"]}
 
@@ -230,6 +230,18 @@ def test_scrubbed_sources_get_a_published_key_and_unpublishable_ones_are_withhel
     assert b"zanzibarco" not in written.lower()
     assert raw["v1"].encode() not in written and raw["v2"].encode() not in written
     assert "its kernel source cannot be published" in (out / "README.md").read_text()
+
+
+def test_sources_that_cannot_be_scrubbed_are_withheld_with_a_reason():
+    from optrace.dataset import SOURCE_CAP, publish_source
+
+    scrub = Scrubber()
+    assert publish_source(b"\xff\xfe", "triton", scrub).withheld == "not UTF-8 (byte 0)"
+    assert publish_source(b"#" * (SOURCE_CAP + 1), "triton", scrub).withheld.startswith("larger than")
+    assert publish_source(b"x = 1\n", "verilog", scrub).withheld == "no scrub rule for DSL 'verilog'"
+    ok = publish_source(b"x = 1  # see /home/alice/notes.md\n", "triton", scrub)
+    assert ok.withheld is None and "alice" not in ok.source and ok.blob_bytes == 34
+    assert ok.kernel_blob == git_blob_id(ok.source.encode())
 
 
 def test_scrubbed_helion_source_gets_a_rederived_run_id(tmp_path):
@@ -498,7 +510,7 @@ def test_sheet_contract_nothing_derivable_or_denylisted(sheet_run):
     text = "".join(pd.read_parquet(out / FILES[n]).to_csv() for n in BUILT)
     assert "airulan" not in text.lower() and b"airulan" not in everything.lower()
     columns = {c for n in BUILT for c in pq.read_schema(out / FILES[n]).names}
-    derivable = {"config_id", "latency_us_geomean", "geomean_us", "source_sha256", "n_shapes", "scrubbed", "axes"}
+    derivable = {"config_id", "definition", "latency_us_geomean", "geomean_us", "source_sha256", "n_shapes", "scrubbed", "axes"}
     assert not columns & derivable
     # the documented column table is exactly what is written
     for name in BUILT:

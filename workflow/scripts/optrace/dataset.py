@@ -119,14 +119,15 @@ TABLES: dict[str, tuple[Column, ...]] = {
                              "(Helion autotune telemetry)"),
         ("kernel_blob", "string", "join key to `kernels`"),
         ("group", "string", "`<operator family>/<GPU product>`: the unit of the train/test split (the family is "
-                            "the store's operator slug without shape constants: softmax_h4096 -> softmax)"),
+                            "the store's operator slug of the trace without shape constants: softmax_h4096 -> "
+                            "softmax)"),
         ("vendor", "string", "GPU vendor (nvidia, amd)"),
         ("arch", "string", "GPU architecture (ampere, hopper, blackwell, cdna3, ...)"),
         ("product", "string", "GPU product of config/targets.yaml (h100, a100, mi300x, ...)"),
         ("compute_capability", "string?", "the product's compute capability (sm_90) or gfx target (gfx942)"),
-        ("definition", "string?", "the benchmark definition the trace measured (trace runs)"),
-        ("shape", "string?", "`<definition>:<shape key>`: the workload's key, namespaced by its definition "
-                             "(trace runs)"),
+        ("shape", "string?", "`<definition>:<shape key>`: the workload's key namespaced by the benchmark "
+                             "definition the trace measured (trace runs); the definition is the part before "
+                             "the first `:`"),
         ("kernel_name", "string?", "Helion's kernel function name (autotune runs)"),
         ("input_shapes", "string?", "Helion's input shapes, e.g. `[(64, 4096), (4096,)]` (autotune runs)"),
         ("backend", "string?", "Helion's codegen backend, e.g. triton (autotune runs)"),
@@ -373,7 +374,7 @@ class Context:
             "run_id": run_id_of(kernel["kernel_blob"], shape, target, row["dsl"]),
             "source": TRACE_SOURCE, "kernel_blob": kernel["kernel_blob"],
             **self.target_columns(target["vendor"], target["arch"], target["product"], target.get("isa")),
-            "definition": self.definition, "shape": shape, "kernel_name": None, "input_shapes": None,
+            "shape": shape, "kernel_name": None, "input_shapes": None,
             "backend": None, "dtypes": self.t.sources["dtypes"],
             **{AXIS_PREFIX + k: v for k, v in axes.items()},
         }
@@ -427,7 +428,7 @@ def autotune_samples(ctx: Context, summary: TraceSummary) -> tuple[list[dict], l
         runs.append(Line(ctx.t.label, {
             "run_id": pub["run_id"], "source": AUTOTUNE_SOURCE, "kernel_blob": pub["kernel_blob"],
             **ctx.target_columns(part.vendor, part.arch, part.product, part.cc or part.gfx),
-            "definition": None, "shape": None, "kernel_name": pub["kernel_name"], "input_shapes": r["input_shapes"],
+            "shape": None, "kernel_name": pub["kernel_name"], "input_shapes": r["input_shapes"],
             "backend": r["backend"], "dtypes": helion_dtypes(r["dtypes"]) or None,
         }))
         kernels.append(Line(ctx.t.label, kernel_row(pub, HELION_DSL)))
