@@ -74,8 +74,10 @@ def dataset_only(wd: Path, cfg: str) -> None:
     code = ("import resource, time, sys; t=time.perf_counter(); from optrace.dataset import load; "
             f"f=load({str(wd / 'results' / 'dataset')!r}); "
             "print(f'{time.perf_counter()-t:.2f} {len(f)} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024:.0f}')")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": str(wd / "workflow" / "scripts"), "PATH": ""})
+    if res.returncode != 0:
+        raise SystemExit(f"load() failed:\n{res.stderr[-3000:]}")
     secs, rows, rss = res.stdout.split()
     print(f"  load():              {float(secs):7.2f} s  {rows} samples, peak RSS {rss} MB")
     sizes = {p.name: p.stat().st_size for p in sorted((wd / "results" / "dataset").glob("*.parquet"))}
