@@ -193,43 +193,68 @@ def denylist(tmp_path: Path, *terms: str) -> Scrubber:
     return Scrubber.from_env("DL", {"DL": str(path)})
 
 
-def test_scrubbed_sources_get_a_published_key_and_unpublishable_ones_are_withheld(tmp_path):
-    """A denylisted term in a comment is scrubbed and the key is the scrubbed text's blob id (the trace's
-    id, a hash of the private text, appears nowhere); one in code withholds the source and its samples."""
+class CommentsOnly(Scrubber):
+    """A scrub that leaves code alone, as `Scrubber.code` did before it renamed denylisted identifiers:
+    what the dataset's own check must catch whatever the scrubber of the day misses."""
+
+    def code(self, s: str, dsl: str) -> str:
+        return s.replace("zanzibarco", "a private identifier")  # lowercase, i.e. comments only here
+
+
+def private_trace(dest: Path) -> tuple[Path, str]:
     k, m = tracekit.kernel, tracekit.memory
     commented = k(1).replace("# step 1", "# ported from the zanzibarco fork")
     in_code = k(2).replace("BLOCK =", "ZANZIBARCO_BLOCK =")
-    trace = tmp_path / "kernel_opt_047_private"
-    build_trace(trace, [
+    build_trace(dest, [
         CommitSpec("V0: baseline", {"kernel.py": k(0), "memory/v0.json": m(0, 50.0), **tracekit.meta_files()}),
         CommitSpec("v1: committed (+20.0%)", {"kernel.py": commented, "memory/v1.json": m(1, 40.0)}),
         CommitSpec("v2: committed (+10.0%)", {"kernel.py": in_code, "memory/v2.json": m(2, 36.0)}),
     ])
+    return dest, commented
+
+
+def test_scrubbed_sources_get_a_published_key_and_no_private_hash_leaves(tmp_path):
+    """A denylisted term in a comment is scrubbed and the key is the scrubbed text's blob id; the trace's
+    id (a hash of the private text) and any run_id over it appear nowhere in what is written."""
+    trace, commented = private_trace(tmp_path / "kernel_opt_047_private")
     scrubber = denylist(tmp_path, "zanzibarco")
     t = ingested(trace, scrubber=scrubber)
     ds = build([t], Thresholds(), scrubber)
-    assert {v for _, v in measured(ds)} == {0, 1}
-    assert ds.summaries["kernel_opt_047_private"].excluded == {"source_withheld": 1}
     raw = {v["version"]: v["kernel_blob"] for v in t.versions}
     kernels = {k["kernel_blob"]: k for k in ds.tables["kernels"]}
     assert raw["v0"] in kernels and raw["v1"] not in kernels and raw["v2"] not in kernels
-    (scrubbed,) = [k for b, k in kernels.items() if b != raw["v0"]]
-    assert "zanzibarco" not in scrubbed["source_text"].lower() and "BLOCK = 256" in scrubbed["source_text"]
-    assert git_blob_id(scrubbed["source_text"].encode()) == scrubbed["kernel_blob"]
-    assert scrubbed["blob_bytes"] == len(commented.encode())
-    out = tmp_path / "out"
+    (v1,) = [k for k in kernels.values() if k["blob_bytes"] == len(commented.encode())]
+    assert "zanzibarco" not in v1["source_text"].lower() and "BLOCK = 256" in v1["source_text"]
+    assert git_blob_id(v1["source_text"].encode()) == v1["kernel_blob"]
+    # v2 names the term in code: it is published renamed, or withheld with its samples; never leaked
+    withheld = ds.summaries["kernel_opt_047_private"].excluded.get("source_withheld", 0)
+    assert {v for _, v in measured(ds)} == ({0, 1} if withheld else {0, 1, 2})
     wd = write_work(tmp_path / "work", t)
-    write_json(wd / "sources.json", t.sources)
     os.environ["DL_TEST"] = str(tmp_path / "denylist.txt")
     try:
-        assert main(["build", str(wd), "--out-dir", str(out), "--denylist-env", "DL_TEST"]) == 0
+        assert main(["build", str(wd), "--out-dir", str(tmp_path / "out"), "--denylist-env", "DL_TEST"]) == 0
     finally:
         del os.environ["DL_TEST"]
-    written = b"".join(pq.read_table(out / FILES[n]).to_pandas().to_csv().encode() for n in BUILT)
-    written += (out / "README.md").read_bytes()
+    written = b"".join(pq.read_table(tmp_path / "out" / FILES[n]).to_pandas().to_csv().encode() for n in BUILT)
+    written += (tmp_path / "out" / "README.md").read_bytes()
     assert b"zanzibarco" not in written.lower()
     assert raw["v1"].encode() not in written and raw["v2"].encode() not in written
-    assert "its kernel source cannot be published" in (out / "README.md").read_text()
+
+
+def test_a_source_the_scrub_leaves_a_term_in_is_withheld_with_its_samples(tmp_path):
+    trace, _ = private_trace(tmp_path / "kernel_opt_048_private")
+    scrubber = CommentsOnly(["zanzibarco"])
+    t = ingested(trace, scrubber=scrubber)
+    ds = build([t], Thresholds(), scrubber)
+    assert {v for _, v in measured(ds)} == {0, 1}
+    summary = ds.summaries["kernel_opt_048_private"]
+    assert summary.excluded == {"source_withheld": 1}
+    assert summary.withheld == ["a denylisted term outside comments and strings"]
+    assert not any("zanzibarco" in k["source_text"].lower() for k in ds.tables["kernels"])
+    wd = write_work(tmp_path / "work", t)
+    assert main(["build", str(wd), "--out-dir", str(tmp_path / "out")]) == 0
+    readme = (tmp_path / "out" / "README.md").read_text()
+    assert "- kernel_opt_048_private: a denylisted term outside comments and strings" in readme
 
 
 def test_sources_that_cannot_be_scrubbed_are_withheld_with_a_reason():
@@ -249,9 +274,9 @@ def test_scrubbed_helion_source_gets_a_rederived_run_id(tmp_path):
     helion_ids = {json.loads(line)["run_id"] for p, text in files.items() if p.endswith(".jsonl")
                   for line in text.splitlines()}
     files = {p: text.replace('output = rmsnorm(x', 'zanzibarco: output = rmsnorm(x') for p, text in files.items()}
-    tracekit.iteration_era(tmp_path / "kernel_opt_048_tuned", untracked=files)
+    tracekit.iteration_era(tmp_path / "kernel_opt_053_tuned", untracked=files)
     scrubber = denylist(tmp_path, "zanzibarco")
-    t = ingested(tmp_path / "kernel_opt_048_tuned", scrubber=scrubber)
+    t = ingested(tmp_path / "kernel_opt_053_tuned", scrubber=scrubber)
     ds = build([t], Thresholds(), scrubber)
     ids = {r["run_id"] for r in ds.tables["autotune"]}
     assert len(ids) == 2 and not ids & helion_ids and len(ds.tables["autotune"]) == 9
