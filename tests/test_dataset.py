@@ -21,7 +21,7 @@ import tracekit
 from conftest import ROOT, SHARED_DATA
 from conftest import run_snakemake as snakemake
 from optrace.anonymize import Scrubber
-from optrace.dataset import (AXIS_PREFIX, FILES, HELION_DSL, TABLES, TraceInput, build, column_names, git_blob_id,
+from optrace.dataset import (AXIS_PREFIX, FILES, HELION_DSL, TraceInput, build, column_names, git_blob_id,
                              load, main, read_trace, sample_columns, split_groups, trace_sources)
 from optrace.errors import InputError
 from optrace.example_trace import EXAMPLE_DIR, build_example
@@ -262,6 +262,7 @@ def test_sources_that_cannot_be_scrubbed_are_withheld_with_a_reason():
 
     scrub = Scrubber()
     assert publish_source(b"\xff\xfe", "triton", scrub).withheld == "not UTF-8 (byte 0)"
+    assert publish_source(b"", HELION_DSL, scrub).withheld == "no source recorded (empty)"
     assert publish_source(b"#" * (SOURCE_CAP + 1), "triton", scrub).withheld.startswith("larger than")
     assert publish_source(b"x = 1\n", "verilog", scrub).withheld == "no scrub rule for DSL 'verilog'"
     ok = publish_source(b"x = 1  # see /home/alice/notes.md\n", "triton", scrub)

@@ -236,6 +236,8 @@ class Published:
 def publish_source(raw: bytes, dsl: str, scrubber) -> Published:
     """The scrubbed source and its key, or why it cannot leave the machine. The scrub is the packets'
     (`Scrubber.code`); a denylisted term it leaves (an identifier in code) withholds the whole source."""
+    if not raw.strip():  # Helion writes "" when inspect cannot read the source
+        return Published(None, len(raw), None, "no source recorded (empty)")
     if len(raw) > SOURCE_CAP:
         return Published(None, len(raw), None, f"larger than {SOURCE_CAP} bytes")
     try:
