@@ -74,22 +74,23 @@ def mine_example(root: Path) -> Path:
     return root
 
 
-def workbench(root: Path) -> Workbench:
-    """Packets, facts and drafted records of a mined trace at root (packets/ and work/ of SLUG)."""
-    packets_dir, work = root / "packets" / SLUG, root / "work" / SLUG
+def workbench(root: Path, slug: str = SLUG) -> Workbench:
+    """Packets, facts and drafted records of a mined trace at root (packets/ and work/ of slug)."""
+    packets_dir, work = root / "packets" / slug, root / "work" / slug
     packets = {}
     for entry in json.loads((packets_dir / "manifest.json").read_text(encoding="utf-8"))["packets"]:
         code_file = entry.get("code_file")
         code = (packets_dir / code_file).read_bytes() if code_file else None
         packets[entry["id"]] = Packet.from_bytes(entry["seg_id"], (packets_dir / f"{entry['seg_id']}.json").read_bytes(),
                                                  code, code_file)
-    trace = trace_context(SLUG, read_jsonl(work / "versions.jsonl"), read_jsonl(work / "profiles.jsonl"))
+    trace = trace_context(slug, read_jsonl(work / "versions.jsonl"), read_jsonl(work / "profiles.jsonl"),
+                          meta=json.loads((work / "meta.json").read_text(encoding="utf-8")))
     records = []
     for rid, packet in sorted(packets.items()):
         record, _ = draft_record(packet.data, packet.code)
         if record is not None:
-            records.append((f"distilled/{SLUG}/{rid}.json", record))
-    return Workbench(SLUG, packets, trace, tuple(records))
+            records.append((f"distilled/{slug}/{rid}.json", record))
+    return Workbench(slug, packets, trace, tuple(records))
 
 
 # --- trace-gate cases ----------------------------------------------------------------------------
