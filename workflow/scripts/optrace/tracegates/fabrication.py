@@ -14,9 +14,9 @@ never meet it).
    does not state may still be the packet's own improvement (rule 2's value) rounded to the precision
    written. Nothing the record itself says is trusted as an input.
    Left out, because another gate binds them byte for byte: payload.implementation.snippet and
-   dispatch_snippet (verbatim), and a field that equals the packet's value for it -- schema, id,
+   dispatch_snippet (verbatim), and the fields bound to the packet's value for them -- schema, id,
    episode_key, level, type, retrieval.scope.<target's keys> (layout), evidence.raw.source_repo,
-   version and git_commit (provenance). A string that is one of the contract's enumerated values
+   version and git_commit (provenance): any other value fails that gate. A string that is one of the contract's enumerated values
    (`one-line`, `lower-better`) is a category, not a claim. Everything else is read: keys, evidence.raw,
    a `snippet` key anywhere but under payload.implementation, the rank.
 2. **Gains.** The packet measures one improvement: measurements.improve_pct_vs_floor, i.e.
@@ -256,7 +256,7 @@ def bound_fields(packet: Packet) -> dict[tuple, Any]:
 def is_exempt(path: tuple, value: Any, bound: dict[tuple, Any], staged: bool) -> bool:
     if path in QUOTED_CODE:
         return True
-    if path in bound and bound[path] == value and isinstance(value, str):
+    if path in bound and isinstance(value, str):  # its gate fails any other value
         return True
     if staged and path[:2] == ("worth", "rank"):
         return True
@@ -303,9 +303,9 @@ def gain_problems(record: dict, pool: Pool) -> list[str]:
     if record.get("type") == "strategy":
         if pool.improvement is None:
             return out + ["worth.gain: a strategy's gain needs the packet's measured improvement, and it has none"]
-        if basis != "measured":
+        if "basis" in gain and basis != "measured":
             out.append(f"worth.gain.basis: {basis!r}, but the packet measured this gain")
-        if kind != "performance":
+        if "kind" in gain and kind != "performance":  # absent: the profile's patch gain-kind fails it
             out.append(f"worth.gain.kind: {kind!r}, but the packet's measured gain is a latency improvement")
         if gain.get("primary") != "latency":
             out.append(f"worth.gain.primary: {gain.get('primary')!r}, but the packet measures latency")
@@ -320,7 +320,7 @@ def gain_problems(record: dict, pool: Pool) -> list[str]:
                 if metric.get(key) is not None:
                     out.append(f"{where}.{key}: the packet measures no absolute {key} value to serve")
     else:
-        if kind != "none":
+        if "kind" in gain and kind != "none":
             out.append(f"worth.gain.kind: {kind!r}, but a {record.get('type')} claims no gain")
         if gain.get("pct") is not None:
             out.append(f"worth.gain.pct: {gain.get('pct')!r}, but a {record.get('type')} claims no gain")

@@ -104,7 +104,7 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
     gen = obj(record, "retrieval", "generality")
     for key, want in (("arch", scope_t.get("arch")), ("language", scope_t.get("dsl")),
                       ("workload_family", target.get("workload_family"))):
-        if gen.get(key) != want:
+        if (key in gen or key != "workload_family") and gen.get(key) != want:
             out.append(f"retrieval.generality.{key}: {gen.get(key)!r} is not the packet's {want!r}")
     problem = obj(record, "payload", "problem")
     for key, want in (("target", op.get("gpu")), ("operator", scope_t.get("operator_family")), ("dsl", scope_t.get("dsl"))):
