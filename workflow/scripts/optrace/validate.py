@@ -63,7 +63,7 @@ CACHE_FORMAT = 2
 CACHE_KEY_ENV = "OPTRACE_CACHE_KEY"  # path of the cache's HMAC key file; default below
 DEFAULT_CACHE_KEY = Path("~/.cache/optrace/validation-cache.key")
 PKG = Path(__file__).resolve().parent
-GATE_SOURCES = ("storegates/*.py", "tracegates/*.py", "anonymize_patterns.py", "validate.py")
+GATE_SOURCES = ("storegates/*.py", "tracegates/*.py", "anonymize_patterns.py", "validate.py", "facts.py", "drafter.py")
 SHOWN_FAILURES = 20  # failing records `check` prints
 
 

@@ -53,10 +53,10 @@ from typing import Any, Iterator
 from ..storegates.model import Gate, RecordView, format_loc, obj
 from ..storegates.schema import CONTRACT
 from .model import Evidence, Packet, needs_packet
+from .ncu_attribution import QUOTED_CODE
 from .numbers import comparable, decimals, magnitude, number_tokens
 
 DIFF_HEADER = re.compile(r"^(?:--- |\+\+\+ |@@ ).*$", re.M)
-QUOTED_CODE = (("payload", "implementation", "snippet"), ("payload", "implementation", "dispatch_snippet"))
 UNRANKED = {"score": 0.0, "tier": "provisional"}
 GROUNDED_PROSE = (("payload", "mechanism"), ("payload", "problem", "bottleneck"),
                   ("payload", "established_fact", "mechanism"))

@@ -26,14 +26,12 @@ from __future__ import annotations
 
 import re
 
+from ..drafter import ARCH_ISA  # the ISA of an arch: the drafter's fallback condition, judged the same way
 from ..storegates.model import Gate, RecordView, obj
 from .model import Evidence, Packet, needs_packet
 from .ncu_attribution import strings
 
 NO_FAMILY = "misc"  # the store's directory for records without an operator family
-# The ISA an architecture compiles for (the drafter's fallback when the packet names no product ISA).
-ARCH_ISA = {"ampere": "sm_80", "hopper": "sm_90", "blackwell": "sm_100", "blackwell-ultra": "sm_103",
-            "blackwell-geforce": "sm_120", "cdna3": "gfx942", "cdna4": "gfx950"}
 PRODUCT = (r"[abhlv]\d{2,3}[a-z]?|gb\d{3}|rtx\s?\d{4}(?:\s?ti)?|mi\d{3}[a-z]?|t4|p100")
 ARCH = r"hopper|blackwell(?:-ultra|-geforce)?|ampere|ada|lovelace|volta|turing|pascal|cdna\d|rdna\d"
 ISA = r"sm_?\d{2,3}a?|gfx\d{3,4}|compute_\d{2,3}"
@@ -41,7 +39,6 @@ DTYPE = (r"bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int4|int8|e4m3|e5m2|e2m1|bfloat1
          r"|float8\w*|nvfp4|mxfp\d")
 HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE})\b", re.I)
 SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
-QUOTED_CODE = (("payload", "implementation", "snippet"), ("payload", "implementation", "dispatch_snippet"))
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
 
 
