@@ -2,7 +2,7 @@
 
 The packet's diff is taken against the kernel of the version the step builds on (the previous anchor:
 baseline, re-baseline or claimed milestone), and its gain is measured against that version's geomean.
-So the record's `evidence.raw.effect.parent_geomean_us` must be the geomean of the packet's
+So the record's `evidence.raw.effect.parent_geomean_us` (when given) must be the geomean of the packet's
 `provenance.builds_on` version, which must be the packet's floor (`measurements.floor_before_us`); that
 version must be a version of this trace with that commit (ingest's facts, not the packet's word);
 `payload.trace.builds_on` must say what the packet says about it (`is_baseline`, the approach when the
@@ -34,7 +34,7 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
     if floor != geo:
         out.append(f"{rel}: the packet's floor {floor!r} is not the geomean {geo!r} of the version it builds on")
     effect = obj(view.record, "evidence", "raw", "effect")
-    if effect.get("parent_geomean_us") != geo:
+    if "parent_geomean_us" in effect and effect["parent_geomean_us"] != geo:  # may be left out, never another
         out.append(f"{rel}: evidence.raw.effect.parent_geomean_us {effect.get('parent_geomean_us')!r} is not the "
                    f"geomean {geo!r} of the version the diff is taken against")
     said = obj(agent, "builds_on")
