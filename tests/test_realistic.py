@@ -451,3 +451,31 @@ def test_packets_to_records_by_type(mined):
                                      "pitfall": {"packets": 1, "records": 1}, "reference-kernel": {"packets": 2, "records": 2}}
     assert tables["aka_attention"]["anti-strategy"] == {"packets": 5, "records": 5}
     assert tables["sgemm_ladder"]["strategy"] == {"packets": 6, "records": 6}
+
+
+def test_the_lineage_gate_checks_the_parent_against_the_trace_itself(mined):
+    """A packet whose parent is not a version of the trace (or whose floor is not that parent's geomean)
+    cannot vouch for a strategy, whatever the record says."""
+    import copy
+
+    from optrace.tracegates import LiveStore, Packet, finish, judge, trace_context
+    m = mined["sgemm_ladder"]
+    work = m.results / "work" / m.slug
+    trace = trace_context(m.slug, [json.loads(x) for x in (work / "versions.jsonl").read_text().splitlines()],
+                          [json.loads(x) for x in (work / "profiles.jsonl").read_text().splitlines() if x.strip()])
+    seg_id, record = next((s, r) for s, r in m.records.items() if r["type"] == "strategy")
+    packet, code = m.packets[seg_id]
+
+    def lineage(p):
+        judged = judge(f"distilled/{m.slug}/{record['id']}.json", record, None,
+                       Packet(seg_id, p, code, p["agent_facing"].get("code_file")), trace, None)
+        return finish([judged], LiveStore())[0].gates["lineage"]
+
+    assert lineage(packet) == ("PASS", [])
+    forged = copy.deepcopy(packet)
+    forged["provenance"]["builds_on"]["commit"] = "0" * 40
+    status, messages = lineage(forged)
+    assert status == "FAIL" and "is not a version of this trace" in messages[0]
+    forged = copy.deepcopy(packet)
+    forged["agent_facing"]["measurements"]["floor_before_us"] += 1.0
+    assert lineage(forged)[0] == "FAIL"

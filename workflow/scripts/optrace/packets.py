@@ -84,6 +84,7 @@ class PacketBuilder:
         self.read_blob, self.read_file = read_blob, read_file
         self.shapes = ShapeLabels.from_keys(sorted({k for r in rows for k in r["by_shape_us"]}))
         self._scrubbed: dict = {}
+        self._metrics: dict[str, dict] = {}
         # kernel blob of the nearest earlier version that has one, for every version
         self._kernel_before, last = {}, None
         for r in self.order:
@@ -144,8 +145,11 @@ class PacketBuilder:
                  "conclusion": self.text(conclusion), "metrics": metrics}, dirs, report)
 
     def capture_metrics(self, capture_dir: str) -> dict:
-        text = self.read_file(f"{capture_dir}/summary.txt")
-        return summary_metrics(text) if text else {}
+        # a capture is read once however many packets cite it (a lever's versions, a strategy's parent)
+        if capture_dir not in self._metrics:
+            text = self.read_file(f"{capture_dir}/summary.txt")
+            self._metrics[capture_dir] = summary_metrics(text) if text else {}
+        return self._metrics[capture_dir]
 
     def directions_and_pitfalls(self, versions: list[str]) -> tuple[list, list]:
         dirs, pits = [], []
