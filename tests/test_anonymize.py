@@ -42,8 +42,8 @@ PROSE = [
     ("denylisted host", f"Measured on {HOST} overnight.", "Measured on a private identifier overnight."),
     ("denylisted host, mixed case", "GPU-Node7 was busy", "a private identifier was busy"),
     ("longest term first", f"ssh {HOST}.corp.example", "ssh a private identifier"),
-    ("denylisted name inside an identifier", "alice_runs and ALICE",
-     "a private identifier_runs and a private identifier"),
+    ("denylisted name inside an identifier: the whole token goes", "alice_runs and ALICE",
+     "a private identifier and a private identifier"),
     # leak shapes
     ("home path holding a denylisted user", "see /home/alice/runs/x.py.", "see a local path."),
     ("file:// path", "open file:///Users/bob/trace/REPORT.md now", "open a local path now"),
@@ -97,9 +97,10 @@ def test_prose(scrubber, text, expected):
     assert_clean(scrubber, out)
 
 
-def test_denylist_matches_whole_terms_only(scrubber):
-    assert scrubber.text("gpu-node70 ran Alicevision") == "gpu-node70 ran Alicevision"
-    assert scrubber.leaks("gpu-node70 ran Alicevision") == []
+def test_denylist_matches_any_substring(scrubber):
+    """Issue #13: a term inside a longer word leaks as much as the word alone."""
+    assert scrubber.text("gpu-node70 ran Alicevision.") == "a private identifier ran a private identifier."
+    assert scrubber.leaks("gpu-node70 ran Alicevision") == ["denylisted term 'gpu-node7'", "denylisted term 'Alice'"]
 
 
 def test_none_stays_none(scrubber):

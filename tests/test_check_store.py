@@ -215,7 +215,7 @@ def test_denylisted_terms_fail_anywhere_in_the_record(tmp_path, monkeypatch, cap
     monkeypatch.setenv(DENYLIST_ENV, str(deny))
     root = specimen_store(tmp_path / "store", edit_strategy(
         lambda r: r["evidence"]["raw"].update(source_repo="acmecorp-kernels")))
-    assert check_store.main([str(root)]) == 1
+    assert check_store.main([str(root), "--all"]) == 1
     out = capsys.readouterr().out
     assert "evidence.raw.source_repo: denylisted term 'acmecorp'" in out
     assert "<file path>: denylisted term 'hopper.triton.fused'" in out  # every specimen's id and path
