@@ -11,6 +11,8 @@ rule recon_trace:
     params:
         ladder=ladder_args(),
         live_store=live_store_arg,
+        denylist_env=config["denylist_env"],
+        denylist=denylist_digest(),
         code=code_digest("recon"),
     log:
         f"{RESULTS}/logs/recon/{{slug}}.log",
@@ -19,4 +21,4 @@ rule recon_trace:
     shell:
         "{PY} -m optrace recon --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "
-        "{params.live_store} > {log} 2>&1"
+        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"

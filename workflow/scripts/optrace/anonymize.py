@@ -385,6 +385,18 @@ class Scrubber:
             return s
         return self._clear(self._private_rewrite(s), self._private_rewrite)
 
+    def private_json(self, value):
+        """A JSON value with `private` applied to every string, object keys included: for reports."""
+        if not self._deny:
+            return value
+        if isinstance(value, str):
+            return self.private(value)
+        if isinstance(value, dict):
+            return {self.private(k) if isinstance(k, str) else k: self.private_json(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.private_json(v) for v in value]
+        return value
+
     def _finders(self, shapes: ShapeLabels | None) -> list[Finder]:
         """In rule order: earlier rules win ties between identical spans (a path through a denied
         directory reads "a local path"; any denied term a later rule would leave is then cleared)."""
@@ -431,15 +443,17 @@ class Scrubber:
     def code_leaks(self, s: str, dsl: str) -> list[str]:
         """What `code` would still change: leaks of comments and strings, denied terms anywhere."""
         found = [leak for a, b in prose_spans(s, code_language(s, dsl)) for leak in self.leaks(s[a:b], denied=False)]
-        return found + [f"denylisted term {token!r}" for _, token in self.denied_terms(s)]
+        return found + [f"denylisted {self._deny.label(spelling)}" for _, spelling in self.denied_terms(s)]
 
     def leaks(self, s: str, denied: bool = True) -> list[str]:
-        """What still leaks in (scrubbed) text, left to right, as `<kind> '<match>'`."""
+        """What still leaks in (scrubbed) text, left to right, as `<kind> '<match>'`; a denied term as
+        `denylisted term #k` (its place in the list), since leak reports land in logs."""
         finders = ((("denylisted term", self.denied_terms),) if denied else ()) + (
             ("local path", local_paths), ("e-mail address", emails), ("markdown page", markdown_pages),
             ("uuid", uuids), ("hex id", lambda t: hex_runs(t, need_digit=False)), ("version id", version_ids))
         found = outermost(Leak(kind, token, a) for kind, finder in finders for a, token in finder(s))
-        return [f"{leak.kind} {leak.token!r}" for leak in found]
+        return [f"denylisted {self._deny.label(leak.token)}" if leak.kind == "denylisted term" else f"{leak.kind} {leak.token!r}"
+                for leak in found]
 
 
 # --- scrub-check ---------------------------------------------------------------------------------

@@ -412,6 +412,13 @@ class Denylist:
                     yield m.span()
                     break
 
+    def label(self, spelling: str) -> str:
+        """How a report names a denied spelling without repeating it: `term #k`, k its place in the list."""
+        for k, term in enumerate(self.terms, 1):
+            if compile_denylist((term,)).spans(spelling):
+                return f"term #{k}"
+        return "a term"
+
     def finditer(self, text: str) -> Iterator["DeniedMatch"]:
         for a, b in self.spans(text):
             yield DeniedMatch(text, a, b)

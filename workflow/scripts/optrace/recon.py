@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+from .anonymize import Scrubber
 from .errors import InputError
 from .jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from .ladder import CLAIMS, Step, Thresholds, run_ladder
@@ -244,15 +245,18 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--milestone-pct", type=float, default=Thresholds.milestone_pct)
     ap.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct)
     ap.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor)
+    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST", help="variable naming the denylist file")
     args = ap.parse_args(argv)
     rows = read_jsonl(args.work_dir / "versions.jsonl")
     profiles = read_jsonl(args.work_dir / "profiles.jsonl")
     meta = read_json(args.work_dir / "meta.json")
     steps = run_ladder(rows, Thresholds(args.milestone_pct, args.mega_pct, args.rebaseline_factor))
-    recon = build_recon(rows, profiles, meta, steps, args.live_store)
+    scrub = Scrubber.from_env(args.denylist_env)  # reports carry trace text: no denylisted term in them
+    recon = scrub.private_json(build_recon(rows, profiles, meta, steps, args.live_store))
     write_json(args.out_dir / "recon.json", recon)
     write_text_atomic(args.out_dir / "recon.md", render_md(recon))
-    write_text_atomic(args.out_dir / "ladder.svg", render_svg(rows, steps, f"{meta['source_label']} on {meta['target']['product']}"))
+    title = scrub.private(f"{meta['source_label']} on {meta['target']['product']}")
+    write_text_atomic(args.out_dir / "ladder.svg", render_svg(rows, steps, title))
     lad = recon["ladder"]
     print(f"recon: {meta['slug']}: " + ", ".join(f"{k} {v}" for k, v in lad["outcomes"].items() if v)
           + f"; final {lad['final']}")
