@@ -83,6 +83,7 @@ BENIGN = [
     "see nvidia.h100.gluon.rmsnorm.num-warps-4-a66e116 for the id",
     "an annotated palace of optimal icecream",  # words near, but not holding, a term
     "V100 vs H100 on sm_80",
+    "4l1c3 0115 4096",  # mostly digits: numbers, not a term written in digits
 ]
 
 
@@ -110,6 +111,10 @@ EVASIONS = [
     ("base64", "YWxpY2U="), ("hex-encoded", "616c696365"), ("sharp s folds", "STRAUSS"),
     ("capital sharp s", "STRAU\u1e9e"), ("mathematical bold", "\U0001d41a\U0001d425\U0001d422\U0001d41c\U0001d41e"),
     ("host under a denylisted domain", "gpu-node-17.corp.example"),
+    ("digits for letters", "a1ice"), ("digit for a letter in a host", "gpu-n0de7"),
+    ("right-to-left override", "\u202eecila\u202c"), ("markup inside", "ali<b></b>ce"),
+    ("markdown emphasis inside", "ali**ce**"), ("regional indicator letters", "\U0001f1e6\U0001f1f1\U0001f1ee\U0001f1e8\U0001f1ea"),
+    ("circled letters", "\u24d0\u24db\u24d8\u24d2\u24d4"), ("small capitals", "\u1d00\u029f\u026a\u1d04\u1d07"),
 ]
 
 
@@ -269,3 +274,66 @@ def test_recon_reports_carry_no_denylisted_term(tmp_path, monkeypatch):
         text = (out / name).read_text()
         assert not contains_denied(text, ("alice",)), name
     assert json.loads((out / "recon.json").read_text())["identity"]["source_label"] == "a private identifier"
+
+
+# --- workflow: a term planted everywhere reaches no output ---------------------------------------------
+
+TERM = "Zorblax"
+
+
+def _planted_trace(dest):
+    import tracekit
+    from optrace.tracebuild import CommitSpec, build_trace
+
+    def kernel(step):
+        return (f"import triton\nimport triton.language as tl\n\n# step {step}, tuned on zorblax-box\n"
+                f"BLOCK = {128 * (step + 1)}\n\ndef zorblax_reduce(x):\n    return getZorblaxGrid(x) // 2\n\n"
+                f"def getZorblaxGrid(x):\n    return x  # variant {step}\n")
+
+    def memory(n, geomean, what):
+        rec = json.loads(tracekit.memory(n, geomean))
+        rec["optimization"]["action_description"] = what
+        return json.dumps(rec)
+
+    files = tracekit.meta_files()
+    files["definition.json"] = files["definition.json"].replace("Row softmax", "Row softmax for the zorblaxics team")
+    commits = [
+        CommitSpec("V0: baseline", {"kernel.py": kernel(0), "memory/v0.json": memory(0, 50.0, "baseline"), **files}),
+        CommitSpec("v1: committed (+20.0%) zorblaxics tiling", {"kernel.py": kernel(1),
+                   "memory/v1.json": memory(1, 40.0, "getZorblaxGrid tiling from ZORBLAX notes")},
+                   body="measured on zorblax-box by the Zorblax team"),
+        CommitSpec("v2: reverted (register spills at BLOCK=8192) - dead-end recorded",
+                   {"memory/v2.json": memory(2, 44.0, "zor-blax split-K")}),
+        CommitSpec("v3: committed (+5.0%) wider rows", {"kernel.py": kernel(3), "memory/v3.json": memory(3, 38.0, "wider rows")}),
+    ]
+    return build_trace(dest, commits)
+
+
+@pytest.mark.workflow
+def test_a_denylisted_term_reaches_no_output_file(workdir, tmp_path):
+    import os
+
+    from conftest import run_snakemake
+    trace = tmp_path / "kernel_opt_040_softmax"
+    _planted_trace(trace)
+    deny = tmp_path / "deny.txt"
+    deny.write_text(f"{TERM}\n")
+    env = {**os.environ, "ATREX_WIKI_DENYLIST": str(deny)}
+    run_snakemake(workdir, "--config", f"trace={trace}", "hardware=H100", env=env)
+    results = workdir / "results"
+    # work/ is ingest's cache of the trace's own text, which later stages read back by path (a profile
+    # directory named with a term must still be found); every output built from it is checked.
+    checked, leaking = 0, []
+    for path in sorted(results.rglob("*")):
+        if path.is_file() and "work" not in path.relative_to(results).parts[:1]:
+            checked += 1
+            if contains_denied(path.read_bytes().decode("utf-8", "replace"), (TERM,)):
+                leaking.append(str(path.relative_to(results)))
+    assert checked > 20 and leaking == []
+    assert contains_denied((results / "work" / "040-softmax" / "versions.jsonl").read_text(), (TERM,)), \
+        "the term was planted"
+    packets = list((results / "packets").rglob("*.diff")) + list((results / "packets").rglob("*.py"))
+    assert any("redacted_reduce" in p.read_text() for p in packets), "the identifier was renamed, not dropped"
+    staged = json.loads((results / "staging" / "staged.json").read_text())
+    drafted = list((results / "distilled").rglob("*.json"))
+    assert drafted and staged["failed"] == [] and len(staged["staged"]) == len(drafted)

@@ -406,8 +406,10 @@ class Scrubber:
     def _rewrite(self, s: str, shapes: ShapeLabels | None = None) -> str:
         spans = (Span(a, b, phrase, rank) for rank, finder in enumerate(self._finders(shapes))
                  for a, b, phrase in finder(s))
-        out = _apply(s, _resolve(spans))
-        return self._clear(out, self._private_rewrite) if self._deny else out
+        chosen = _resolve(spans)
+        out = _apply(s, chosen)
+        # unchanged text was just searched; a replacement may join its neighbours into a term
+        return self._clear(out, self._private_rewrite) if self._deny and chosen else out
 
     def text(self, s: str | None, shapes: ShapeLabels | None = None) -> str | None:
         """Scrubbed prose with tidied whitespace; None stays None."""

@@ -264,8 +264,9 @@ _CONFUSABLE_PAIRS = ("аa вb еe ёe кk мm нh оo рp сc тt уy хx ѕs і
                      "αa βb εe ηn ιi κk μu νv οo ρp τt υu χx γy ωw ϲc ϳj "
                      "օo սu հh ոn ıi ȷj ɑa ɩi ɪi ʟl ᴀa ʙb ᴄc ᴅd ᴇe ɢg ʜh ᴊj ᴋk ᴍm ɴn ᴏo ᴘp ʀr ᴛt ᴜu ᴠv ᴡw ʏy ᴢz")
 CONFUSABLES = str.maketrans({pair[0]: pair[1] for pair in _CONFUSABLE_PAIRS.split()})
-# Escapes a text may spell a letter with: HTML entities, URL-encoding, backslash escapes.
-_ENCODED_UNIT = re.compile(r"[^\x00-\x7f]+|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+# Escapes a text may spell a letter with: HTML entities and tags (`ali<b></b>ce` renders whole),
+# URL-encoding, backslash escapes.
+_ENCODED_UNIT = re.compile(r"[^\x00-\x7f]+|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|<[A-Za-z/!][^<>\n]{0,60}>"
                            r"|(?:%[0-9A-Fa-f]{2})+|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}"
                            r"|N\{[A-Za-z0-9 -]{1,60}\}|[0-7]{3})")
 # Between the letters of a term: any punctuation or `_` (ali-ce, a.l.i.c.e, ali_ce); letter-spaced
@@ -279,6 +280,8 @@ _ENCODED_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{6,}={0,2}")
 
 @lru_cache(maxsize=4096)
 def _fold_char(c: str) -> str:
+    if "\U0001f1e6" <= c <= "\U0001f1ff":  # regional indicator letters render as A-Z
+        return chr(ord(c) - 0x1F1E6 + ord("a"))
     s = unicodedata.normalize("NFKD", c)
     s = unicodedata.normalize("NFKD", "".join(ch for ch in s if _visible(ch)).casefold())
     return "".join(ch for ch in s if _visible(ch)).translate(CONFUSABLES)
@@ -293,6 +296,8 @@ def _visible(ch: str) -> bool:
 
 
 def _decode_unit(unit: str) -> str:
+    if unit[0] == "<":
+        return ""  # markup renders as nothing
     if unit[0] == "&":
         return html.unescape(unit)
     if unit[0] == "%":
@@ -326,7 +331,7 @@ def fold(text: str, _depth: int = 0) -> tuple[str, list[int] | None, list[int] |
             starts.extend(range(pos, a))
             ends.extend(range(pos + 1, a + 1))
         unit = m.group(0)
-        if unit[0] in "&%\\":
+        if unit[0] in "&%\\<":
             decoded = _decode_unit(unit)
             piece = fold(decoded, _depth + 1)[0] if _depth < 2 else "".join(map(_fold_char, decoded))
             out.append(piece)
@@ -349,49 +354,99 @@ def _letters(term: str) -> str:
     return "".join(c for c in fold(term)[0] if c.isalnum())
 
 
-def _term_pattern(term: str) -> str:
+# Digits written for the letters they resemble (a1ice, gpu-n0de7); only digits, never punctuation,
+# so a letter's class and a gap never compete for one character and the match stays linear.
+_LEET = {"o": "0", "i": "1", "l": "1", "e": "3", "a": "4", "s": "5", "t": "7", "b": "8", "g": "9", "z": "2"}
+
+
+def _letter(c: str) -> str:
+    return f"[{c}{_LEET[c]}]" if c in _LEET else re.escape(c)
+
+
+def _term_pattern(term: str, reverse: bool = False) -> str:
     """Letters of the folded term joined by gaps: any punctuation or `_` between any two of them, and
     up to 3 characters of any separator, spaces included, where the term itself has one ("acme labs")."""
-    pieces, gap = [], False
+    units, gap = [], False
     for c in fold(term)[0]:
         if not c.isalnum():
             gap = True
             continue
-        if pieces:
-            pieces.append(_WORD_GAP if gap else _TIGHT_GAP)
-        pieces.append(re.escape(c))
+        units.append((c, gap and bool(units)))
         gap = False
-    return "".join(pieces)
+    pieces = []
+    for i, (c, gap_before) in enumerate(units):
+        if i:
+            pieces.append(_WORD_GAP if gap_before else _TIGHT_GAP)
+        pieces.append(_letter(c))
+    return "".join(reversed(pieces) if reverse else pieces)
+
+
+_NOT_LETTER = re.compile(r"[\W_]+")
+_MEMO_CHARS = 8 << 20  # text remembered per denylist, in characters
+_SKELETON = str.maketrans("013457892l", "oieastbgzi")
+# Text under a right-to-left override displays reversed: `\u202eecila` reads "alice".
+_BIDI_CONTROLS = ("\u202e", "\u202b", "\u2067", "\u200f", "\u061c")
 
 
 class Denylist:
     """The private terms, matched in any case and as any substring of folded text (see `fold`):
-    split by punctuation, zero-width or combining characters, look-alike or full-width letters,
-    HTML/URL/backslash escapes, letter-spaced, or whole in a base64, base32 or hex token."""
+    split by punctuation, markup, zero-width or combining characters, look-alike or full-width
+    letters, digits for letters (a1ice), HTML/URL/backslash escapes, letter-spaced, reversed under a
+    right-to-left override, or whole in a base64, base32 or hex token. Not seen: a term split by
+    spaces into words ("ali ce" is two words of prose), or assembled by code at run time."""
 
     def __init__(self, terms: Iterable[str]):
         self.terms = tuple(terms)
         by_letters = {_letters(t): t for t in sorted(set(self.terms))}
         by_letters.pop("", None)
         self.letters = tuple(sorted(by_letters, key=len, reverse=True))
-        alternatives = []
-        for t in self.letters:
-            alternatives.append(_term_pattern(by_letters[t]))
+        alternatives, reversed_ = [], []
+        for t in self.letters:  # one group per alternative: m.lastindex names the term
+            alternatives.append(f"({_term_pattern(by_letters[t])})")
+            reversed_.append(f"({_term_pattern(by_letters[t], reverse=True)})")
             if len(t) >= 3:
-                alternatives.append(r"(?<![^\W_])" + _SPACED_GAP.join(map(re.escape, t)) + r"(?![^\W_])")
+                alternatives.append(r"((?<![^\W_])" + _SPACED_GAP.join(map(_letter, t)) + r"(?![^\W_]))")
         self._pattern = re.compile("|".join(alternatives)) if alternatives else None
+        self._reversed = re.compile("|".join(reversed_)) if reversed_ else None
+        # A necessary condition checked at C speed first: the term's letters, in one spelling of
+        # each digit, in the text with every non-letter removed (most texts hold no term at all).
+        self._skeletons = tuple({t.translate(_SKELETON) for t in self.letters})
+        self._token_verdicts: dict[str, bool] = {}
+        self._seen: dict[str, list[tuple[int, int]]] = {}
+        self._seen_chars = 0
+        self._group_letters = [t for t in self.letters for _ in range(2 if len(t) >= 3 else 1)]
         self._shortest = min(map(len, self.letters), default=0)
 
     def __bool__(self) -> bool:
         return self._pattern is not None
 
+    def _plausible(self, m: re.Match, letters_of) -> bool:
+        """At most half of a term's letters written as digits: "0115" is a number, not "oils"."""
+        letters = letters_of[m.lastindex - 1]
+        digits = sum(c.isdigit() for c in m.group(0)) - sum(c.isdigit() for c in letters)
+        return 2 * digits <= len(letters)
+
     def spans(self, text: str) -> list[tuple[int, int]]:
         """(start, end) in `text` of every denied term, left to right, overlaps merged."""
         if self._pattern is None or not text:
             return []
+        found = self._seen.get(text)
+        if found is None:  # the scrubber asks again about what it wrote, and the leak check once more
+            found = self._find(text)
+            if self._seen_chars < _MEMO_CHARS:
+                self._seen[text] = found
+                self._seen_chars += len(text)
+        return list(found)
+
+    def _find(self, text: str) -> list[tuple[int, int]]:
         folded, starts, ends = fold(text)
-        found = [m.span() if starts is None else (starts[m.start()], ends[m.end() - 1])
-                 for m in self._pattern.finditer(folded) if m.end() > m.start()]
+        skeleton = _NOT_LETTER.sub("", folded).translate(_SKELETON)
+        matches = []
+        if any(t in skeleton for t in self._skeletons):
+            matches = [m for m in self._pattern.finditer(folded) if self._plausible(m, self._group_letters)]
+        if any(c in text for c in _BIDI_CONTROLS):
+            matches += [m for m in self._reversed.finditer(folded) if self._plausible(m, self.letters)]
+        found = [m.span() if starts is None else (starts[m.start()], ends[m.end() - 1]) for m in matches]
         found += self._encoded_spans(text)
         merged: list[tuple[int, int]] = []
         for a, b in sorted(found):
@@ -407,15 +462,18 @@ class Denylist:
             token = m.group(0)
             if len(token) < need:
                 continue
-            for decoded in _decodings(token):
-                if self._pattern.search(fold(decoded)[0]):
-                    yield m.span()
-                    break
+            verdict = self._token_verdicts.get(token)
+            if verdict is None:  # tokens recur (code lines in many diffs): decode each once
+                verdict = _may_encode(token) and any(self.spans(decoded) for decoded in _decodings(token))
+                if len(self._token_verdicts) < 100_000:
+                    self._token_verdicts[token] = verdict
+            if verdict:
+                yield m.span()
 
     def label(self, spelling: str) -> str:
         """How a report names a denied spelling without repeating it: `term #k`, k its place in the list."""
         for k, term in enumerate(self.terms, 1):
-            if compile_denylist((term,)).spans(spelling):
+            if compile_denylist((term,)).spans(_BIDI_CONTROLS[0] + spelling):  # a reversed spelling too
                 return f"term #{k}"
         return "a term"
 
@@ -443,6 +501,13 @@ class DeniedMatch:
 
     def group(self, _index: int = 0) -> str:
         return self.string[self.begin:self.finish]
+
+
+def _may_encode(token: str) -> bool:
+    """Base64 of text mixes cases, base32 is upper case and digits, hex is hex: a lower-case word or
+    snake_case name is none of them and is not decoded."""
+    body = token.rstrip("=")
+    return (not body.islower() and not body.isupper()) or body.isupper() or all(c in _HEX for c in body)
 
 
 def _decodings(token: str) -> Iterator[str]:
