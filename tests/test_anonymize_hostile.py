@@ -337,3 +337,12 @@ def test_a_denylisted_term_reaches_no_output_file(workdir, tmp_path):
     staged = json.loads((results / "staging" / "staged.json").read_text())
     drafted = list((results / "distilled").rglob("*.json"))
     assert drafted and staged["failed"] == [] and len(staged["staged"]) == len(drafted)
+
+
+def test_packet_leak_check_reads_keys_and_identifiers(scrubber):
+    from optrace.packets import packet_leaks
+    packet = {"agent_facing": {"measurements": {"/home/bob/x": 1.0}}, "target": {"id": "x", "scope": {"dsl": "triton"}}}
+    assert packet_leaks(packet, None, scrubber) == ["local path '/home/bob'"]
+    clean = {"agent_facing": {"measurements": {"geomean_us": 1.0}}, "target": {"id": "x", "scope": {"dsl": "triton"}}}
+    assert packet_leaks(clean, "def alice_f(x):\n    return x\n", scrubber) == ["denylisted term #1"]
+    assert packet_leaks(clean, scrubber.code("def alice_f(x):\n    return x\n", "triton"), scrubber) == []

@@ -474,26 +474,26 @@ def _read_text(path: Path) -> str:
         raise InputError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def _json_strings(obj) -> Iterator[str]:
+def json_strings(obj) -> Iterator[str]:
     """Every string in a JSON document, keys included (a table keyed by a uuid leaks it)."""
     if isinstance(obj, str):
         yield obj
     elif isinstance(obj, dict):
         for k, v in obj.items():
             yield k
-            yield from _json_strings(v)
+            yield from json_strings(v)
     elif isinstance(obj, list):
         for v in obj:
-            yield from _json_strings(v)
+            yield from json_strings(v)
 
 
 def prose_of_file(path: Path) -> Iterator[str]:
     """The parts of a file an agent reads as prose: JSON strings, code comments and strings, or all text."""
     suffix = path.suffix.lower()
     if suffix == ".json":
-        yield from _json_strings(read_json(path))
+        yield from json_strings(read_json(path))
     elif suffix == ".jsonl":
-        yield from _json_strings(read_jsonl(path))
+        yield from json_strings(read_jsonl(path))
     elif suffix in _FILE_LANGUAGES or suffix in (".diff", ".patch"):
         text = _read_text(path)
         yield from (text[a:b] for a, b in prose_spans(text, _FILE_LANGUAGES.get(suffix) or _shown_language(text)))
