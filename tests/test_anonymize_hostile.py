@@ -61,6 +61,10 @@ SHAPES = [
     ("bracketed e-mail", "write to bob [at] example [dot] org", "example"),
     ("upper-case markdown page", "see NOTES.MD", "NOTES"),
     ("markdown page, mixed case", "see docs/Plan.Md today", "Plan"),
+    ("full-width path", "see \uff0fhome\uff0fbob/x", "bob"),
+    ("full-width e-mail", "mail bob\uff20corp\uff0ecom", "corp"),
+    ("URL-encoded path", "GET /x?f=%2Fhome%2Fbob%2Fy", "bob"),
+    ("full-width hash", "commit \uff21\uff22\uff23\uff11\uff12\uff13\uff14", "\uff21\uff22\uff23"),
 ]
 
 
@@ -84,6 +88,7 @@ BENIGN = [
     "an annotated palace of optimal icecream",  # words near, but not holding, a term
     "V100 vs H100 on sm_80",
     "4l1c3 0115 4096",  # mostly digits: numbers, not a term written in digits
+    "17.9 \u00b5s, x\u00b2 and \ufb01ne print",  # non-ASCII prose is read through NFKC but kept as written
 ]
 
 
@@ -92,6 +97,10 @@ def test_benign_text_is_left_alone(scrubber, text):
     assert scrubber.text(text) == text
     assert find_leaks(text, trace_ids=True) == [] or "nvidia." in text  # a record id is another gate's
     assert not contains_denied(text, TERMS)
+
+
+def test_a_glued_version_loses_only_its_number(scrubber):
+    assert scrubber.text("tried kernel_v7, then pack_v4(x) and v7_fast") == "tried kernel_vN, then pack_vN(x) and vN_fast"
 
 
 def test_record_id_tail_is_no_hash():

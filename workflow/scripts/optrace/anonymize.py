@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from .anonymize_patterns import (DENYLIST_ENV, HARDWARE_NAMES, PYTHON_DSLS, compile_denylist, emails, hex_runs,
+from .anonymize_patterns import (DENYLIST_ENV, HARDWARE_NAMES, PYTHON_DSLS, compat, compile_denylist, emails, hex_runs,
                                  local_paths, markdown_pages, outermost, prose_spans, read_denylist, uuids, version_ids,
                                  Leak)
 from .errors import InputError
@@ -140,21 +140,13 @@ def _hex_spans(text: str) -> Iterator[tuple[int, int, str]]:
 
 # Versions: "v12: " opening a line is a commit-subject prefix and goes; runs of ids joined by
 # list words become one phrase. version_ids already spares vector widths and V100. An id glued into
-# an identifier (kernel_v7, v7_fast) takes the whole identifier with it.
+# an identifier (kernel_v7, v7_fast, pack_v4) loses only its number: `kernel_vN` still reads as the
+# identifier it was, where a phrase inside it would not.
 _LINE_PREFIX = re.compile(r"^[ \t]*([vV]\d+(?:_(?:rerun|baseline|base)\d*)?):[ \t]*", re.M)
 _LIST_GAP = re.compile(r"[ \t]*(?:,|/|&|\+|->|-|–|—|\.\.|to\b|and\b|or\b|vs\.?|through\b)?"
                        r"[ \t]*(?:(?:and|or)\b[ \t]*)?")
 _LIST_GAP_MAX = 24  # longer gaps are prose, and a fullmatch over a huge gap would backtrack
-_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def _identifier_around(text: str, a: int, b: int) -> tuple[int, int]:
-    if text[a - 1:a] == "_" or text[b:b + 1] == "_":
-        while a > 0 and text[a - 1] in _IDENT_CHARS:
-            a -= 1
-        while b < len(text) and text[b] in _IDENT_CHARS:
-            b += 1
-    return a, b
+GLUED_VERSION = "vN"
 
 
 def _version_spans(text: str) -> Iterator[tuple[int, int, str]]:
@@ -163,10 +155,11 @@ def _version_spans(text: str) -> Iterator[tuple[int, int, str]]:
             yield m.start(1), m.end(), ""
     found = []
     for start, token in version_ids(text):
-        a, b = _identifier_around(text, start, start + len(token))
-        if found and a < found[-1][1]:
-            continue  # inside the identifier just taken
-        found.append((a, b, token))
+        end = start + len(token)
+        if text[start - 1:start] == "_" or text[end:end + 1] == "_":
+            yield start, end, GLUED_VERSION
+        else:
+            found.append((start, end, token))
     i = 0
     while i < len(found):
         j = i
@@ -404,8 +397,12 @@ class Scrubber:
                 *([shapes.spans] if shapes else []), _spans_of(uuids, "a shape"), _hex_spans, _version_spans]
 
     def _rewrite(self, s: str, shapes: ShapeLabels | None = None) -> str:
-        spans = (Span(a, b, phrase, rank) for rank, finder in enumerate(self._finders(shapes))
-                 for a, b, phrase in finder(s))
+        finders = self._finders(shapes)
+        spans = [Span(a, b, phrase, rank) for rank, finder in enumerate(finders) for a, b, phrase in finder(s)]
+        view, starts, ends = compat(s)
+        if starts is not None:  # full-width, escaped or look-alike spellings of a path, address, hash...
+            spans += [Span(starts[a], ends[b - 1], phrase, rank) for rank, finder in enumerate(finders)
+                      if finder != self._denied_spans for a, b, phrase in finder(view) if b > a]
         chosen = _resolve(spans)
         out = _apply(s, chosen)
         # unchanged text was just searched; a replacement may join its neighbours into a term
@@ -453,7 +450,12 @@ class Scrubber:
         finders = ((("denylisted term", self.denied_terms),) if denied else ()) + (
             ("local path", local_paths), ("e-mail address", emails), ("markdown page", markdown_pages),
             ("uuid", uuids), ("hex id", lambda t: hex_runs(t, need_digit=False)), ("version id", version_ids))
-        found = outermost(Leak(kind, token, a) for kind, finder in finders for a, token in finder(s))
+        found = [Leak(kind, token, a) for kind, finder in finders for a, token in finder(s)]
+        view, starts, ends = compat(s)
+        if starts is not None:
+            found += [Leak(kind, s[starts[a]:ends[a + len(token) - 1]], starts[a]) for kind, finder in (finders[1:] if denied else finders)
+                      for a, token in finder(view)]
+        found = outermost(found)
         return [f"denylisted {self._deny.label(leak.token)}" if leak.kind == "denylisted term" else f"{leak.kind} {leak.token!r}"
                 for leak in found]
 

@@ -222,9 +222,20 @@ def outermost(leaks: Iterable[Leak]) -> list[Leak]:
     return kept
 
 
+def _find_in(text: str, finders) -> Iterator[Leak]:
+    return (Leak(kind, token, start) for kind, finder, needles in finders
+            if not needles or any(n in text for n in needles) for start, token in finder(text))
+
+
 def _find(text: str, finders) -> list[Leak]:
-    return outermost(Leak(kind, token, start) for kind, finder, needles in finders
-                     if not needles or any(n in text for n in needles) for start, token in finder(text))
+    """Leaks of `text`, and of its `compat` view when that differs (`alice＠corp．com`), as spans of `text`."""
+    found = list(_find_in(text, finders))
+    view, starts, ends = compat(text)
+    if starts is not None:
+        for leak in _find_in(view, finders):
+            a, b = starts[leak.start], ends[leak.start + len(leak.token) - 1]
+            found.append(Leak(leak.kind, text[a:b], a))
+    return outermost(found)
 
 
 def find_leaks(text: str, *, trace_ids: bool = True) -> list[Leak]:
@@ -314,12 +325,27 @@ def _decode_unit(unit: str) -> str:
     return unit
 
 
-def fold(text: str, _depth: int = 0) -> tuple[str, list[int] | None, list[int] | None]:
+def fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
     """`text` as a denylist matches it: escapes decoded, NFKD, marks and format characters (zero-width
     spaces, soft hyphens) dropped, casefolded, look-alikes folded to Latin; with each folded
     character's (start, end) in `text`, or None twice when folding kept every offset (plain ASCII)."""
+    return _view(text, _fold_char, str.lower)
+
+
+@lru_cache(maxsize=4096)
+def _compat_char(c: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKC", c) if _visible(ch)).translate(CONFUSABLES)
+
+
+def compat(text: str) -> tuple[str, list[int] | None, list[int] | None]:
+    """`text` as the shape rules read it: escapes decoded, NFKC (full-width `／home／` is `/home/`),
+    invisible characters dropped, look-alike letters folded, case kept; offsets as `fold` gives them."""
+    return _view(text, _compat_char, str)
+
+
+def _view(text: str, char, case, _depth: int = 0) -> tuple[str, list[int] | None, list[int] | None]:
     if text.isascii() and not _ENCODED_UNIT.search(text):
-        return text.lower(), None, None
+        return case(text), None, None
     out: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
@@ -327,24 +353,24 @@ def fold(text: str, _depth: int = 0) -> tuple[str, list[int] | None, list[int] |
     for m in _ENCODED_UNIT.finditer(text):
         a, b = m.span()
         if a > pos:
-            out.append(text[pos:a].lower())
+            out.append(case(text[pos:a]))
             starts.extend(range(pos, a))
             ends.extend(range(pos + 1, a + 1))
         unit = m.group(0)
         if unit[0] in "&%\\<":
             decoded = _decode_unit(unit)
-            piece = fold(decoded, _depth + 1)[0] if _depth < 2 else "".join(map(_fold_char, decoded))
+            piece = _view(decoded, char, case, _depth + 1)[0] if _depth < 2 else "".join(map(char, decoded))
             out.append(piece)
             starts.extend([a] * len(piece))
             ends.extend([b] * len(piece))
         else:
             for i, c in enumerate(unit, a):
-                piece = _fold_char(c)
+                piece = char(c)
                 out.append(piece)
                 starts.extend([i] * len(piece))
                 ends.extend([i + 1] * len(piece))
         pos = b
-    out.append(text[pos:].lower())
+    out.append(case(text[pos:]))
     starts.extend(range(pos, len(text)))
     ends.extend(range(pos + 1, len(text) + 1))
     return "".join(out), starts, ends
