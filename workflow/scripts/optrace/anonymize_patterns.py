@@ -334,17 +334,23 @@ def fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
 
 @lru_cache(maxsize=4096)
 def _compat_char(c: str) -> str:
-    return "".join(ch for ch in unicodedata.normalize("NFKC", c) if _visible(ch)).translate(CONFUSABLES)
+    if not _visible(c):
+        return ""
+    s = unicodedata.normalize("NFKC", c).translate(CONFUSABLES)
+    return s if s.isascii() else c  # only what becomes ASCII can complete a path, address or hash
 
 
 def compat(text: str) -> tuple[str, list[int] | None, list[int] | None]:
-    """`text` as the shape rules read it: escapes decoded, NFKC (full-width `／home／` is `/home/`),
-    invisible characters dropped, look-alike letters folded, case kept; offsets as `fold` gives them."""
-    return _view(text, _compat_char, str)
+    """`text` as the shape rules read it: escapes decoded, NFKC where it gives ASCII (full-width
+    `／home／` is `/home/`), invisible characters dropped, look-alike letters folded, case kept;
+    offsets as `fold` gives them, None twice when the view is the text itself."""
+    view, starts, ends = _view(text, _compat_char, str)
+    return (text, None, None) if view == text else (view, starts, ends)
 
 
 def _view(text: str, char, case, _depth: int = 0) -> tuple[str, list[int] | None, list[int] | None]:
-    if text.isascii() and not _ENCODED_UNIT.search(text):
+    if text.isascii() and ("&" not in text and "%" not in text and "\\" not in text and "<" not in text
+                           or not _ENCODED_UNIT.search(text)):
         return case(text), None, None
     out: list[str] = []
     starts: list[int] = []
