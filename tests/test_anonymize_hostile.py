@@ -302,6 +302,8 @@ def _planted_trace(dest):
     def memory(n, geomean, what):
         rec = json.loads(tracekit.memory(n, geomean))
         rec["optimization"]["action_description"] = what
+        rec["pitfalls_and_fixes"] = [{"pitfall": f"the ZorBlax cache spilled at step {n} on zorblax-box",
+                                      "fix": "call getZorblaxGrid once"}]
         return json.dumps(rec)
 
     files = tracekit.meta_files()
@@ -313,7 +315,9 @@ def _planted_trace(dest):
                    body="measured on zorblax-box by the Zorblax team"),
         CommitSpec("v2: reverted (register spills at BLOCK=8192) - dead-end recorded",
                    {"memory/v2.json": memory(2, 44.0, "zor-blax split-K")}),
-        CommitSpec("v3: committed (+5.0%) wider rows", {"kernel.py": kernel(3), "memory/v3.json": memory(3, 38.0, "wider rows")}),
+        CommitSpec("dead-end recorded: zorblax split-K reduction, fp32 smem accumulate",
+                   {"memory/v3.json": memory(3, 45.0, "zorblaxics split")}),
+        CommitSpec("v4: committed (+5.0%) wider rows", {"kernel.py": kernel(4), "memory/v4.json": memory(4, 38.0, "wider rows")}),
     ]
     return build_trace(dest, commits)
 
@@ -341,6 +345,8 @@ def test_a_denylisted_term_reaches_no_output_file(workdir, tmp_path):
     assert checked > 20 and leaking == []
     assert contains_denied((results / "work" / "040-softmax" / "versions.jsonl").read_text(), (TERM,)), \
         "the term was planted"
+    reports = results / "staging" / "reports" / "040-softmax"
+    assert "a private identifier" in (reports / "recon.json").read_text(), "the term reached a report, scrubbed"
     packets = list((results / "packets").rglob("*.diff")) + list((results / "packets").rglob("*.py"))
     assert any("redacted_reduce" in p.read_text() for p in packets), "the identifier was renamed, not dropped"
     staged = json.loads((results / "staging" / "staged.json").read_text())

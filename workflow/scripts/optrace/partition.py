@@ -273,7 +273,7 @@ def main(argv: list[str]) -> int:
     segments, steps = build_segments(rows, meta, Thresholds(args.milestone_pct, args.mega_pct, args.rebaseline_factor),
                                      scrubber.text)
     write_jsonl(args.work_dir / "segments.jsonl", segments)
-    write_text_atomic(args.report, render_md(segments, steps, profiles, meta))
+    write_text_atomic(args.report, scrubber.private(render_md(segments, steps, profiles, meta)))  # a report: no term
     kinds = Counter(s["record_type"] for s in segments)
     print(f"partition: {meta['slug']}: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     return 0
