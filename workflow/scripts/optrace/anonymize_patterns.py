@@ -30,7 +30,7 @@ DENYLIST_ENV = "ATREX_WIKI_DENYLIST"
 # regex engine scans for a leading literal in C, so patterns start with one where they can.
 # Local paths: home-like roots (POSIX, macOS, HPC scratch and shared file systems), `~user/`,
 # Windows drive and UNC paths. A bare `~/.cache/` names no one (the store's curated guides use it).
-ABSOLUTE_PATH = re.compile(r"/(?:root|home|Users|scratch|lustre|gpfs|nfs)/[\w.-]+"
+ABSOLUTE_PATH = re.compile(r"/(?i:root|home|users|scratch|lustre|gpfs|nfs)/[\w.-]+"
                            r"|(?<![\w~])~[A-Za-z_][\w.-]*/"
                            r"|(?<![\w:\\])[A-Za-z]:\\[\w.$-]+|(?<![\w:])[A-Za-z]:/(?:Users|home)/[\w.-]+"
                            r"|(?<![\w\\])\\\\[\w.-]+\\[\w.$-]+")
@@ -59,8 +59,9 @@ UUID_TAIL = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-
 # Trace version ids: v12, V7 (commit grammar), v3_rerun, glued by `_` (kernel_v7, _v7); not PTX's
 # .v4 suffix or software "v5.0"; and "version 7" / "versions 3 and 5" spelled out (not "version 12.4").
 VERSION_ID = re.compile(r"[vV](?<![0-9A-Za-z.][vV])\d+(?:_(?:rerun|baseline|base)\d*)?(?![0-9A-Za-z]|\.\d)")
-VERSION_WORD = re.compile(r"\b[Vv]ersions?[ \t]{1,3}#?\d+(?:[ \t]{0,3}(?:,|&|and|or|to|-|–)[ \t]{0,3}#?\d+)*(?!\w|\.\d)"
-                          r"|\b[Vv]er\.[ \t]{0,3}\d+(?!\w|\.\d)")
+_NUMBER = r"(?:#?\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|twenty)"
+VERSION_WORD = re.compile(rf"\bversions?[ \t]{{1,3}}{_NUMBER}(?:[ \t]{{0,3}}(?:,|&|and|or|to|-|–)[ \t]{{0,3}}{_NUMBER})*"
+                          r"(?!\w|\.\d)|\bver\.[ \t]{0,3}\d+(?!\w|\.\d)", re.I)
 # A vector width, not a version, only in vector syntax: right after "vectorized"/"vec"/"float4"-like
 # words or right before "load(s)"/"store(s)"/an element type ("v4 loads", "float4 v2", "v2 f16").
 # A type merely nearby ("v4 switched to bf16") does not spare a version id.
@@ -188,7 +189,7 @@ def version_ids(text: str) -> Iterator[tuple[int, str]]:
         if token in HARDWARE_NAMES or is_vector_width(text, m.start(), m.end()):
             continue
         found.append((m.start(), token))
-    if "ersion" in text or "er." in text:
+    if "ersion" in text or "ERSION" in text or "er." in text or "ER." in text:
         found += [(m.start(), m.group(0)) for m in VERSION_WORD.finditer(text)]
         found.sort()
     yield from found
