@@ -130,6 +130,8 @@ EVASIONS = [
     ("digits for letters", "a1ice"), ("digit for a letter in a host", "gpu-n0de7"),
     ("right-to-left override", "\u202eecila\u202c"), ("markup inside", "ali<b></b>ce"),
     ("markdown emphasis inside", "ali**ce**"), ("regional indicator letters", "\U0001f1e6\U0001f1f1\U0001f1ee\U0001f1e8\U0001f1ea"),
+    ("hyphen breaking the line", "ali-\nce"), ("glued string literals", '"ali" "ce"'),
+    ("concatenated string literals", "'ali' + 'ce'"),
     ("circled letters", "\u24d0\u24db\u24d8\u24d2\u24d4"), ("small capitals", "\u1d00\u029f\u026a\u1d04\u1d07"),
 ]
 
@@ -139,7 +141,7 @@ def test_every_spelling_is_denied_scrubbed_and_gated(scrubber, spelling):
     text = f"tuned on {spelling} overnight."
     assert contains_denied(text, TERMS)
     out = scrubber.text(text)
-    assert out == "tuned on a private identifier overnight.", out
+    assert out.replace('"', "").replace("'", "") == "tuned on a private identifier overnight.", out  # quotes stay
     assert_clean(scrubber, out)
     record = specimens.strategy()
     record["payload"]["goal"] += " " + text
@@ -253,6 +255,9 @@ HUGE = [
     ("glued hashes", "abc1234_" * (MB // 8), None),
     ("trailing spaces", "x" + " " * MB + "y\n", "x y"),
     ("versions", "v1, " * (MB // 4), "earlier steps,"),
+    ("quote runs between a term's letters", ("al" + '"' * 41) * (MB // 43) + "ice", None),
+    ("hyphen-newline runs", "a" + "-\n" * (MB // 2) + "lice", "a private identifier"),
+    ("entities and markup", ("&#47;<b>YWxpY2U." * (MB // 16)), None),
 ]
 
 

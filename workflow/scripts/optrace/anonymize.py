@@ -476,17 +476,19 @@ def _read_text(path: Path) -> str:
         raise InputError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def json_strings(obj) -> Iterator[str]:
-    """Every string in a JSON document, keys included (a table keyed by a uuid leaks it)."""
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield k
-            yield from json_strings(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from json_strings(v)
+def json_strings(obj) -> list[str]:
+    """Every string in a JSON document in document order, keys included (a table keyed by a uuid
+    leaks it); iterative, since packets are walked by the thousand and records may nest deep."""
+    out, stack = [], [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed([part for pair in value.items() for part in pair]))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return out
 
 
 def prose_of_file(path: Path) -> Iterator[str]:

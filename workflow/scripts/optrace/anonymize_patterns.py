@@ -281,11 +281,14 @@ CONFUSABLES = str.maketrans({pair[0]: pair[1] for pair in _CONFUSABLE_PAIRS.spli
 _ENCODED_UNIT = re.compile(r"[^\x00-\x7f]+|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|<[A-Za-z/!][^<>\n]{0,60}>"
                            r"|(?:%[0-9A-Fa-f]{2})+|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}"
                            r"|N\{[A-Za-z0-9 -]{1,60}\}|[0-7]{3})")
-# Between the letters of a term: any punctuation or `_` (ali-ce, a.l.i.c.e, ali_ce); letter-spaced
-# ("a l i c e") only when every letter stands alone.
-_TIGHT_GAP = r"(?:[^\w\s]|_)*"
-_SPACED_GAP = r"(?:[^\w\n]|_){1,3}"
-_WORD_GAP = r"(?:[^\w\n]|_){0,3}"
+# Between the letters of a term: any punctuation or `_` (ali-ce, a.l.i.c.e, ali_ce), a hyphen
+# breaking the line (ali-\nce), string literals glued by the compiler ("ali" "ce", 'ali' + 'ce');
+# letter-spaced ("a l i c e") only when every letter stands alone. A gap holds no letter or digit,
+# so it may be possessive (`*+`, atomic runs): the pattern never backtracks into one, whatever
+# runs of quotes, hyphens or spaces the text holds.
+_TIGHT_GAP = (r"(?:[\"'](?>[ \t\r\n]*)(?:\+(?>[ \t\r\n]*))?[\"']|-(?>[ \t]*)\r?\n(?>[ \t]*)|[^\w\s]|_)*+")
+_SPACED_GAP = r"(?:[^\w\n]|_){1,3}+"
+_WORD_GAP = r"(?:[^\w\n]|_){0,3}+"
 # Tokens that may be a term in base64, base32 or hex.
 _ENCODED_TOKEN = re.compile(r"[A-Za-z0-9+/_-]{6,}={0,2}")
 
