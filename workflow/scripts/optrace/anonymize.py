@@ -9,6 +9,11 @@ spans are replaced in one pass: where two overlap, the wider wins (ties go to th
 sequential rewrite would break a token in two — a denylisted user name inside `/home/alice/x`
 would turn into `/home/a private identifier/x`, whose path no longer matches whole. The neutral
 words never match a rule, so scrubbing scrubbed text changes nothing.
+
+A denylisted term, in any spelling `anonymize_patterns.Denylist` folds, takes its whole token in
+prose (`<term>ics` -> "a private identifier") and, in code outside comments and strings, becomes
+`redacted` in the term's case (`get<Term>Grid` -> `getRedactedGrid`): a pure function of the
+spelling, so both sides of a diff rename alike. Every scan is linear in the text.
 """
 
 from __future__ import annotations
