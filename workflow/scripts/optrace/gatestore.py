@@ -1,0 +1,229 @@
+"""A live store opened for admission: one writer at a time, and a crash never leaves it invalid.
+
+    with GateStore(root).transaction() as txn:   # flock on <root>/.gate.lock, then recovery
+        txn.index.entries / txn.index.path_of(id)
+        txn.begin("insert", id, relpath)         # the intent, written before anything else
+        txn.write_record(relpath, text)          # temp file + rename
+        txn.put_entry(entry)                     # index rewrite (temp file + rename): the commit point
+
+Commit protocol. Every transaction that touches the index writes `<root>/.gate-intent.json` first
+(op, id, record path), then the record file, then `records/index.json`, then removes the intent. The
+index is the commit point: an insert whose id is not in the index never happened. Whoever takes the
+lock next finishes or undoes what a killed writer left: an insert absent from the index is removed,
+a confirm (whose record file is the new truth) has its index entry re-derived from the file, and the
+temp files of the intent, the record, the index and conflicts are deleted. So after SIGKILL at any
+point, the next transaction (or `optrace gate recover`) leaves a store `optrace check-store` passes.
+
+Speed. The index keeps one line of compact JSON per entry and every entry's text is cached, so an
+insert re-serialises one entry and writes the joined lines; a long-lived process (commit-all) reuses
+the cache until another process replaces the file (inode, size and mtime change). Reading the
+shipped indent=1 index works the same; the first write turns it into one line per entry.
+
+Durability. Files are replaced by rename, which is atomic against a killed process; there is no
+fsync per insert (1000 inserts would each wait for the disk), so a power loss may lose the last
+inserts but, on a journalling file system that orders data before the rename, not tear a file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from .errors import InputError
+from .jsonio import write_text_atomic
+from .storegates.index import index_entries
+from .storegates.store import INDEX_RELPATH, MAX_INDEX_BYTES, read_json_file
+
+LOCK_NAME = ".gate.lock"
+INTENT_NAME = ".gate-intent.json"
+CONFLICTS_DIR = "conflicts"
+# Test hook: with this variable naming a file, a commit creates that file once its record is written
+# and then sleeps before writing the index, so a test can SIGKILL it inside the crash window.
+PAUSE_ENV = "OPTRACE_GATE_TEST_PAUSE_AFTER_RECORD"
+PAUSE_SECONDS = 120
+
+
+def entry_line(entry: dict) -> str:
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass
+class IndexState:
+    """records/index.json in memory: header fields, entries by id, and each entry's serialised line."""
+
+    header: dict
+    entries: dict[str, dict]
+    lines: dict[str, str] = field(default_factory=dict)
+    stamp: tuple = ()
+
+    def path_of(self, rid: str) -> str | None:
+        path = self.entries.get(rid, {}).get("path")
+        return path if isinstance(path, str) else None
+
+    def put(self, entry: dict) -> None:
+        self.entries[entry["id"]] = entry
+        self.lines[entry["id"]] = entry_line(entry)
+
+    def text(self) -> str:
+        header = {k: v for k, v in self.header.items() if k not in ("count", "records")}
+        header["count"] = len(self.entries)
+        head = json.dumps(header, ensure_ascii=False, indent=1)[:-2]  # drop the closing "\n}"
+        body = ",\n".join(self.lines[rid] for rid in sorted(self.entries))
+        return f'{head},\n "records": [\n{body}\n ]\n}}\n'
+
+
+def file_stamp(path: Path) -> tuple:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return ()
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def read_index(path: Path) -> IndexState:
+    data, error = read_json_file(str(path), MAX_INDEX_BYTES)
+    if error is not None:
+        raise InputError(path, f"store index {error}")
+    entries, problems = index_entries(data)
+    if problems and not entries and not (isinstance(data, dict) and data.get("records") == []):
+        raise InputError(path, "; ".join(problems))
+    by_id = {}
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, dict) and isinstance(entry.get("id"), str)):
+            raise InputError(path, f"entry #{i} is not an object with a string id; run optrace check-store")
+        by_id[entry["id"]] = entry
+    state = IndexState({k: v for k, v in data.items() if k != "records"}, by_id)
+    state.lines = {rid: entry_line(e) for rid, e in by_id.items()}
+    return state
+
+
+class GateStore:
+    """A store root. Reading (`index()`) takes no lock: the index is only ever replaced whole."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        if not (self.root / "records").is_dir():
+            raise InputError(self.root, "not a store: it has no records/ directory")
+        self.index_path = self.root / INDEX_RELPATH
+        self._index: IndexState | None = None
+
+    def index(self) -> IndexState:
+        """The current index, re-read only when another writer replaced the file."""
+        stamp = file_stamp(self.index_path)
+        if not stamp:
+            raise InputError(self.index_path, "store index missing")
+        if self._index is None or self._index.stamp != stamp:
+            self._index = read_index(self.index_path)
+            self._index.stamp = stamp
+        return self._index
+
+    @contextmanager
+    def transaction(self) -> Iterator["Transaction"]:
+        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            txn = Transaction(self)
+            txn.done = txn.recover()
+            yield txn
+        finally:
+            os.close(fd)  # closing releases the lock; the lock file stays (deleting it would race)
+
+
+def _remove_temps(directory: Path, prefix: str) -> list[str]:
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return removed
+    for name in names:
+        if name.startswith(prefix):
+            (directory / name).unlink(missing_ok=True)
+            removed.append(name)
+    return removed
+
+
+class Transaction:
+    def __init__(self, store: GateStore):
+        self.store = store
+        self.root = store.root
+        self.done: list[str] = []  # what recovery did when the transaction began
+
+    @property
+    def index(self) -> IndexState:
+        return self.store.index()
+
+    def read_intent(self) -> dict | None:
+        path = self.root / INTENT_NAME
+        if not path.exists():
+            return None
+        data, error = read_json_file(str(path), 1 << 20)
+        if not (isinstance(data, dict) and isinstance(data.get("path"), str) and data.get("op") in ("insert", "confirm")):
+            raise InputError(self.root / INTENT_NAME, f"unreadable commit intent ({error or 'wrong shape'}); "
+                             "inspect it, fix the store by hand and delete it")
+        return data
+
+    def recover(self) -> list[str]:
+        """Finish or undo what a killed writer left; returns what was done (empty: nothing to do)."""
+        done = [f"removed temp file {n}" for n in _remove_temps(self.root, f"{INTENT_NAME}.")
+                + _remove_temps(self.root / "records", ".index.json.")
+                + _remove_temps(self.root / CONFLICTS_DIR, ".")]
+        intent = self.read_intent()
+        if intent is None:
+            return done
+        relpath = intent["path"]
+        target = self.root / relpath
+        done += [f"removed temp file {n}" for n in _remove_temps(target.parent, f".{target.name}.")]
+        if intent["op"] == "insert" and intent.get("id") not in self.index.entries:
+            target.unlink(missing_ok=True)
+            done.append(f"undid the unfinished insert of {relpath}")
+        elif intent["op"] == "confirm":
+            from .stage import index_entry  # the entry is a function of the record file
+
+            data, error = read_json_file(str(target), 1 << 26)
+            if error is None and isinstance(data, dict) and data.get("id") == intent.get("id"):
+                self.put_entry(index_entry(data, relpath), journal=False)
+                done.append(f"finished the confirm of {relpath} (index entry re-derived from the record)")
+        (self.root / INTENT_NAME).unlink(missing_ok=True)
+        return done
+
+    def begin(self, op: str, rid: str, relpath: str) -> None:
+        write_text_atomic(self.root / INTENT_NAME, json.dumps({"op": op, "id": rid, "path": relpath}) + "\n")
+
+    def write_record(self, relpath: str, text: str) -> None:
+        write_text_atomic(self.root / relpath, text)
+        marker = os.environ.get(PAUSE_ENV)
+        if marker:
+            Path(marker).write_text(relpath + "\n")
+            time.sleep(PAUSE_SECONDS)
+
+    def put_entry(self, entry: dict, journal: bool = True) -> None:
+        """Add or replace one entry and rewrite the index; this is the commit point. Then the intent goes."""
+        state = self.index
+        state.put(entry)
+        write_text_atomic(self.store.index_path, state.text())
+        state.stamp = file_stamp(self.store.index_path)
+        if journal:
+            (self.root / INTENT_NAME).unlink(missing_ok=True)
+
+    def write_exclusive(self, directory: Path, stem: str, text: str) -> Path:
+        """A new file `<stem>.json` (or `<stem>-<n>.json`) that no earlier call took: link() never replaces."""
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".{stem}.{os.getpid()}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        try:
+            for n in range(10_000):
+                final = directory / (f"{stem}.json" if n == 0 else f"{stem}-{n}.json")
+                try:
+                    os.link(tmp, final)
+                    return final
+                except FileExistsError:
+                    continue
+            raise InputError(directory, f"no free file name for {stem}")
+        finally:
+            tmp.unlink(missing_ok=True)
