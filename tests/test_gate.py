@@ -403,3 +403,33 @@ def test_holdings_count_by_type_and_list_the_closest(own_store):
     assert held["same_operator_by_type"] == {"anti-strategy": 1, "strategy": 1}
     assert {c["id"] for c in held["closest"]} == {strategy()["id"], anti_strategy()["id"]}
     assert gate.holdings(own_store, "amd", "cdna3", "gemm")["same_hardware"] == 0
+
+
+# --- the workflow: promote writes proposals only; recon and the README see the live store -----------
+
+def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_path, capsys):
+    from conftest import run_snakemake
+
+    store = empty_store(tmp_path / "live")
+    for rec in (strategy(), anti_strategy()):  # same hardware as the example trace (an H100), other operator
+        assert gate.main(["commit", "insert", "--input", str(write(tmp_path / "in.json", rec)), "--store", str(store)]) == 0
+    capsys.readouterr()
+    index_before = (store / "records" / "index.json").read_bytes()
+    run_snakemake(workdir, "promote", "readme", "--config", f"live_store={store}")
+    assert (store / "records" / "index.json").read_bytes() == index_before  # proposals only
+    results = workdir / "results"
+    staged = json.loads((results / "staging" / "staged.json").read_text())["staged"]
+    proposals_file = results / "staging" / "reports" / "match.json"
+    report = json.loads(proposals_file.read_text())
+    assert sorted(p["id"] for p in report["proposals"]) == sorted(s["id"] for s in staged) and staged
+    assert report["counts"] == {"insert": len(staged)}
+    readme = (results / "staging" / "README.md").read_text()
+    assert "## Admission into the live store" in readme and f"insert {len(staged)}" in readme
+    recon_md = next((results / "staging" / "reports").glob("*/recon.md")).read_text()
+    assert "on nvidia hopper: 2 records (anti-strategy 1, strategy 1)" in recon_md
+    assert f"closest: `{strategy()['id']}`" in recon_md
+
+    rc = gate.main(["commit-all", "--proposals", str(proposals_file), "--store", str(store)])
+    outcomes = json.loads(capsys.readouterr().out)
+    assert rc == 0 and outcomes["counts"] == {"inserted": len(staged)}
+    assert check_store_fails(store) == {} and index_of(store)["count"] == 2 + len(staged)

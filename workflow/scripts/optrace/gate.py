@@ -519,10 +519,24 @@ def holdings(store_root: Path, vendor: str, arch: str, operator_family: str, clo
             "closest": [summary_of(e) for e in ranked[:closest]]}
 
 
-def staged_proposals(staging: Path, store_root: Path) -> dict[str, dict]:
-    """id -> proposal for every staged record, against the live store (for the staging README)."""
-    report = match_files(GateStore(store_root), staged_files(staging), 1, lambda p: str(p))
-    return {p["id"]: p for p in report["proposals"] if p.get("id")}
+def store_root_of(index_path: Path) -> Path:
+    """The store root of a `<root>/records/index.json` path (how the workflow passes the live store)."""
+    return Path(index_path).parent.parent
+
+
+def readme_section(staging: Path, index_path: Path) -> str:
+    """Markdown for the staging README: what each staged record would do in the live store."""
+    report = match_files(GateStore(store_root_of(index_path)), staged_files(staging), 0, lambda p: p.name)
+    counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items()) or "no staged record"
+    out = ["## Admission into the live store", "",
+           f"Against {report['store_records']} live records: {counts}. Proposals only: `snakemake promote` writes "
+           "them to reports/match.json and `optrace gate commit-all --proposals reports/match.json` executes them.",
+           "", "| record | type | proposed | live record | why |", "|---|---|---|---|---|"]
+    for p in report["proposals"]:
+        why = p.get("reason") or "; ".join(p.get("errors", [])[:1])
+        out.append(f"| `{p['input']}` | {p.get('type') or '—'} | {p['action']} | "
+                   f"{'`' + p['target'] + '`' if p.get('target') else '—'} | {why.replace('|', '/')} |")
+    return "\n".join(out) + "\n"
 
 
 # --- CLI -------------------------------------------------------------------------------------------

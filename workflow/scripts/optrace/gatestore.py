@@ -59,7 +59,7 @@ class IndexState:
 
     header: dict
     entries: dict[str, dict]
-    lines: dict[str, str] = field(default_factory=dict)
+    lines: dict[str, str] = field(default_factory=dict)  # id -> serialised entry, filled lazily
     stamp: tuple = ()
 
     def path_of(self, rid: str) -> str | None:
@@ -74,7 +74,10 @@ class IndexState:
         header = {k: v for k, v in self.header.items() if k not in ("count", "records")}
         header["count"] = len(self.entries)
         head = json.dumps(header, ensure_ascii=False, indent=1)[:-2]  # drop the closing "\n}"
-        body = ",\n".join(self.lines[rid] for rid in sorted(self.entries))
+        lines = self.lines
+        for rid in self.entries.keys() - lines.keys():  # serialised once, on the first write (match never pays)
+            lines[rid] = entry_line(self.entries[rid])
+        body = ",\n".join(lines[rid] for rid in sorted(self.entries))
         return f'{head},\n "records": [\n{body}\n ]\n}}\n'
 
 
@@ -98,9 +101,7 @@ def read_index(path: Path) -> IndexState:
         if not (isinstance(entry, dict) and isinstance(entry.get("id"), str)):
             raise InputError(path, f"entry #{i} is not an object with a string id; run optrace check-store")
         by_id[entry["id"]] = entry
-    state = IndexState({k: v for k, v in data.items() if k != "records"}, by_id)
-    state.lines = {rid: entry_line(e) for rid, e in by_id.items()}
-    return state
+    return IndexState({k: v for k, v in data.items() if k != "records"}, by_id)
 
 
 class GateStore:
