@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 
 from conftest import ROOT, SHARED_DATA, load_schema
-from optrace import gate
+from optrace import gate, storematch
 from optrace.gatestore import INTENT_NAME, LOCK_NAME, PAUSE_ENV, GateStore
 from optrace.storegates import FAIL, run_store_gates
 from optrace.storegates.specimens import anti_strategy, reference_kernel, strategy
@@ -399,10 +399,11 @@ def test_store_root_comes_from_config_live_store(own_store, tmp_path, capsys):
 
 
 def test_holdings_count_by_type_and_list_the_closest(own_store):
-    held = gate.holdings(own_store, "nvidia", "hopper", "fused-softmax-h4096")
+    entries = index_of(own_store)["records"]
+    held = storematch.holdings(entries, "nvidia", "hopper", "fused-softmax-h4096")
     assert held["same_operator_by_type"] == {"anti-strategy": 1, "strategy": 1}
     assert {c["id"] for c in held["closest"]} == {strategy()["id"], anti_strategy()["id"]}
-    assert gate.holdings(own_store, "amd", "cdna3", "gemm")["same_hardware"] == 0
+    assert storematch.holdings(entries, "amd", "cdna3", "gemm")["same_hardware"] == 0
 
 
 # --- the workflow: promote writes proposals only; recon and the README see the live store -----------
@@ -433,3 +434,29 @@ def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_p
     outcomes = json.loads(capsys.readouterr().out)
     assert rc == 0 and outcomes["counts"] == {"inserted": len(staged)}
     assert check_store_fails(store) == {} and index_of(store)["count"] == 2 + len(staged)
+
+
+def test_conflict_schema_is_a_real_schema_that_rejects_the_references_files():
+    schema = load_schema("conflict.schema.json")
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    doc = gate.conflict_document(variant(strategy(), "cccccc", pct=-4.5), strategy(), None,
+                                 __import__("datetime").datetime(2026, 1, 2, 3, 4, 5))
+    assert not list(validator.iter_errors(doc)) and not gate.conflict_errors()(doc)
+    reference_like = {k: v for k, v in doc.items() if k != "match_confidence"}  # what the reference wrote
+    assert list(validator.iter_errors(reference_like)) and gate.conflict_errors()(reference_like)
+    assert gate.conflict_errors()({**doc, "created": "2026-01-02 03:04"})
+
+
+@pytest.mark.parametrize("rtype,pct,want", [("anti-strategy", 12.0, "negative"), ("strategy", 3.0, "positive"),
+                                             ("strategy", -3.0, "negative"), ("strategy", 0, "unknown"),
+                                             ("strategy", None, "positive"), ("technique-card", None, "unknown")])
+def test_direction_rule(rtype, pct, want):
+    assert storematch.direction(rtype, pct) == want
+
+
+def test_a_match_of_unknown_direction_is_left_to_review(own_store, tmp_path, capsys):
+    flat = variant(strategy(), "0f0f0f", pct=0.0)
+    flat["worth"]["gain"]["basis"] = "measured"
+    rc, out = in_process(capsys, "match", "--input", write(tmp_path / "f.json", flat), "--store", own_store)
+    assert out["action"] == "review" and out["target"] == strategy()["id"]

@@ -30,8 +30,7 @@ import json
 import os
 import re
 import sys
-from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections import Counter
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -40,7 +39,7 @@ from typing import Any, Iterable
 from . import SCHEMAS
 from .anonymize_patterns import denylist_pattern, read_denylist
 from .errors import InputError
-from .gatestore import CONFLICTS_DIR, GateStore, IndexState, Transaction
+from .gatestore import CONFLICTS_DIR, GateStore, Transaction, refreshed_entry
 from .jsonio import write_text_atomic
 from .stage import index_entry, scored_with, store_json
 from .storegates import GATES, GateContext, RecordView
@@ -49,8 +48,10 @@ from .storegates.model import obj
 from .storegates.runner import check_view
 from .storegates.schema import errors_of as schema_errors
 from .storegates.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
+from .storematch import Catalogue, entry_direction, match_confidence, opposite, record_direction, summary_of
 from .tracegates.model import PROFILE
 from .tracegates.profile import narrowings
+from .validate import read_bytes
 from .worth import COUNTERS
 
 MATCH_SCHEMA = "optrace-match-1"
@@ -133,87 +134,6 @@ def conflict_errors():
 
 # --- direction and matching ------------------------------------------------------------------------
 
-def direction(record_type: Any, pct: Any) -> str:
-    if record_type == "anti-strategy":
-        return "negative"
-    if type(pct) in (int, float) and pct != 0:
-        return "positive" if pct > 0 else "negative"
-    if record_type in ("strategy", "reference-kernel") and pct is None:
-        return "positive"
-    return "unknown"  # includes a gain of exactly 0: neither better nor worse
-
-
-def record_direction(record: dict) -> str:
-    return direction(record.get("type"), obj(record, "worth", "gain").get("pct"))
-
-
-def entry_direction(entry: dict) -> str:
-    return direction(entry.get("type"), entry.get("gain_pct"))
-
-
-def opposite(a: str, b: str) -> bool:
-    return {a, b} == {"positive", "negative"}
-
-
-def key_parts(key: Any) -> list[str]:
-    parts = key.split("|") if isinstance(key, str) else []
-    return parts + [""] * (5 - len(parts))
-
-
-def match_confidence(incoming_key: Any, existing_key: Any) -> float:
-    """1.0 for the same episode_key, else the share of its five parts that agree."""
-    a, b = key_parts(incoming_key), key_parts(existing_key)
-    if isinstance(incoming_key, str) and incoming_key == existing_key:
-        return 1.0
-    return round(sum(x == y and x != "" for x, y in zip(a[:5], b[:5])) / 5, 2)
-
-
-def scope_of(entry_or_record: dict) -> dict:
-    return obj(entry_or_record, "retrieval", "scope")
-
-
-class Catalogue:
-    """The index arranged for matching: entries by (vendor, arch) and ids by episode_key."""
-
-    def __init__(self, index: IndexState):
-        self.entries = index.entries
-        self.by_scope: dict[tuple, list[dict]] = defaultdict(list)
-        self.by_episode: dict[str, list[str]] = defaultdict(list)
-        for rid in sorted(index.entries):
-            entry = index.entries[rid]
-            scope = scope_of(entry)
-            self.by_scope[scope.get("vendor"), scope.get("arch")].append(entry)
-            if isinstance(entry.get("episode_key"), str):
-                self.by_episode[entry["episode_key"]].append(rid)
-
-    def candidates(self, record: dict) -> list[dict]:
-        """Same vendor and arch, dsl equal or `any` on either side, same operator family when it has one."""
-        scope = scope_of(record)
-        dsl, family = scope.get("dsl"), scope.get("operator_family")
-        out = [e for e in self.by_scope.get((scope.get("vendor"), scope.get("arch")), ())
-               if e["id"] != record.get("id")
-               and (dsl == "any" or scope_of(e).get("dsl") in (dsl, "any"))
-               and (not family or scope_of(e).get("operator_family") == family)]
-        return sorted(out, key=lambda e: closeness(record, e))
-
-    def episode_matches(self, record: dict) -> list[str]:
-        return [rid for rid in self.by_episode.get(record.get("episode_key"), ()) if rid != record.get("id")]
-
-
-def closeness(record: dict, entry: dict) -> tuple:
-    """Sort key, closest first: same episode, same technique, same type, same dsl, shared tags."""
-    mine, theirs = key_parts(record.get("episode_key")), key_parts(entry.get("episode_key"))
-    tags = set(obj(record, "retrieval").get("technique_tags") or ()) & set(obj(entry, "retrieval").get("technique_tags") or ())
-    return (mine != theirs, mine[3] != theirs[3], record.get("type") != entry.get("type"),
-            scope_of(record).get("dsl") != scope_of(entry).get("dsl"), -len(tags), entry["id"])
-
-
-def summary_of(entry: dict) -> dict:
-    return {"id": entry["id"], "type": entry.get("type"), "episode_key": entry.get("episode_key"),
-            "title": entry.get("title"), "tier": entry.get("tier"), "worth_score": entry.get("worth_score"),
-            "gain_pct": entry.get("gain_pct"), "direction": entry_direction(entry), "path": entry.get("path")}
-
-
 def propose(record: dict, catalogue: Catalogue) -> dict:
     """The direction rule over exact episode_key matches."""
     rid = record.get("id")
@@ -260,14 +180,7 @@ def match_one(path: str, data: bytes | None, error: str | None, catalogue: Catal
 
 
 def read_input(path: Path) -> tuple[bytes | None, str | None]:
-    try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > MAX_RECORD_BYTES:
-                return None, f"{size} bytes, over the {MAX_RECORD_BYTES}-byte limit; not read"
-            return fh.read(), None
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror})"
+    return read_bytes(path, MAX_RECORD_BYTES)  # capped, and a symbolic link is not followed
 
 
 def staged_files(directory: Path) -> list[Path]:
@@ -281,7 +194,7 @@ def staged_files(directory: Path) -> list[Path]:
 
 def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_path) -> dict:
     index = store.index()
-    catalogue = Catalogue(index)
+    catalogue = Catalogue(index.entries)
     denylist = denylist_pattern(read_denylist())
     loaded = [(p, *read_input(p)) for p in paths]
     batch_ids = set()
@@ -334,11 +247,6 @@ def validated(txn: Transaction, record: Any, denylist) -> tuple[str, dict]:
     return relpath, record
 
 
-def refreshed_entry(entry: dict, record: dict) -> dict:
-    rank, gain = obj(record, "worth", "rank"), obj(record, "worth", "gain")
-    return {**entry, "worth_score": rank.get("score"), "tier": rank.get("tier"), "gain_pct": gain.get("pct")}
-
-
 def commit_insert(txn: Transaction, record: Any, denylist) -> dict:
     relpath, record = validated(txn, record, denylist)
     rid = record["id"]
@@ -346,7 +254,7 @@ def commit_insert(txn: Transaction, record: Any, denylist) -> dict:
         raise Refused([f"id {rid!r} already exists at {txn.index.path_of(rid)}"])
     if (txn.root / relpath).exists():
         raise Refused([f"{relpath} already exists although the index does not list it; run optrace check-store"])
-    holders = [i for i, e in txn.index.entries.items() if e.get("episode_key") == record["episode_key"]]
+    holders = txn.index.holders(record["episode_key"])
     if holders:
         raise Refused([f"episode_key {record['episode_key']!r} is held by {holders[0]!r}: "
                        "confirm it or file a conflict (optrace gate match proposes which)"])
@@ -463,8 +371,11 @@ def run_commit(store: GateStore, action: str, data: bytes, target: str | None, d
                 return commit_confirm(txn, record, target, denylist)
             return commit_conflict(txn, record, target, denylist, reason)
     except Refused as exc:
-        rid = record.get("id") if isinstance(record, dict) else None
-        return {"outcome": "refused", "id": rid, "target": target, "messages": exc.messages[:SHOWN_ERRORS]}
+        messages = exc.messages
+    except OSError as exc:  # the store itself cannot be written: nothing was committed (recovery undoes the rest)
+        messages = [f"{exc.filename or store.root}: cannot be written ({exc.strerror})"]
+    rid = record.get("id") if isinstance(record, dict) else None
+    return {"outcome": "refused", "id": rid, "target": target, "messages": messages[:SHOWN_ERRORS]}
 
 
 def commit_all(store: GateStore, proposals_path: Path) -> dict:
@@ -505,19 +416,6 @@ def execute(store: GateStore, proposal: dict, base: Path, denylist) -> dict:
 
 
 # --- what the store holds, for recon and the staging README -------------------------------------------
-
-def holdings(store_root: Path, vendor: str, arch: str, operator_family: str, closest: int = 5) -> dict:
-    """Records of the store on this hardware: counts by type, and those of this operator family first."""
-    index = GateStore(store_root).index()
-    same_hw = [e for e in index.entries.values() if scope_of(e).get("vendor") == vendor and scope_of(e).get("arch") == arch]
-    same_op = [e for e in same_hw if scope_of(e).get("operator_family") == operator_family]
-    probe = {"episode_key": f"{arch}||{operator_family}||", "retrieval": {"scope": {"arch": arch}}}
-    ranked = sorted(same_op or same_hw, key=lambda e: closeness(probe, e))
-    return {"store_records": len(index.entries), "same_hardware": len(same_hw),
-            "same_hardware_by_type": dict(sorted(Counter(e.get("type") for e in same_hw).items())),
-            "same_operator": len(same_op), "same_operator_by_type": dict(sorted(Counter(e.get("type") for e in same_op).items())),
-            "closest": [summary_of(e) for e in ranked[:closest]]}
-
 
 def store_root_of(index_path: Path) -> Path:
     """The store root of a `<root>/records/index.json` path (how the workflow passes the live store)."""

@@ -61,14 +61,28 @@ class IndexState:
     entries: dict[str, dict]
     lines: dict[str, str] = field(default_factory=dict)  # id -> serialised entry, filled lazily
     stamp: tuple = ()
+    _episodes: dict | None = None  # episode_key -> ids
 
     def path_of(self, rid: str) -> str | None:
         path = self.entries.get(rid, {}).get("path")
         return path if isinstance(path, str) else None
 
     def put(self, entry: dict) -> None:
+        old = self.entries.get(entry["id"])
         self.entries[entry["id"]] = entry
         self.lines[entry["id"]] = entry_line(entry)
+        if self._episodes is not None:
+            if old is not None and old.get("episode_key") in self._episodes:
+                self._episodes[old["episode_key"]].discard(entry["id"])
+            self._episodes.setdefault(entry.get("episode_key"), set()).add(entry["id"])
+
+    def holders(self, episode_key: str) -> list[str]:
+        """Ids of the entries with this episode_key (an index by episode, built on first use)."""
+        if self._episodes is None:
+            self._episodes = {}
+            for rid, e in self.entries.items():
+                self._episodes.setdefault(e.get("episode_key"), set()).add(rid)
+        return sorted(self._episodes.get(episode_key, ()))
 
     def text(self) -> str:
         header = {k: v for k, v in self.header.items() if k not in ("count", "records")}
@@ -79,6 +93,13 @@ class IndexState:
             lines[rid] = entry_line(self.entries[rid])
         body = ",\n".join(lines[rid] for rid in sorted(self.entries))
         return f'{head},\n "records": [\n{body}\n ]\n}}\n'
+
+
+def refreshed_entry(entry: dict, record: dict) -> dict:
+    """An index entry after its record was rescored: the fields a confirm changes, the rest kept."""
+    rank = record.get("worth", {}).get("rank", {})
+    gain = record.get("worth", {}).get("gain", {})
+    return {**entry, "worth_score": rank.get("score"), "tier": rank.get("tier"), "gain_pct": gain.get("pct")}
 
 
 def file_stamp(path: Path) -> tuple:
@@ -126,7 +147,10 @@ class GateStore:
 
     @contextmanager
     def transaction(self) -> Iterator["Transaction"]:
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as exc:
+            raise InputError(self.root / LOCK_NAME, f"cannot take the store lock ({exc.strerror})") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             txn = Transaction(self)
@@ -183,12 +207,10 @@ class Transaction:
         if intent["op"] == "insert" and intent.get("id") not in self.index.entries:
             target.unlink(missing_ok=True)
             done.append(f"undid the unfinished insert of {relpath}")
-        elif intent["op"] == "confirm":
-            from .stage import index_entry  # the entry is a function of the record file
-
+        elif intent["op"] == "confirm" and intent.get("id") in self.index.entries:
             data, error = read_json_file(str(target), 1 << 26)
             if error is None and isinstance(data, dict) and data.get("id") == intent.get("id"):
-                self.put_entry(index_entry(data, relpath), journal=False)
+                self.put_entry(refreshed_entry(self.index.entries[data["id"]], data), journal=False)
                 done.append(f"finished the confirm of {relpath} (index entry re-derived from the record)")
         (self.root / INTENT_NAME).unlink(missing_ok=True)
         return done
@@ -207,7 +229,11 @@ class Transaction:
         """Add or replace one entry and rewrite the index; this is the commit point. Then the intent goes."""
         state = self.index
         state.put(entry)
-        write_text_atomic(self.store.index_path, state.text())
+        try:
+            write_text_atomic(self.store.index_path, state.text())
+        except BaseException:
+            self.store._index = None  # the cache holds an entry the file does not: read the file again
+            raise
         state.stamp = file_stamp(self.store.index_path)
         if journal:
             (self.root / INTENT_NAME).unlink(missing_ok=True)

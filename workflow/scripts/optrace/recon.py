@@ -15,6 +15,7 @@ from pathlib import Path
 from .errors import InputError
 from .jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from .ladder import CLAIMS, Step, Thresholds, run_ladder
+from .storematch import holdings
 
 
 def dsl_changes(rows: list[dict]) -> list[dict]:
@@ -89,15 +90,8 @@ def overlap(meta: dict, index_path: Path | None) -> dict | None:
         "same_operator_family": len(same),
         "by_type": dict(sorted(Counter(e.get("type") for e in same).items())),
         "episode_keys": sorted({e.get("episode_key") for e in same if e.get("episode_key")}),
-        "holdings": _holdings(index_path, meta),
+        "holdings": holdings(entries, meta["target"]["vendor"], meta["target"]["arch"], op),
     }
-
-
-def _holdings(index_path: Path, meta: dict) -> dict:
-    from .gate import holdings, store_root_of
-
-    t = meta["target"]
-    return holdings(store_root_of(index_path), t["vendor"], t["arch"], meta["operator_slug"])
 
 
 def _operator_family(entry: dict) -> str | None:
