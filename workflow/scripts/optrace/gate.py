@@ -7,7 +7,9 @@
     optrace gate commit confirm  --input REC --target ID [--store ROOT]
     optrace gate commit conflict --input REC --target ID [--reason TEXT] [--store ROOT]
     optrace gate commit-all --proposals match.json [--store ROOT]
-        each proposal in its own transaction; a refused one does not stop the others; exit 1 if any refused
+        each proposal in its own transaction; a refused one does not stop the others; exit 1 if any refused.
+        A reviewer may edit a proposal's `action` and `target` (and add `conflict_reason`) first; a record
+        file that changed since `match` is refused (its sha256 is in the proposal)
     optrace gate recover [--store ROOT]
         finish or undo what a killed commit left (every commit does this first anyway)
 
@@ -412,7 +414,7 @@ def execute(store: GateStore, proposal: dict, base: Path, denylist) -> dict:
         return {"outcome": "refused", "id": rid, "messages": [f"{path}: {error}"]}
     if hashlib.sha256(data).hexdigest() != proposal.get("sha256"):
         return {"outcome": "refused", "id": rid, "messages": [f"{path}: changed since the proposal was made; match again"]}
-    return run_commit(store, action, data, target, denylist, proposal.get("reason_override"))
+    return run_commit(store, action, data, target, denylist, proposal.get("conflict_reason"))
 
 
 # --- what the store holds, for recon and the staging README -------------------------------------------
