@@ -16,6 +16,7 @@ import argparse
 import copy
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -79,10 +80,15 @@ def main() -> int:
         tmp = Path(tmp)
         one = tmp / "one.json"
         one.write_text(json.dumps(anti_strategy()))
-        walls = [gate("gate", "match", "--input", one, "--store", args.store)[0] for _ in range(args.runs)]
+        walls, cpus = [], []
+        for _ in range(args.runs):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            walls.append(gate("gate", "match", "--input", one, "--store", args.store)[0])
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         print(f"gate against {args.store} ({args.runs} runs each where repeated)")
         report("match one", statistics.median(walls), f"; min {min(walls):.3f} s, max {max(walls):.3f} s, "
-               "fresh process each, reference 0.3 s")
+               f"CPU median {statistics.median(cpus):.3f} s; fresh process each, reference 0.3 s")
 
         staging = tmp / "staging"
         (staging / "records").mkdir(parents=True)
