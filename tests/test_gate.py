@@ -302,10 +302,10 @@ def test_eight_concurrent_inserts_all_land(own_store, tmp_path):
     assert check_store_fails(own_store) == {} and stray_files(own_store) == []
 
 
-def _kill_in_window(args, store: Path, tmp_path: Path) -> None:
+def _kill_in_window(args, store: Path, tmp_path: Path, nth: int = 1) -> None:
     marker = tmp_path / "paused"
     proc = subprocess.Popen([sys.executable, "-m", "optrace", "gate", *map(str, args), "--store", str(store)],
-                            env={**ENV, PAUSE_ENV: str(marker)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            env={**ENV, PAUSE_ENV: f"{marker}:{nth}"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert proc.poll() is None, proc.stderr.read()
@@ -339,14 +339,33 @@ def test_a_commit_killed_between_record_and_index_leaves_a_recoverable_store(own
     assert check_store_fails(own_store) == {} and stray_files(own_store) == []
 
 
+def test_commit_all_killed_inside_a_group_is_undone_and_the_rerun_admits_everything(own_store, tmp_path):
+    staging = tmp_path / "staging" / "records"
+    staging.mkdir(parents=True)
+    ids = []
+    for i in range(5):
+        rec = variant(strategy(), f"a{i:05x}")
+        rec["episode_key"] = rec["episode_key"].replace("online_softmax", f"group_lever_{i}")
+        write(staging / f"{i}.json", rec)
+        ids.append(rec["id"])
+    proposals = tmp_path / "staging" / "reports" / "match.json"
+    assert gate.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(proposals)]) == 0
+    _kill_in_window(["commit-all", "--proposals", proposals], own_store, tmp_path, nth=3)
+    assert len([p for p in own_store.rglob("*.json") if p.stem in ids]) == 3  # written, never committed
+    assert "index" in check_store_fails(own_store)
+    rc, out, err = run_gate("commit-all", "--proposals", proposals, "--store", own_store)
+    assert rc == 0 and out["counts"] == {"inserted": 5}, err
+    assert check_store_fails(own_store) == {} and stray_files(own_store) == []
+
+
 def test_recover_undoes_an_unfinished_insert_and_removes_temp_files(own_store, capsys):
     rel = "records/strategy/nvidia/hopper/triton/x/nvidia.hopper.triton.x.half-aaaaaa.json"
     (own_store / rel).parent.mkdir(parents=True)
     (own_store / rel).write_text("{}")
     (own_store / rel).with_name(".nvidia.hopper.triton.x.half-aaaaaa.json.tmp1").write_text("{")
     (own_store / "records" / ".index.json.tmpz").write_text("[")
-    (own_store / INTENT_NAME).write_text(json.dumps({"op": "insert", "id": "nvidia.hopper.triton.x.half-aaaaaa",
-                                                     "path": rel}))
+    (own_store / INTENT_NAME).write_text(json.dumps({"pending": [{"op": "insert", "id": "nvidia.hopper.triton.x.half-aaaaaa",
+                                                                  "path": rel}]}))
     assert check_store_fails(own_store)
     assert gate.main(["recover", "--store", str(own_store)]) == 0
     assert "undid the unfinished insert" in capsys.readouterr().out

@@ -34,6 +34,7 @@ import re
 import sys
 from collections import Counter
 from datetime import datetime, timezone
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -42,7 +43,7 @@ from . import SCHEMAS
 from .anonymize_patterns import denylist_pattern, read_denylist
 from .errors import InputError
 from .gatestore import CONFLICTS_DIR, GateStore, Transaction, refreshed_entry
-from .jsonio import write_text_atomic
+from .jsonio import read_json, write_text_atomic
 from .stage import index_entry, scored_with, store_json
 from .storegates import GATES, GateContext, RecordView
 from .storegates.fastschema import compile_file
@@ -64,6 +65,9 @@ SAFE_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # a directory name that ca
 NO_FAMILY = "misc"
 MAX_CANDIDATES = 25  # listed per record; candidates_count is the full number
 SHOWN_ERRORS = 20
+# commit-all: records per lock hold and index write. Rewriting a 2-4 MB index after every one of 1000
+# inserts is what made the reference slow; other writers wait at most one group.
+GROUP = 50
 TYPE_ORDER = {"strategy": 0, "anti-strategy": 1, "reference-kernel": 2}  # links point at earlier types
 POSSIBLE_EXPLANATIONS = [
     "different shape regime or workload behind the two measurements",
@@ -266,7 +270,7 @@ def commit_insert(txn: Transaction, record: Any, denylist) -> dict:
         raise Refused(errors)
     txn.begin("insert", rid, relpath)
     txn.write_record(relpath, store_json(final))
-    txn.put_entry(index_entry(final, relpath))
+    txn.stage_entry(index_entry(final, relpath))
     rank = final["worth"]["rank"]
     return {"outcome": "inserted", "id": rid, "path": relpath, "score": rank["score"], "tier": rank["tier"]}
 
@@ -307,7 +311,7 @@ def commit_confirm(txn: Transaction, record: Any, target: str, denylist) -> dict
         raise Refused([f"the confirmed target would fail the store's gates: {problems[0]}"] + problems[1:SHOWN_ERRORS])
     txn.begin("confirm", target, relpath)
     txn.write_record(relpath, store_json(updated))
-    txn.put_entry(refreshed_entry(entry, updated))
+    txn.stage_entry(refreshed_entry(entry, updated))
     rank = updated["worth"]["rank"]
     return {"outcome": "confirmed", "id": record["id"], "target": target,
             "verified_effective": track["counters"]["verified_effective"], "score": rank["score"], "tier": rank["tier"]}
@@ -358,47 +362,58 @@ def commit_conflict(txn: Transaction, record: Any, target: str, denylist, reason
             "path": path.relative_to(txn.root).as_posix(), "match_confidence": doc["match_confidence"]}
 
 
-def run_commit(store: GateStore, action: str, data: bytes, target: str | None, denylist, reason=None) -> dict:
-    """One transaction; a refusal is an outcome, not an exception."""
+def commit_one(txn: Transaction, action: str, data: bytes, target: str | None, denylist, reason=None) -> dict:
+    """One record's transaction inside a held lock; a refusal is an outcome (nothing of it was written)."""
     record, error = parse_json_bytes(data)
     try:
         if error is not None:
             raise Refused([error])
-        with store.transaction() as txn:
-            if action == "insert":
-                return commit_insert(txn, record, denylist)
-            if not target:
-                raise Refused([f"{action} needs --target ID"])
-            if action == "confirm":
-                return commit_confirm(txn, record, target, denylist)
-            return commit_conflict(txn, record, target, denylist, reason)
+        if action == "insert":
+            return commit_insert(txn, record, denylist)
+        if not target:
+            raise Refused([f"{action} needs --target ID"])
+        if action == "confirm":
+            return commit_confirm(txn, record, target, denylist)
+        return commit_conflict(txn, record, target, denylist, reason)
     except Refused as exc:
-        messages = exc.messages
-    except OSError as exc:  # the store itself cannot be written: nothing was committed (recovery undoes the rest)
-        messages = [f"{exc.filename or store.root}: cannot be written ({exc.strerror})"]
-    rid = record.get("id") if isinstance(record, dict) else None
-    return {"outcome": "refused", "id": rid, "target": target, "messages": messages[:SHOWN_ERRORS]}
+        rid = record.get("id") if isinstance(record, dict) else None
+        return {"outcome": "refused", "id": rid, "target": target, "messages": exc.messages[:SHOWN_ERRORS]}
+
+
+def writing(store: GateStore):
+    """A transaction whose I/O failure is one clear line (its staged steps are undone before)."""
+    @contextmanager
+    def guarded():
+        try:
+            with store.transaction() as txn:
+                yield txn
+        except OSError as exc:
+            raise InputError(exc.filename or store.root, f"cannot be written ({exc.strerror}); "
+                             "nothing of this transaction was committed") from None
+    return guarded()
 
 
 def commit_all(store: GateStore, proposals_path: Path) -> dict:
-    from .jsonio import read_json
-
+    """Every proposal, in order. Each record is its own transaction (validated against the store as the
+    records before it left it, refused alone); GROUP of them share one lock hold and one index write."""
     data = read_json(proposals_path)
     if not isinstance(data, dict) or data.get("schema") != MATCH_SCHEMA or not isinstance(data.get("proposals"), list):
         raise InputError(proposals_path, f"is not a proposal file ({MATCH_SCHEMA})")
     denylist = denylist_pattern(read_denylist())
-    outcomes = []
-    for p in data["proposals"]:
-        if not isinstance(p, dict) or not isinstance(p.get("input"), str):
-            outcomes.append({"outcome": "refused", "messages": ["a proposal without an input path"]})
-            continue
-        outcomes.append({"input": p["input"], **execute(store, p, proposals_path.parent, denylist)})
+    proposals, outcomes = data["proposals"], []
+    for start in range(0, len(proposals), GROUP):
+        with writing(store) as txn:
+            for p in proposals[start:start + GROUP]:
+                if not isinstance(p, dict) or not isinstance(p.get("input"), str):
+                    outcomes.append({"outcome": "refused", "messages": ["a proposal without an input path"]})
+                    continue
+                outcomes.append({"input": p["input"], **execute(txn, p, proposals_path.parent, denylist)})
     counts = Counter(o["outcome"] for o in outcomes)
     return {"schema": COMMIT_ALL_SCHEMA, "store": str(store.root), "counts": dict(sorted(counts.items())),
             "outcomes": outcomes}
 
 
-def execute(store: GateStore, proposal: dict, base: Path, denylist) -> dict:
+def execute(txn: Transaction, proposal: dict, base: Path, denylist) -> dict:
     action, target, rid = proposal.get("action"), proposal.get("target"), proposal.get("id")
     if action == "present":
         return {"outcome": "skipped", "id": rid, "messages": ["already in the store"]}
@@ -414,7 +429,7 @@ def execute(store: GateStore, proposal: dict, base: Path, denylist) -> dict:
         return {"outcome": "refused", "id": rid, "messages": [f"{path}: {error}"]}
     if hashlib.sha256(data).hexdigest() != proposal.get("sha256"):
         return {"outcome": "refused", "id": rid, "messages": [f"{path}: changed since the proposal was made; match again"]}
-    return run_commit(store, action, data, target, denylist, proposal.get("conflict_reason"))
+    return commit_one(txn, action, data, target, denylist, proposal.get("conflict_reason"))
 
 
 # --- what the store holds, for recon and the staging README -------------------------------------------
@@ -505,7 +520,8 @@ def main(argv: list[str]) -> int:
         data, error = read_input(args.input)
         if error is not None:
             raise InputError(args.input, error)
-        outcome = run_commit(store, args.action, data, args.target, denylist_pattern(read_denylist()), args.reason)
+        with writing(store) as txn:
+            outcome = commit_one(txn, args.action, data, args.target, denylist_pattern(read_denylist()), args.reason)
         print(json.dumps(outcome, ensure_ascii=False))
         if outcome["outcome"] == "refused":
             print(f"REFUSED: {args.input}: {outcome['messages'][0]}", file=sys.stderr)
@@ -515,7 +531,7 @@ def main(argv: list[str]) -> int:
         report = commit_all(store, args.proposals)
         emit(report, args.out)
         return 1 if report["counts"].get("refused") else 0
-    with store.transaction() as txn:
+    with writing(store) as txn:
         print("\n".join(f"recover: {d}" for d in txn.done) or "recover: nothing to do")
     return 0
 

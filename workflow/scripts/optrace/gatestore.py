@@ -43,10 +43,12 @@ from .storegates.store import INDEX_RELPATH, MAX_INDEX_BYTES, read_json_file
 LOCK_NAME = ".gate.lock"
 INTENT_NAME = ".gate-intent.json"
 CONFLICTS_DIR = "conflicts"
-# Test hook: with this variable naming a file, a commit creates that file once its record is written
-# and then sleeps before writing the index, so a test can SIGKILL it inside the crash window.
+# Test hook: with this variable set to MARKER[:N], the process creates the file MARKER once it has
+# written its N-th record file (default 1) and then sleeps before the index is written, so a test
+# can SIGKILL it inside the crash window.
 PAUSE_ENV = "OPTRACE_GATE_TEST_PAUSE_AFTER_RECORD"
 PAUSE_SECONDS = 120
+_written = [0]  # record files this process wrote (for the hook)
 
 
 def entry_line(entry: dict) -> str:
@@ -147,6 +149,10 @@ class GateStore:
 
     @contextmanager
     def transaction(self) -> Iterator["Transaction"]:
+        """Hold the lock, recover, run the body, then commit what it staged (one index write).
+
+        If the body raises, what it staged is undone at once (the store stays valid) and the error
+        propagates; a refusal should therefore be handled inside the body, per record."""
         try:
             fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as exc:
@@ -155,7 +161,14 @@ class GateStore:
             fcntl.flock(fd, fcntl.LOCK_EX)
             txn = Transaction(self)
             txn.done = txn.recover()
-            yield txn
+            try:
+                yield txn
+            except BaseException:
+                if txn.pending:
+                    self._index = None  # the cache holds staged entries the file does not
+                    txn.recover()
+                raise
+            txn.commit()
         finally:
             os.close(fd)  # closing releases the lock; the lock file stays (deleting it would race)
 
@@ -178,65 +191,86 @@ class Transaction:
         self.store = store
         self.root = store.root
         self.done: list[str] = []  # what recovery did when the transaction began
+        self.pending: list[dict] = []  # journaled steps not yet in the index
 
     @property
     def index(self) -> IndexState:
         return self.store.index()
 
-    def read_intent(self) -> dict | None:
+    def read_intent(self) -> list[dict]:
         path = self.root / INTENT_NAME
         if not path.exists():
-            return None
-        data, error = read_json_file(str(path), 1 << 20)
-        if not (isinstance(data, dict) and isinstance(data.get("path"), str) and data.get("op") in ("insert", "confirm")):
-            raise InputError(self.root / INTENT_NAME, f"unreadable commit intent ({error or 'wrong shape'}); "
+            return []
+        data, error = read_json_file(str(path), 1 << 24)
+        steps = data.get("pending") if isinstance(data, dict) else None
+        if not (isinstance(steps, list) and all(isinstance(st, dict) and isinstance(st.get("path"), str)
+                                                 and st.get("op") in ("insert", "confirm") for st in steps)):
+            raise InputError(path, f"unreadable commit intent ({error or 'wrong shape'}); "
                              "inspect it, fix the store by hand and delete it")
-        return data
+        return steps
 
     def recover(self) -> list[str]:
         """Finish or undo what a killed writer left; returns what was done (empty: nothing to do)."""
         done = [f"removed temp file {n}" for n in _remove_temps(self.root, f"{INTENT_NAME}.")
                 + _remove_temps(self.root / "records", ".index.json.")
                 + _remove_temps(self.root / CONFLICTS_DIR, ".")]
-        intent = self.read_intent()
-        if intent is None:
-            return done
-        relpath = intent["path"]
-        target = self.root / relpath
-        done += [f"removed temp file {n}" for n in _remove_temps(target.parent, f".{target.name}.")]
-        if intent["op"] == "insert" and intent.get("id") not in self.index.entries:
-            target.unlink(missing_ok=True)
-            done.append(f"undid the unfinished insert of {relpath}")
-        elif intent["op"] == "confirm" and intent.get("id") in self.index.entries:
-            data, error = read_json_file(str(target), 1 << 26)
-            if error is None and isinstance(data, dict) and data.get("id") == intent.get("id"):
-                self.put_entry(refreshed_entry(self.index.entries[data["id"]], data), journal=False)
-                done.append(f"finished the confirm of {relpath} (index entry re-derived from the record)")
+        steps = self.read_intent()
+        confirmed = {}
+        for step in steps:
+            relpath, rid = step["path"], step.get("id")
+            target = self.root / relpath
+            done += [f"removed temp file {n}" for n in _remove_temps(target.parent, f".{target.name}.")]
+            if step["op"] == "insert" and rid not in self.index.entries:
+                target.unlink(missing_ok=True)
+                done.append(f"undid the unfinished insert of {relpath}")
+            elif step["op"] == "confirm" and rid in self.index.entries:
+                data, error = read_json_file(str(target), 1 << 26)
+                if error is None and isinstance(data, dict) and data.get("id") == rid:
+                    confirmed[rid] = refreshed_entry(self.index.entries[rid], data)
+                    done.append(f"finished the confirm of {relpath} (index entry re-derived from the record)")
+        for entry in confirmed.values():
+            self.index.put(entry)
+        if confirmed:
+            self.write_index()
         (self.root / INTENT_NAME).unlink(missing_ok=True)
+        self.pending = []
         return done
 
     def begin(self, op: str, rid: str, relpath: str) -> None:
-        write_text_atomic(self.root / INTENT_NAME, json.dumps({"op": op, "id": rid, "path": relpath}) + "\n")
+        """Journal a step before its record file is written (the whole pending list, rewritten atomically)."""
+        self.pending.append({"op": op, "id": rid, "path": relpath})
+        write_text_atomic(self.root / INTENT_NAME, json.dumps({"pending": self.pending}) + "\n")
 
     def write_record(self, relpath: str, text: str) -> None:
         write_text_atomic(self.root / relpath, text)
-        marker = os.environ.get(PAUSE_ENV)
-        if marker:
-            Path(marker).write_text(relpath + "\n")
-            time.sleep(PAUSE_SECONDS)
+        hook = os.environ.get(PAUSE_ENV)
+        if hook:
+            marker, _, nth = hook.partition(":")
+            _written[0] += 1
+            if _written[0] == int(nth or 1):
+                Path(marker).write_text(relpath + "\n")
+                time.sleep(PAUSE_SECONDS)
 
-    def put_entry(self, entry: dict, journal: bool = True) -> None:
-        """Add or replace one entry and rewrite the index; this is the commit point. Then the intent goes."""
+    def stage_entry(self, entry: dict) -> None:
+        """Add or replace one entry in memory; commit() writes them all."""
+        self.index.put(entry)
+
+    def write_index(self) -> None:
         state = self.index
-        state.put(entry)
         try:
             write_text_atomic(self.store.index_path, state.text())
         except BaseException:
-            self.store._index = None  # the cache holds an entry the file does not: read the file again
+            self.store._index = None  # the cache may hold entries the file does not: read the file again
             raise
         state.stamp = file_stamp(self.store.index_path)
-        if journal:
-            (self.root / INTENT_NAME).unlink(missing_ok=True)
+
+    def commit(self) -> None:
+        """The commit point: one index write for every staged step, then the intent goes."""
+        if not self.pending:
+            return
+        self.write_index()
+        (self.root / INTENT_NAME).unlink(missing_ok=True)
+        self.pending = []
 
     def write_exclusive(self, directory: Path, stem: str, text: str) -> Path:
         """A new file `<stem>.json` (or `<stem>-<n>.json`) that no earlier call took: link() never replaces."""
