@@ -2,26 +2,29 @@
 
     with GateStore(root).transaction() as txn:   # flock on <root>/.gate.lock, then recovery
         txn.index.entries / txn.index.path_of(id)
-        txn.begin("insert", id, relpath)         # the intent, written before anything else
+        txn.begin("insert", id, relpath)         # journal the step before anything else
         txn.write_record(relpath, text)          # temp file + rename
-        txn.put_entry(entry)                     # index rewrite (temp file + rename): the commit point
+        txn.stage_entry(entry)                   # in memory
+    # leaving the block commits: one index write (temp file + rename) for every staged step
 
-Commit protocol. Every transaction that touches the index writes `<root>/.gate-intent.json` first
-(op, id, record path), then the record file, then `records/index.json`, then removes the intent. The
-index is the commit point: an insert whose id is not in the index never happened. Whoever takes the
-lock next finishes or undoes what a killed writer left: an insert absent from the index is removed,
-a confirm (whose record file is the new truth) has its index entry re-derived from the file, and the
-temp files of the intent, the record, the index and conflicts are deleted. So after SIGKILL at any
-point, the next transaction (or `optrace gate recover`) leaves a store `optrace check-store` passes.
+Commit protocol. Each step is journaled in `<root>/.gate-intent.json` (the list of pending steps:
+op, id, record path) before its record file is written; the index write is the commit point, and the
+journal goes after it. An insert whose id is not in the index never happened. Whoever takes the lock
+next finishes or undoes what a killed writer left: an insert absent from the index is removed, a
+confirm (whose record file is the new truth) has its index entry re-derived from the file, and the
+temp files of the journal, the records, the index and conflicts are deleted. A body that raises has
+its staged steps undone the same way at once. So after SIGKILL at any point, the next transaction
+(or `optrace gate recover`) leaves a store `optrace check-store` passes.
 
-Speed. The index keeps one line of compact JSON per entry and every entry's text is cached, so an
-insert re-serialises one entry and writes the joined lines; a long-lived process (commit-all) reuses
-the cache until another process replaces the file (inode, size and mtime change). Reading the
-shipped indent=1 index works the same; the first write turns it into one line per entry.
+Speed. The index keeps one line of compact JSON per entry and caches every entry's text, so a commit
+serialises only the entries it changed; a long-lived process (commit-all) reuses the cache until
+another process replaces the file (inode, size and mtime change) and commits a group of records
+with one index write. The shipped indent=1 index reads the same; the first write turns it into one
+line per entry.
 
 Durability. Files are replaced by rename, which is atomic against a killed process; there is no
-fsync per insert (1000 inserts would each wait for the disk), so a power loss may lose the last
-inserts but, on a journalling file system that orders data before the rename, not tear a file.
+fsync (1000 inserts would each wait for the disk), so a power loss may lose the last commits but, on
+a journalling file system that orders data before the rename, not tear a file.
 """
 
 from __future__ import annotations
