@@ -17,6 +17,7 @@ include: "workflow/rules/distill.smk"
 include: "workflow/rules/validate.smk"
 include: "workflow/rules/staging.smk"
 include: "workflow/rules/dataset.smk"
+include: "workflow/rules/admission.smk"
 
 
 rule all:

@@ -28,6 +28,7 @@ COMMANDS = {
     "dataset": "optrace.dataset",
     "distill": "optrace.distill",
     "validate": "optrace.validate",
+    "gate": "optrace.gate",
 }
 
 

@@ -16,6 +16,7 @@ from .anonymize import Scrubber
 from .errors import InputError
 from .jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from .ladder import CLAIMS, Step, Thresholds, run_ladder
+from .storematch import holdings
 
 
 def dsl_changes(rows: list[dict]) -> list[dict]:
@@ -90,6 +91,7 @@ def overlap(meta: dict, index_path: Path | None) -> dict | None:
         "same_operator_family": len(same),
         "by_type": dict(sorted(Counter(e.get("type") for e in same).items())),
         "episode_keys": sorted({e.get("episode_key") for e in same if e.get("episode_key")}),
+        "holdings": holdings(entries, meta["target"]["vendor"], meta["target"]["arch"], op),
     }
 
 
@@ -175,6 +177,11 @@ def render_md(recon: dict) -> str:
         out.append(f"- {o['same_operator_family']} of {o['store_records']} records share operator family "
                    f"`{i['operator_slug']}`: " + (", ".join(f"{k} {v}" for k, v in o["by_type"].items()) or "none"))
         out += [f"- episode key `{k}`" for k in o["episode_keys"][:20]]
+        h = o["holdings"]
+        out.append(f"- on {i['target']['vendor']} {i['target']['arch']}: {h['same_hardware']} records ("
+                   + (", ".join(f"{k} {v}" for k, v in h["same_hardware_by_type"].items()) or "none")
+                   + f"); of this operator: {h['same_operator']}")
+        out += [f"- closest: `{c['id']}` ({c['type']}, {c['tier']})" for c in h["closest"]]
     out += ["", "## Expected yield", "",
             f"- strategies: {y['strategies']}, anti-strategy levers: {y['anti_strategy_levers']}, "
             f"reference kernels: {y['reference_kernels']}"]
