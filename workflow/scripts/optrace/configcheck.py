@@ -49,7 +49,7 @@ def _describe(error, schema: dict) -> str:
         key = ".".join(path + extra[:1]) or "config"
         return f"config: unknown key `{key}`; allowed{' under ' + '.'.join(path) if path else ''}: {', '.join(allowed)}"
     key = ".".join(path) or "config"
-    shown = repr(value) if isinstance(value, str) else value
+    shown = repr(value) if isinstance(value, str) else f"{value:g}" if isinstance(value, float) else value
     node = _schema_at(schema, path)
     if rule == "enum":
         problem = f"{shown} is not allowed; allowed values: {', '.join(map(str, want))}"
