@@ -1,4 +1,4 @@
-"""Dataset: every trace's ingest outputs -> the lean cost-model dataset (DESIGN §5 "Dataset").
+"""Dataset: every trace's ingest outputs -> the lean cost-model dataset (README "What it produces").
 
 `build` writes, from all traces at once:
   measurements.parquet  one row per genuine (trace, version, shape) latency measurement
@@ -391,12 +391,10 @@ def main(argv: list[str]) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="measurements.parquet, runs.jsonl, autotune.parquet, README.md")
     b.add_argument("work_dirs", nargs="*", type=Path, help="ingest output directories (work/<slug>)")
-    b.add_argument("--out-dir", required=True, type=Path)
-    b.add_argument("--milestone-pct", type=float, default=Thresholds.milestone_pct)
-    b.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct)
-    b.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor)
+    b.add_argument("--out-dir", required=True, type=Path, help="the dataset directory to write")
+    Thresholds.add_arguments(b)
     c = sub.add_parser("csv", help="a .csv copy next to each parquet file")
-    c.add_argument("parquet", nargs="+", type=Path)
+    c.add_argument("parquet", nargs="+", type=Path, help="parquet files to copy as .csv")
     args = ap.parse_args(argv)
     if args.command == "csv":
         for path in args.parquet:
@@ -404,7 +402,7 @@ def main(argv: list[str]) -> int:
                 raise InputError(path, "file not found")
             print(f"dataset: wrote {export_csv(path)}")
         return 0
-    thresholds = Thresholds(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
+    thresholds = Thresholds.from_args(args)
     ds = build([read_trace(d) for d in args.work_dirs], thresholds)
     write_dataset(ds, args.out_dir, thresholds)
     excluded = sum(sum(s.excluded.values()) for s in ds.summaries.values())

@@ -1,0 +1,112 @@
+"""The run summary printed at the end of every run (Snakefile onsuccess/onerror -> optrace.summary).
+
+Real snakemake runs, shared across asserts: each costs seconds.
+"""
+
+import json
+
+import pytest
+
+import tracekit
+from conftest import copy_workflow, run_snakemake
+from optrace.tracebuild import CommitSpec, build_trace
+
+pytestmark = pytest.mark.workflow
+EXAMPLE = "007-fused-add-rmsnorm-h4096"
+BAD_ID = "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"
+
+
+def summary_of(res) -> str:
+    out = res.stdout
+    assert "Run summary" in out, res.stderr[-3000:]
+    return out[out.index("Run summary"):]
+
+
+def trace_line(text: str, slug: str) -> str:
+    return next(line for line in text.splitlines() if line.strip().startswith(slug))
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory):
+    """The example end to end, then an agent-style bad record: a plain run, `validate`, and strict."""
+    wd = copy_workflow(tmp_path_factory.mktemp("summary") / "wf")
+    runs = {"clean": run_snakemake(wd, check=False)}
+    runs["clean"].staged = json.loads((wd / "results/staging/staged.json").read_text())["staged"]
+    runs["clean"].report = json.loads((wd / f"results/staging/reports/{EXAMPLE}/validation.json").read_text())
+    bad = wd / "results/distilled" / EXAMPLE / f"{BAD_ID}.json"
+    bad.write_text(json.dumps({"id": BAD_ID}))
+    runs["plain"] = run_snakemake(wd, check=False)
+    runs["validate"] = run_snakemake(wd, "validate", check=False)
+    bad.write_text(json.dumps({"id": BAD_ID, "type": "strategy"}))  # a changed record: the run has work to do
+    runs["strict"] = run_snakemake(wd, "--config", "strict=true", check=False)
+    return wd, runs
+
+
+def test_a_clean_run_says_what_was_staged_and_where_the_results_are(example_runs):
+    wd, runs = example_runs
+    res = runs["clean"]
+    assert res.returncode == 0
+    text = summary_of(res)
+    staged, report = res.staged, res.report
+    assert len(staged) > 0
+    line = trace_line(text, EXAMPLE)
+    assert f"{report['counts']['records']} records: {len(staged)} staged, 0 failed validation" in line
+    assert f"{len(report['packets_without_record'])} packets without a record" in line
+    assert f"total: 1 traces (0 failed), {report['counts']['records']} records validated, {len(staged)} staged" in text
+    for label, path in (("staging README", "results/staging/README.md"),
+                        ("validation summary", "results/staging/reports/validation-summary.json"),
+                        ("dataset", "results/dataset/README.md")):
+        assert any(l.split() == [*label.split(), path] for l in text.splitlines()), (label, text)
+    assert "FAIL" not in text and "strict" not in text
+
+
+def test_a_failing_record_is_named_with_its_first_gate_message_and_does_not_fail_the_run(example_runs):
+    _, runs = example_runs
+    res = runs["plain"]
+    assert res.returncode == 0  # default: agent batches iterate
+    text = summary_of(res)
+    assert "1 failed validation" in trace_line(text, EXAMPLE)
+    fail = next(l for l in text.splitlines() if l.strip().startswith("FAIL "))
+    assert f"FAIL distilled/{EXAMPLE}/{BAD_ID}.json [schema" in fail
+    message = text.splitlines()[text.splitlines().index(fail) + 1].strip()
+    assert message == "$: 'schema' is a required property"
+    assert "strict is off: failing records do not change the exit status" in text
+
+
+def test_the_validate_target_restages_rewrites_the_readme_and_exits_1(example_runs):
+    wd, runs = example_runs
+    res = runs["validate"]
+    assert res.returncode == 1
+    text = summary_of(res)
+    assert f"FAIL distilled/{EXAMPLE}/{BAD_ID}.json" in text and "this run exits 1 because a record failed" in text
+    staged = json.loads((wd / "results/staging/staged.json").read_text())
+    assert BAD_ID in {f["id"] for f in staged["failed"]}
+    assert "1 failed validation" in (wd / "results/staging/README.md").read_text()
+
+
+def test_strict_makes_a_failing_record_exit_1(example_runs):
+    _, runs = example_runs
+    res = runs["strict"]
+    assert res.returncode == 1
+    text = summary_of(res)
+    assert "1 failed validation" in trace_line(text, EXAMPLE) and "this run exits 1" in text
+
+
+def test_a_failed_trace_and_a_partial_target(tmp_path):
+    """`snakemake recon` over a sheet with a trace that states no GPU: the failed trace with its one
+    line, the good one not validated yet, and aggregates not written."""
+    wd = copy_workflow(tmp_path / "wf")
+    tracekit.iteration_era(tmp_path / "kernel_opt_020_ok")
+    build_trace(tmp_path / "kernel_opt_021_nogpu", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0)})])
+    sheet = tmp_path / "traces.tsv"
+    sheet.write_text(f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"
+                     f"kernel_opt_021_nogpu\t{tmp_path / 'kernel_opt_021_nogpu'}\n")
+    res = run_snakemake(wd, "recon", "--keep-going", "--config", f"traces={sheet}", check=False)
+    assert res.returncode != 0
+    text = summary_of(res)
+    failed = trace_line(text, "021-nogpu")
+    assert failed.split("FAILED at ")[1].startswith("ingest: error: ") and "states no GPU" in failed
+    assert "log: results/logs/ingest/021-nogpu.log" in text
+    assert "not validated" in trace_line(text, "020-ok")
+    assert "total: 2 traces (1 failed), 0 records validated" in text
+    assert "results/staging/README.md  (not written)" in text
