@@ -8,6 +8,11 @@ min_version("9.23")
 configfile: "config/config.yaml"
 
 
+# `snakemake --report report.html`: the ladder plot, recon and partition reports of each trace and the
+# staging and dataset READMEs, with the captions in workflow/report/.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/report.smk"

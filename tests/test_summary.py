@@ -4,6 +4,8 @@ Real snakemake runs, shared across asserts: each costs seconds.
 """
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -110,3 +112,32 @@ def test_a_failed_trace_and_a_partial_target(tmp_path):
     assert "not validated" in trace_line(text, "020-ok")
     assert "total: 2 traces (1 failed), 0 records validated" in text
     assert "results/staging/README.md  (not written)" in text
+
+
+# --- snakemake --report ---------------------------------------------------------------------------
+
+def report_items(html: str) -> dict:
+    start = html.index('<script id="results">')
+    body = html[start:html.index("</script>", start)]
+    return json.loads(body[body.index("{"):body.rindex("}") + 1])
+
+
+def test_the_report_holds_each_traces_plots_and_reports_and_both_readmes(example_runs):
+    import base64
+
+    wd, _ = example_runs
+    res = subprocess.run([sys.executable, "-m", "snakemake", "--report", "report.html"], cwd=wd,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    items = report_items((wd / "report.html").read_text())
+    reports = f"results/staging/reports/{EXAMPLE}"
+    expected = {f"{reports}/ladder.svg", f"{reports}/recon.md", f"{reports}/partition.md",
+                "results/staging/README.md", "results/dataset/README.md"}
+    assert set(items) == expected
+    for path, item in items.items():
+        assert len(item["caption"]) > 100, path  # the caption from workflow/report/*.rst
+        data = item["data_uri"].split("base64,", 1)[1]
+        assert base64.b64decode(data) == (wd / path).read_bytes(), path  # the file itself, embedded
+    for name in ("ladder.svg", "recon.md", "partition.md"):
+        assert EXAMPLE in items[f"{reports}/{name}"]["caption"]  # the caption names its trace
+    assert items[f"{reports}/ladder.svg"]["mime_type"] == "image/svg+xml"

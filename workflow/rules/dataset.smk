@@ -11,7 +11,8 @@ rule dataset_build:
         measurements=f"{RESULTS}/dataset/measurements.parquet",
         runs=f"{RESULTS}/dataset/runs.jsonl",
         autotune=f"{RESULTS}/dataset/autotune.parquet",
-        readme=f"{RESULTS}/dataset/README.md",
+        readme=report(f"{RESULTS}/dataset/README.md", caption="../report/dataset.rst", category="Results",
+                      labels={"item": "dataset README"}),
     params:
         work_dirs=per_trace(f"{RESULTS}/work/{{slug}}"),
         ladder=ladder_args(),
