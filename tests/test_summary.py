@@ -1,6 +1,5 @@
-"""The run summary printed at the end of every run (Snakefile onsuccess/onerror -> optrace.summary).
-
-Real snakemake runs, shared across asserts: each costs seconds.
+"""The run summary printed at the end of every run (Snakefile onsuccess/onerror -> optrace.summary),
+and `snakemake --report`. Real snakemake runs (marked `workflow`), shared across asserts: each costs seconds.
 """
 
 import json
@@ -13,7 +12,6 @@ import tracekit
 from conftest import copy_workflow, run_snakemake
 from optrace.tracebuild import CommitSpec, build_trace
 
-pytestmark = pytest.mark.workflow
 EXAMPLE = "007-fused-add-rmsnorm-h4096"
 BAD_ID = "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"
 
@@ -44,6 +42,7 @@ def example_runs(tmp_path_factory):
     return wd, runs
 
 
+@pytest.mark.workflow
 def test_a_clean_run_says_what_was_staged_and_where_the_results_are(example_runs):
     wd, runs = example_runs
     res = runs["clean"]
@@ -62,6 +61,7 @@ def test_a_clean_run_says_what_was_staged_and_where_the_results_are(example_runs
     assert "FAIL" not in text and "strict" not in text
 
 
+@pytest.mark.workflow
 def test_a_failing_record_is_named_with_its_first_gate_message_and_does_not_fail_the_run(example_runs):
     _, runs = example_runs
     res = runs["plain"]
@@ -75,25 +75,30 @@ def test_a_failing_record_is_named_with_its_first_gate_message_and_does_not_fail
     assert "strict is off: failing records do not change the exit status" in text
 
 
+@pytest.mark.workflow
 def test_the_validate_target_restages_rewrites_the_readme_and_exits_1(example_runs):
     wd, runs = example_runs
     res = runs["validate"]
     assert res.returncode == 1
     text = summary_of(res)
-    assert f"FAIL distilled/{EXAMPLE}/{BAD_ID}.json" in text and "this run exits 1 because a record failed" in text
+    assert f"FAIL distilled/{EXAMPLE}/{BAD_ID}.json" in text
+    assert "this run exits 1 because a record failed (`snakemake validate`)" in text
     staged = json.loads((wd / "results/staging/staged.json").read_text())
     assert BAD_ID in {f["id"] for f in staged["failed"]}
     assert "1 failed validation" in (wd / "results/staging/README.md").read_text()
 
 
+@pytest.mark.workflow
 def test_strict_makes_a_failing_record_exit_1(example_runs):
     _, runs = example_runs
     res = runs["strict"]
     assert res.returncode == 1
     text = summary_of(res)
-    assert "1 failed validation" in trace_line(text, EXAMPLE) and "this run exits 1" in text
+    assert "1 failed validation" in trace_line(text, EXAMPLE)
+    assert "this run exits 1 because a record failed (strict: true)" in text
 
 
+@pytest.mark.workflow
 def test_a_failed_trace_and_a_partial_target(tmp_path):
     """`snakemake recon` over a sheet with a trace that states no GPU: the failed trace with its one
     line, the good one not validated yet, and aggregates not written."""
@@ -122,6 +127,7 @@ def report_items(html: str) -> dict:
     return json.loads(body[body.index("{"):body.rindex("}") + 1])
 
 
+@pytest.mark.workflow
 def test_the_report_holds_each_traces_plots_and_reports_and_both_readmes(example_runs):
     import base64
 
@@ -141,3 +147,31 @@ def test_the_report_holds_each_traces_plots_and_reports_and_both_readmes(example
     for name in ("ladder.svg", "recon.md", "partition.md"):
         assert EXAMPLE in items[f"{reports}/{name}"]["caption"]  # the caption names its trace
     assert items[f"{reports}/ladder.svg"]["mime_type"] == "image/svg+xml"
+
+
+# --- the module on its own: whatever exists is read, nothing else is assumed -------------------------
+
+def places(root):
+    from optrace.summary import Places
+
+    return Places(validation_summary=root / "v.json", staged=root / "staged.json", staging_readme=root / "README.md",
+                  dataset=root / "dataset/README.md", trace_report=str(root / "reports/{slug}/validation.json"))
+
+
+def test_an_empty_results_tree_and_a_crashed_job(tmp_path):
+    from optrace.summary import StageFiles, collect, exit_status, render
+
+    stages = [StageFiles("ingest", str(tmp_path / "logs/ingest/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))]
+    log = tmp_path / "logs/ingest/b.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("Traceback (most recent call last):\n  File x\nMemoryError: out of memory\n")
+    result = collect(["a", "b"], stages, places(tmp_path))
+    text = render(result, "`snakemake validate`", need_records=True)
+    assert trace_line(text, "a").split() == "a not validated (the target stopped before validation)".split()
+    assert trace_line(text, "b").split(None, 1)[1] == "FAILED at ingest: MemoryError: out of memory"
+    assert f"{tmp_path / 'README.md'}  (not written)" in text and "no records to validate" in text
+    assert exit_status(result, "`snakemake validate`", need_records=True) == 1
+    assert exit_status(result, "", need_records=False) == 0
+    (tmp_path / "work/b").mkdir(parents=True)
+    (tmp_path / "work/b/meta.json").write_text("{}")  # re-run succeeded: the old log no longer counts
+    assert collect(["b"], stages, places(tmp_path)).failed_traces == []

@@ -123,7 +123,7 @@ def run_summary(run_failed):
     from optrace import summary
 
     validate_target = "validate" in (getattr(workflow.dag_settings, "targets", None) or ())
-    failing_exits = config["strict"] or validate_target
+    exits_because = "strict: true" if config["strict"] else "`snakemake validate`" if validate_target else ""
     per_trace_rules = (rules.ingest_trace, rules.recon_trace, rules.partition_trace, rules.packets_trace,
                        rules.distill_trace, rules.validate_trace)
     try:
@@ -134,8 +134,8 @@ def run_summary(run_failed):
             staging_readme=Path(rules.readme.output.readme), dataset=Path(rules.dataset_build.output.readme),
             trace_report=str(rules.validate_trace.output.report))
         result = summary.collect(SLUGS, stages, places)
-        print(summary.render(result, failing_exits, need_records=validate_target), flush=True)
-        return 0 if run_failed else summary.exit_status(result, failing_exits, need_records=validate_target)
+        print(summary.render(result, exits_because, need_records=validate_target), flush=True)
+        return 0 if run_failed else summary.exit_status(result, exits_because, need_records=validate_target)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         print(f"run summary unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0

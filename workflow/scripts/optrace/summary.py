@@ -154,9 +154,10 @@ def _where(label: str, path: Path) -> str:
     return f"  {label:<19}{path}" + ("" if path.exists() else "  (not written)")
 
 
-def render(summary: RunSummary, failing_exits: bool, need_records: bool = False) -> str:
-    """The text a user sees at the end of a run. `failing_exits`: a failing record makes this run exit 1
-    (strict, or the `validate` target); `need_records`: so does having no record at all."""
+def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
+    """The text a user sees at the end of a run. `exits_because`: why a failing record makes this run
+    exit 1 ("strict: true", the `validate` target), empty when it does not; `need_records`: having no
+    record at all does too."""
     width = max([len(t.slug) for t in summary.traces] + [5])
     out = ["", "Run summary", ""]
     for t in summary.traces:
@@ -188,7 +189,7 @@ def render(summary: RunSummary, failing_exits: bool, need_records: bool = False)
         out.append("  fix or drop each failed trace and re-run: only what is stale runs again")
     if summary.failed_records:
         out.append("  failing records are listed per gate in the validation summary; fix them and run `snakemake validate`")
-        out.append("  strict: this run exits 1 because a record failed" if failing_exits else
+        out.append(f"  this run exits 1 because a record failed ({exits_because})" if exits_because else
                    "  strict is off: failing records do not change the exit status (`--config strict=true` makes them exit 1)")
     elif need_records and not summary.records:
         out.append("  no records to validate: distill first (`snakemake distill`), or write records into "
@@ -196,10 +197,10 @@ def render(summary: RunSummary, failing_exits: bool, need_records: bool = False)
     return "\n".join(out) + "\n"
 
 
-def exit_status(summary: RunSummary, failing_exits: bool, need_records: bool) -> int:
+def exit_status(summary: RunSummary, exits_because: str, need_records: bool) -> int:
     """1 when a failing record must fail the run; `need_records`: having no record at all fails too
     (the `validate` target: there is nothing to have validated)."""
-    if not failing_exits:
+    if not exits_because:
         return 0
     if summary.failed_records:
         return 1
