@@ -53,7 +53,7 @@ class TraceLine:
 class RunSummary:
     traces: list[TraceLine] = field(default_factory=list)
     places: Places | None = None
-    staged_stale: bool = False
+    newest_report: float = 0.0  # mtime of the newest trace validation report: older aggregates are stale
 
     @property
     def failed_records(self) -> int:
@@ -124,17 +124,16 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
         if rec["status"] != "PASS":
             failing.setdefault(rec["slug"], []).append(rec)
 
+    report_time = {r["slug"]: Path(p).stat().st_mtime for p, r in reports}
     staged_doc = _read(places.staged)
-    staged_by_slug: dict[str, int] | None = None
-    stale = False
+    staged_by_slug: dict[str, int] = {}
+    staged_time = -1.0  # no staging: older than any report
     if isinstance(staged_doc, dict) and isinstance(staged_doc.get("staged"), list):
-        staged_by_slug = {}
         for s in staged_doc["staged"]:
             staged_by_slug[s.get("trace")] = staged_by_slug.get(s.get("trace"), 0) + 1
-        newest_report = max((Path(p).stat().st_mtime for p, _ in reports), default=0.0)
-        stale = places.staged.stat().st_mtime < newest_report
+        staged_time = places.staged.stat().st_mtime
 
-    summary = RunSummary(places=places, staged_stale=stale)
+    summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
     for slug in slugs:
         line = TraceLine(slug)
         line.error, line.log = failure_reason(slug, stages) or (None, None)
@@ -144,14 +143,17 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
             line.without_record = t["packets_without_record"]
             if failing.get(slug):
                 line.first_failure = _first_failure(failing[slug][0])
-        if staged_by_slug is not None:
+        if slug in report_time and staged_time >= report_time[slug]:  # staged after its last validation
             line.staged = staged_by_slug.get(slug, 0)
         summary.traces.append(line)
     return summary
 
 
-def _where(label: str, path: Path) -> str:
-    return f"  {label:<19}{path}" + ("" if path.exists() else "  (not written)")
+def _where(label: str, path: Path, stale_before: float = 0.0) -> str:
+    if not path.exists():
+        return f"  {label:<19}{path}  (not written)"
+    stale = path.stat().st_mtime < stale_before
+    return f"  {label:<19}{path}" + ("  (older than the last validation: not rewritten)" if stale else "")
 
 
 def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
@@ -168,7 +170,7 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
         if not t.validated:
             out.append(f"  {t.slug:<{width}}  not validated (the target stopped before validation)")
             continue
-        staged = "not staged" if t.staged is None else f"{t.staged} staged"
+        staged = "not staged yet" if t.staged is None else f"{t.staged} staged"
         out.append(f"  {t.slug:<{width}}  {t.records} records: {staged}, {t.failed} failed validation, "
                    f"{t.without_record} packets without a record")
         if t.first_failure:
@@ -180,11 +182,9 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
     out += ["", f"  total: {len(summary.traces)} traces ({len(summary.failed_traces)} failed), "
                 f"{summary.records} records validated, {staged} staged, {summary.failed_records} failed validation, "
                 f"{sum(t.without_record for t in validated)} packets without a record"]
-    if summary.staged_stale:
-        out.append("  staging is older than the validation reports: `snakemake staging` restages")
     p = summary.places
-    out += ["", _where("staging README", p.staging_readme), _where("validation summary", p.validation_summary),
-            _where("dataset", p.dataset)]
+    out += ["", _where("staging README", p.staging_readme, summary.newest_report),
+            _where("validation summary", p.validation_summary, summary.newest_report), _where("dataset", p.dataset)]
     if summary.failed_traces:
         out.append("  fix or drop each failed trace and re-run: only what is stale runs again")
     if summary.failed_records:
