@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 import tracekit
 from optrace.jsonio import read_jsonl
 from optrace.ladder import run_ladder
-from optrace.recon import draw_ladder, floor_at, log_ticks, render_svg
+from optrace.recon import NO_NUMBER_Y, draw_ladder, floor_at, log_ticks, render_svg
 from optrace.tracebuild import CommitSpec, build_trace
 
 
@@ -121,7 +121,7 @@ def test_a_revert_is_drawn_at_the_floor_it_went_back_to_not_as_a_faster_version(
 def test_a_version_without_a_number_is_marked_on_the_axis(plotted):
     _, steps, ax, svg = plotted
     assert [s.version for s in steps if s.geomean_us is None] == ["v3"]
-    assert series(ax, "no number") == [(3.0, 0.0)]  # x = version, y = the axis (axes coordinates)
+    assert series(ax, "no number") == [(3.0, NO_NUMBER_Y)]  # x = version, y on the axis (axes coordinates)
     assert "no number (marked on the axis)" in svg_texts(svg)
 
 

@@ -194,6 +194,7 @@ STYLE = {
 }
 REVERTED = ("X", "#d62728", "reverted: tried, undone (dotted: what it measured)")
 NO_NUMBER = ("v", "#777777", "no number (marked on the axis)")
+NO_NUMBER_Y = 0.03  # axes fraction: on the version axis, just clear of its line
 FLOOR_OUTCOMES = ("baseline", "milestone", "mega", "floor", "rebaseline")
 MAX_GAIN_LABELS = 30  # the largest gains are labelled; more would overlap into noise
 TICK_SUBS = ((1,), (1, 2, 5), (1, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9),
@@ -278,7 +279,7 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
     missing = [s for s in steps if s.geomean_us is None]
     if missing:
         marker, colour, label = NO_NUMBER
-        ax.scatter([s.n for s in missing], [0.0] * len(missing), marker=marker, facecolors="none",
+        ax.scatter([s.n for s in missing], [NO_NUMBER_Y] * len(missing), marker=marker, facecolors="none",
                    edgecolors=colour, s=40, label=label, transform=ax.get_xaxis_transform(), clip_on=False, zorder=4)
     claims = sorted((s for s in steps if s.outcome in CLAIMS and s.improve_pct is not None and s.geomean_us),
                     key=lambda s: -s.improve_pct)[:MAX_GAIN_LABELS]
