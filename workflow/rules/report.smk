@@ -5,9 +5,11 @@ rule recon_trace:
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
     output:
-        md=f"{RESULTS}/staging/reports/{{slug}}/recon.md",
+        md=report(f"{RESULTS}/staging/reports/{{slug}}/recon.md", caption="../report/recon.rst",
+                  category="Traces", subcategory="{slug}", labels={"trace": "{slug}", "item": "recon"}),
         json=f"{RESULTS}/staging/reports/{{slug}}/recon.json",
-        svg=f"{RESULTS}/staging/reports/{{slug}}/ladder.svg",
+        svg=report(f"{RESULTS}/staging/reports/{{slug}}/ladder.svg", caption="../report/ladder.rst",
+                   category="Traces", subcategory="{slug}", labels={"trace": "{slug}", "item": "ladder plot"}),
     params:
         ladder=ladder_args(),
         live_store=live_store_arg,

@@ -27,7 +27,8 @@ rule readme:
         segments=per_trace(rules.partition_trace.output.segments),
         ladders=per_trace(rules.recon_trace.output.svg),
     output:
-        readme=f"{RESULTS}/staging/README.md",
+        readme=report(f"{RESULTS}/staging/README.md", caption="../report/staging.rst", category="Results",
+                      labels={"item": "staging README"}),
     params:
         slugs=" ".join(SLUGS),
         denylist_env=config["denylist_env"],

@@ -183,7 +183,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--results", required=True, type=Path, help="the results root")
     ap.add_argument("--validation", required=True, type=Path, help="validation-summary.json")
     ap.add_argument("--summary", required=True, type=Path, help="staged.json to write")
-    ap.add_argument("slugs", nargs="+")
+    ap.add_argument("slugs", nargs="+", help="the traces to stage (slugs under work/ and packets/)")
     args = ap.parse_args(argv)
     try:
         summary = stage(args.results, args.slugs, read_json(args.validation), baseline_geomean)
