@@ -20,6 +20,7 @@ rule stage:
 
 rule readme:
     input:
+        unpack(live_store_inputs),
         index=rules.stage.output.index,
         summary=rules.stage.output.summary,
         metas=per_trace(rules.ingest_trace.output.meta),
@@ -27,11 +28,13 @@ rule readme:
         ladders=per_trace(rules.recon_trace.output.svg),
         distills=per_trace(rules.distill_trace.output.report),  # the packets that produced no record, and why
     output:
-        readme=f"{RESULTS}/staging/README.md",
+        readme=report(f"{RESULTS}/staging/README.md", caption="../report/staging.rst", category="Results",
+                      labels={"item": "staging README"}),
     params:
         slugs=" ".join(SLUGS),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
+        live_store=live_store_arg,
         code=code_digest("readme"),
     log:
         f"{RESULTS}/logs/readme.log",
@@ -39,4 +42,4 @@ rule readme:
         f"{RESULTS}/benchmarks/readme.tsv"
     shell:
         "{PY} -m optrace readme --results {RESULTS} --out {output.readme} "
-        "--denylist-env {params.denylist_env} {params.slugs} > {log} 2>&1"
+        "--denylist-env {params.denylist_env} {params.live_store} {params.slugs} > {log} 2>&1"

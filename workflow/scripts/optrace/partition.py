@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -322,14 +323,6 @@ def build_segments(rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[
     return segments, steps
 
 
-def word_cut(text: str, limit: int) -> str:
-    """At most `limit` characters, cut at a word boundary (with an ellipsis), never inside a word."""
-    if len(text) <= limit:
-        return text
-    head = text[:limit + 1].rsplit(" ", 1)[0].rstrip(" ,;:")
-    return (head or text[:limit]) + " …"
-
-
 def render_md(segments: list[dict], steps: list[Step], profiles: list[dict], meta: dict) -> str:
     kinds = Counter((s["record_type"], s["seg_kind"]) for s in segments)
     usable = {p["version"] for p in profiles if p["usable"] and p["version"]}
@@ -351,7 +344,7 @@ def render_md(segments: list[dict], steps: list[Step], profiles: list[dict], met
             lv = s["lever"]
             occ = ", ".join(o["version"] for o in lv["occurrences"])
             pc = lv["fact_precheck"]
-            out.append(f"| {word_cut(lv['text'], 80).replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |")
+            out.append(f"| {textwrap.shorten(lv['text'], 80, placeholder=' …', break_on_hyphens=False).replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |")
     flagged = sum(1 for s in segments if s["record_type"] == "anti-strategy" and s["lever"]["fact_precheck"]["verdict"] == "flag")
     reviews = [f"- {s['version']}: {s['strategy']['review']}" for s in segments
                if s["record_type"] == "strategy" and s["strategy"]["review"]]
@@ -374,21 +367,19 @@ def main(argv: list[str]) -> int:
     from .anonymize import Scrubber
 
     ap = argparse.ArgumentParser(prog="optrace partition", description=__doc__)
-    ap.add_argument("--work-dir", required=True, type=Path)
+    ap.add_argument("--work-dir", required=True, type=Path, help="ingest outputs of one trace (segments.jsonl is written here)")
     ap.add_argument("--report", required=True, type=Path, help="partition.md to write")
-    ap.add_argument("--milestone-pct", type=float, default=Thresholds.milestone_pct)
-    ap.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct)
-    ap.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor)
-    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST")
+    Thresholds.add_arguments(ap)
+    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST", help="variable naming the private denylist file")
     args = ap.parse_args(argv)
     rows = read_jsonl(args.work_dir / "versions.jsonl")
     meta = read_json(args.work_dir / "meta.json")
     profiles = read_jsonl(args.work_dir / "profiles.jsonl")
     scrubber = Scrubber.from_env(args.denylist_env)
-    segments, steps = build_segments(rows, meta, Thresholds(args.milestone_pct, args.mega_pct, args.rebaseline_factor),
+    segments, steps = build_segments(rows, meta, Thresholds.from_args(args),
                                      scrubber.text)
     write_jsonl(args.work_dir / "segments.jsonl", segments)
-    write_text_atomic(args.report, render_md(segments, steps, profiles, meta))
+    write_text_atomic(args.report, scrubber.private(render_md(segments, steps, profiles, meta)))  # a report: no term
     kinds = Counter(s["record_type"] for s in segments)
     print(f"partition: {meta['slug']}: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     return 0
