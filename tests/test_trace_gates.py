@@ -15,7 +15,7 @@ import pytest
 from optrace.tracegates import ALL_GATES, LiveStore, Packet, TraceContext, judge, finish
 from optrace.tracegates.fabrication import Pool, tokens
 from optrace.tracegates.injection import mine_example, validate_records, workbench
-from optrace.tracegates.layout import staged_path
+from optrace.tracegates.layout import staged_path, store_path
 from optrace.tracegates.store_overlap import Claim, overlaps
 
 
@@ -126,6 +126,16 @@ def test_a_record_without_an_operator_family_is_staged_under_misc():
     packet = Packet("s", {"record_type": "strategy", "target": {"id": "a.b.c.d.e", "scope": {
         "vendor": "nvidia", "arch": "hopper", "dsl": "triton", "operator_family": None}}})
     assert staged_path(packet) == "records/strategy/nvidia/hopper/triton/misc/a.b.c.d.e.json"
+
+
+@pytest.mark.parametrize("family,rid", [("../../../etc", "a.b.c.d.e"), ("norm/../x", "a.b.c.d.e"), (".hidden", "a.b.c.d.e"),
+                                        ("norm", "../a.b.c.d.e"), ("Norm", "a.b.c.d.e"), ("norm", 7)])
+def test_a_store_path_part_that_could_climb_or_hide_has_no_path(family, rid):
+    """Staging, validation and admission share one layout: a part that is not a plain name gives no path."""
+    scope = {"vendor": "nvidia", "arch": "hopper", "dsl": "triton", "operator_family": family}
+    assert store_path("strategy", scope, rid) is None
+    assert store_path("strategy", {**scope, "operator_family": "norm"}, "a.b.c.d.e") == \
+        "records/strategy/nvidia/hopper/triton/norm/a.b.c.d.e.json"
 
 
 def test_a_record_no_packet_targets_fails_every_gate_that_needs_one(bench):
