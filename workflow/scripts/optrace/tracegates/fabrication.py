@@ -18,6 +18,8 @@ never meet it).
    a key ending in `pct`, `_us`, `_ms`, `_ns` -- must be one the packet writes with that unit (its text
    and code, or its numbers under such keys); a percentage may also be the improvement as above. So a
    geomean of 21.3 us is not "21.3% faster", 17.35 us is not "17.35 ms", and 13.41% is not "13.41x".
+   A string holding a bidirectional control character (U+202A-202E, U+2066-2069, LRM/RLM/ALM) fails:
+   it displays its digits in another order than the one read.
    Left out, because another gate binds them byte for byte: payload.implementation.snippet and
    dispatch_snippet (verbatim), and the fields bound to the packet's value for them -- schema, id,
    episode_key, level, type, retrieval.scope.<target's keys> (layout), evidence.raw.source_repo,
@@ -59,7 +61,7 @@ from ..storegates.model import Gate, RecordView, format_loc, obj
 from ..storegates.schema import CONTRACT
 from .model import Evidence, Packet, needs_packet
 from .ncu_attribution import QUOTED_CODE
-from .numbers import comparable, decimals, magnitude, number_tokens, unit_tokens
+from .numbers import BIDI_CONTROL, comparable, decimals, magnitude, number_tokens, unit_tokens
 
 DIFF_HEADER = re.compile(r"^(?:--- |\+\+\+ |@@ ).*$", re.M)
 UNRANKED = {"score": 0.0, "tier": "provisional"}
@@ -307,6 +309,9 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
     for path, value in leaves(view.record, (), []):
         if is_exempt(path, value, bound, staged):
             continue
+        if isinstance(value, str) and BIDI_CONTROL.search(value):
+            out.append(f"{format_loc(path)}: holds a bidirectional control character, which shows a reader other "
+                       "text than the gates read")
         for token, is_pct in leaf_tokens(path, value):
             number = magnitude(token)
             if number is None:

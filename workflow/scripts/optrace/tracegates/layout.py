@@ -59,9 +59,9 @@ DTYPE_PHRASES = ((re.compile(r"\bhalf[- ]precision\b", re.I), "fp16"), (re.compi
                  (re.compile(r"\b(\d{1,2})[- ]?bit\s+float(?:ing[- ]point)?s?\b", re.I), r"fp\1"))
 SEPARATED = re.compile(r"(?<=[a-z])[-_](?=\d)", re.I)  # FP-8, H-100, sm-90: the names with a separator
 # a scope wider than the record's: no mined record is about every GPU, dtype or DSL
-WIDENING = re.compile(r"\b(?:any|every|all|other)\s+(?:gpus?|architectures?|archs?|vendors?|hardware|platforms?|dtypes?"
-                      r"|precisions?|dsls?|languages?|devices?)\b|\b(?:architecture|arch|hardware|vendor|platform|dtype|gpu)"
-                      r"[- ](?:agnostic|independent|neutral)\b|\bportable\b|\bcross[- ](?:vendor|arch\w*|platform|gpu)\b",
+WIDENING = re.compile(r"(?<![a-z])(?:any|every|all|other)[\s_-]+(?:gpus?|architectures?|archs?|vendors?|hardware|platforms?|dtypes?"
+                      r"|precisions?|dsls?|languages?|devices?)(?![a-z])|(?:architecture|arch|hardware|vendor|platform|dtype|gpu)"
+                      r"[\s_-]?(?:agnostic|independent|neutral)|portable|cross[\s_-]?(?:vendor|arch\w*|platform|gpu)",
                       re.I)
 SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
@@ -178,7 +178,8 @@ def derived_mismatches(record: dict, packet: Packet) -> list[str]:
     if regime.get("predicate", "*") != "*":
         out.append(f"retrieval.signals.shape_regime.predicate: {regime['predicate']!r}, but the packet states no "
                    "narrower regime than its benchmarked shapes ('*')")
-    for i, metric in enumerate(obj(record, "worth", "gain").get("metrics") or []):
+    metrics = obj(record, "worth", "gain").get("metrics")
+    for i, metric in enumerate(metrics if isinstance(metrics, list) else []):
         over = metric.get("measured_over") if isinstance(metric, dict) else None
         counts = {Decimal(t) for t, _ in number_tokens(over)} if isinstance(over, str) else set()
         if counts and counts != {Decimal(n) if isinstance(n, int) else None}:

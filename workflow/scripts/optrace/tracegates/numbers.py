@@ -84,6 +84,8 @@ _LOOKALIKE = "".join(DIGIT_LOOKALIKES)
 LOOKALIKE_RUN = re.compile(rf"(?<![^\W\d_{_LOOKALIKE}])(?=[\d.{_LOOKALIKE}]*\d)(?=[\d.]*[{_LOOKALIKE}])"
                            rf"[\d.{_LOOKALIKE}]+(?![^\W\d_])")
 LOOKALIKE_NEXT_TO_DIGIT = re.compile(rf"\d[{_LOOKALIKE}]|[{_LOOKALIKE}]\d")
+# bidirectional controls reorder what a reader sees (`\u202e14.22` shows as 22.41): no record needs one
+BIDI_CONTROL = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 GROUP_SPACE = re.compile(r"(?<=\d)[\u00a0\u2007\u2008\u2009\u202f](?=\d)")
 
 
