@@ -41,8 +41,10 @@ never meet it).
 3. **Rank.** worth.rank is the stage's to compute: a distilled record carries the unranked
    {score: 0.0, tier: provisional} and nothing else (a staged copy, under records/, is the stage's).
 4. **Causes.** The prose that explains -- payload.mechanism, payload.problem.bottleneck,
-   payload.established_fact.mechanism and every established_fact.condition value -- uses only words the
-   packet uses: every word of 4+ letters (lower-cased, a plural's trailing `s` ignored), grammar words
+   payload.established_fact.mechanism and every established_fact.condition value -- and the prose that
+   recounts the step -- payload.change, attempted, lesson, trace.builds_on.approach and every item of
+   payload.next_steps, retrieval.triggers and retrieval.signals.symptoms -- uses only words the packet
+   uses (a change the step never made, "uses TMA multicast", or a symptom nobody observed fails): every word of 4+ letters (lower-cased, a plural's trailing `s` ignored), grammar words
    that join a cause to its effect (because, since, which, ... : GRAMMAR) aside, appears in the
    packet's agent-facing text or code. A cause copied or condensed from the packet passes; one that
    names a mechanism the packet never mentions ("bank conflicts", "register spills") fails.
@@ -67,6 +69,10 @@ DIFF_HEADER = re.compile(r"^(?:--- |\+\+\+ |@@ ).*$", re.M)
 UNRANKED = {"score": 0.0, "tier": "provisional"}
 GROUNDED_PROSE = (("payload", "mechanism"), ("payload", "problem", "bottleneck"),
                   ("payload", "established_fact", "mechanism"))
+# what the record says was done, tried, built on, learned and observed: the packet's account, not a new one
+GROUNDED_ACCOUNT = (("payload", "change"), ("payload", "attempted"), ("payload", "lesson"),
+                    ("payload", "trace", "builds_on", "approach"))
+GROUNDED_LISTS = (("payload", "next_steps"), ("retrieval", "triggers"), ("retrieval", "signals", "symptoms"))
 CONDITION = ("payload", "established_fact", "condition")
 WORD = re.compile(r"[a-z]{4,}")
 # Grammar, not content: the words that join a cause to its effect carry no claim of their own.
@@ -437,10 +443,15 @@ def rank_problems(view: RecordView) -> list[str]:
 # --- rule 4: causes ---------------------------------------------------------------------------
 
 def grounded_texts(record: dict) -> Iterator[tuple[str, str]]:
-    for path in GROUNDED_PROSE:
+    for path in GROUNDED_PROSE + GROUNDED_ACCOUNT:
         value = obj(record, *path[:-1]).get(path[-1])
         if isinstance(value, str):
             yield format_loc(path), value
+    for path in GROUNDED_LISTS:
+        items = obj(record, *path[:-1]).get(path[-1])
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, str):
+                yield f"{format_loc(path)}[{i}]", item
     for key, value in obj(record, *CONDITION).items():
         if isinstance(value, str):
             yield format_loc(CONDITION + (key,)), value

@@ -40,7 +40,7 @@ from functools import lru_cache
 from ..drafter import ARCH_ISA, edit_scope  # the ISA of an arch: the drafter's fallback condition, judged the same way
 from ..storegates.model import Gate, RecordView, obj
 from .model import Evidence, Packet, needs_packet
-from .ncu_attribution import collapsed, strings
+from .ncu_attribution import collapsed, folded, strings
 from .numbers import normalize, number_tokens
 
 NO_FAMILY = "misc"  # the store's directory for records without an operator family
@@ -99,7 +99,7 @@ def word(text: str) -> str:
 @lru_cache(maxsize=1 << 14)  # a trace's packets share their code and most of their text
 def text_facts(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """(hardware/dtype/DSL names, scope-widening phrases) one text states."""
-    t = SEPARATED.sub("", normalize(text))
+    t = SEPARATED.sub("", folded(normalize(text)))
     for pattern, name in DTYPE_PHRASES:
         t = pattern.sub(name, t)
     return (frozenset(word(m.group(0)) for m in HARDWARE_WORDS.finditer(t)),

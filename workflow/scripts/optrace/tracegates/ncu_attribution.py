@@ -17,7 +17,8 @@ Without such a capture a record states nothing a profiler establishes:
 Whatever the capture, basis `microbenchmark` fails (a trace holds no microbenchmark) and so does
 `asserted` (an assertion is not evidence).
 With the capture, the claims must agree with it: payload.problem.bottleneck and bottleneck_evidence.note
-are text of the capture's conclusion (whitespace and case aside), a tool is Nsight Compute's (`ncu`),
+are whole consecutive clauses of the capture's conclusion (whitespace and case aside; a clause ends at
+. ; : , ! or ?), never a fragment that says something else ("not hide"), a tool is Nsight Compute's (`ncu`),
 and retrieval.signals.bottleneck names a class the conclusion gives evidence for (BOTTLENECK_EVIDENCE).
 """
 
@@ -122,14 +123,33 @@ def without_capture(record: dict) -> list[str]:
     return out
 
 
+CLAUSE_END = re.compile(r"[.;:,!?]+(?:\s|$)|$")
+
+
+def is_clauses_of(value: str, said: str) -> bool:
+    """value is one or more whole consecutive clauses of said: it starts where a clause starts and ends
+    where one ends (a fragment such as "not hide" or "is" turns the conclusion into another claim)."""
+    value = value.rstrip(".;:,!? ")
+    if not value:
+        return False
+    starts = {0} | {m.end() for m in CLAUSE_END.finditer(said)}
+    ends = {m.start() for m in CLAUSE_END.finditer(said)}
+    at = said.find(value)
+    while at != -1:
+        if at in starts and at + len(value) in ends:
+            return True
+        at = said.find(value, at + 1)
+    return False
+
+
 def with_capture(record: dict, conclusion: str) -> list[str]:
     be = obj(record, "evidence", "summary", "bottleneck_evidence")
     said = collapsed(conclusion)
     out = []
     for where, value in (("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck")),
                          ("evidence.summary.bottleneck_evidence.note", be.get("note"))):
-        if value is not None and not (isinstance(value, str) and collapsed(value) in said):
-            out.append(f"{where}: not what the capture's conclusion says")
+        if value is not None and not (isinstance(value, str) and is_clauses_of(collapsed(value), said)):
+            out.append(f"{where}: not what the capture's conclusion says (whole clauses of it)")
     tool = be.get("tool")
     if tool is not None and not (isinstance(tool, str) and tool.strip().casefold() in PROFILER_TOOLS):
         out.append(f"evidence.summary.bottleneck_evidence.tool: {tool!r}, but the capture is Nsight Compute's (ncu)")
