@@ -129,7 +129,14 @@ ATTACKS = [
     # quoted code: the removed lines or untouched context presented as the implementation
     ("verbatim: snippet of the diff's removed lines", S, only_lines("-"), VERB, has_diff),
     ("verbatim: snippet of unchanged context only", S, only_lines(" "), VERB, has_diff),
-    # names of hardware, dtype and DSL written so the reader did not see them
+    ("verbatim: core_kernel_name of the harness kernel", R, lambda r, b, i: r["payload"]["implementation"].update(
+        core_kernel_name="distribution_elementwise_grid_stride_kernel"), VERB),
+    ("verbatim: core_kernel_name of a kernel the trace lacks", R, lambda r, b, i: r["payload"]["implementation"].update(
+        core_kernel_name="flash_attention_fwd"), VERB),
+    # names of hardware, dtype, DSL and operator written so the reader did not see them
+    ("names: another operator in the goal", S, goal("Also speeds up softmax and layernorm."), LAY),
+    ("names: problem.statement of another operator", R, lambda r, b, i: r["payload"]["problem"].update(
+        statement="Row softmax over 4096 columns."), FAB),
     ("names: a DSL the packet never names", S, goal("Ported to CUTLASS."), LAY),
     ("names: a DSL in a key", A, put(("payload", "config"), {"tilelang": True}), LAY),
     ("names: dtype with a hyphen", S, goal("Inputs are FP-8."), LAY),

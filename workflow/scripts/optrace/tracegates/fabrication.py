@@ -42,7 +42,7 @@ never meet it).
    {score: 0.0, tier: provisional} and nothing else (a staged copy, under records/, is the stage's).
 4. **Causes.** The prose that explains -- payload.mechanism, payload.problem.bottleneck,
    payload.established_fact.mechanism and every established_fact.condition value -- and the prose that
-   recounts the step -- payload.change, attempted, lesson, trace.builds_on.approach and every item of
+   recounts the step -- payload.change, attempted, lesson, trace.builds_on.approach, problem.statement and every item of
    payload.next_steps, retrieval.triggers and retrieval.signals.symptoms -- uses only words the packet
    uses (a change the step never made, "uses TMA multicast", or a symptom nobody observed fails): every word of 4+ letters (lower-cased, a plural's trailing `s` ignored), grammar words
    that join a cause to its effect (because, since, which, ... : GRAMMAR) aside, appears in the
@@ -71,7 +71,7 @@ GROUNDED_PROSE = (("payload", "mechanism"), ("payload", "problem", "bottleneck")
                   ("payload", "established_fact", "mechanism"))
 # what the record says was done, tried, built on, learned and observed: the packet's account, not a new one
 GROUNDED_ACCOUNT = (("payload", "change"), ("payload", "attempted"), ("payload", "lesson"),
-                    ("payload", "trace", "builds_on", "approach"))
+                    ("payload", "trace", "builds_on", "approach"), ("payload", "problem", "statement"))
 GROUNDED_LISTS = (("payload", "next_steps"), ("retrieval", "triggers"), ("retrieval", "signals", "symptoms"))
 CONDITION = ("payload", "established_fact", "condition")
 WORD = re.compile(r"[a-z]{4,}")

@@ -15,7 +15,7 @@ a trace gate):
   workload_family = the target's;
 - payload.problem.target is the packet's GPU, problem.operator its family, problem.dsl its dsl;
   evidence.summary.measured_on holds only gpu, harness and track, and they are the packet's;
-- every GPU product, architecture, ISA, dtype and DSL a string of the record names (HARDWARE_WORDS; code
+- every GPU product, architecture, ISA, dtype, DSL and operator (softmax, gemm, attention, ...) a string of the record names (HARDWARE_WORDS; code
   quoted verbatim aside) is one the packet's text names too: A800 -> B200 or bf16 -> fp8 fails; names
   are read as written with a separator (`FP-8`, `H-100`), in look-alike or full-width letters, and in
   words ("half precision" = fp16, "8-bit integers" = int8); and no string claims a wider scope than the
@@ -51,7 +51,10 @@ ISA = r"sm_?\d{2,3}a?|gfx\d{3,4}|compute_\d{2,3}"
 DTYPE = (r"bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int4|int8|e4m3|e5m2|e2m1|bfloat16|float16|float32|float64"
          r"|float8\w*|nvfp4|mxfp\d")
 DSL = r"cutlass|cute(?:dsl)?|triton|gluon|tilelang|thunderkittens|helion|pallas|mojo|hip|cuda|flydsl|aiter"
-HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE}|{DSL})\b", re.I)
+# operators: a record about one operator does not claim another's
+OPERATOR = (r"softmax|layer_?norm|rms_?norm|group_?norm|batch_?norm|gemm|matmul|attention|conv[123]d|convolution|moe|top_?k"
+            r"|rope|embedding|all_?reduce|all_?gather|cross_?entropy")
+HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE}|{DSL}|{OPERATOR})\b", re.I)
 # a dtype in words, as the name it stands for
 DTYPE_PHRASES = ((re.compile(r"\bhalf[- ]precision\b", re.I), "fp16"), (re.compile(r"\bsingle[- ]precision\b", re.I), "fp32"),
                  (re.compile(r"\bdouble[- ]precision\b", re.I), "fp64"),
