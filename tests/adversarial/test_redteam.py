@@ -24,7 +24,7 @@ from optrace.tracegates.injection import validate_records, workbench
 
 from .b200_trace import NAME as B200_NAME, build_b200_trace
 from .conftest import mine
-from .test_planted_defects import CRASH, measurements, packet, pick, verdicts_after, with_capture
+from .test_planted_defects import CRASH, measurements, packet, pick, setter, verdicts_after, with_capture
 
 S, A, R = "strategy", "anti-strategy", "reference-kernel"
 FAB, LAY, NCU, VERB = "no-fabrication", "layout", "ncu-attribution", "verbatim"
@@ -45,15 +45,6 @@ def fmt(v) -> str:
 def goal(text_of):
     def mutate(r, bench, i):
         r["payload"]["goal"] += " " + (text_of(bench, i) if callable(text_of) else text_of)
-    return mutate
-
-
-def put(path, value_of):
-    def mutate(r, bench, i):
-        node = r
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = value_of(bench, i) if callable(value_of) else value_of
     return mutate
 
 
@@ -116,15 +107,15 @@ ATTACKS = [
     ("look-alike: Cyrillic O for zero", S, goal("latency cut by 4\u041e%"), FAB),
     ("look-alike: Latin l for one", R, goal("l7% of peak"), FAB),
     # derived facts the packet determines
-    ("derived: n_shapes changed", S, put(("retrieval", "signals", "shape_regime", "n_shapes"), lambda b, i: n_shapes(b, i) + 1), LAY),
+    ("derived: n_shapes changed", S, setter(("retrieval", "signals", "shape_regime", "n_shapes"), lambda b, i, r: n_shapes(b, i) + 1), LAY),
     ("derived: var_axes widened to a constant axis", S, lambda r, b, i: r["retrieval"]["signals"]["shape_regime"].update(
         var_axes=r["retrieval"]["signals"]["shape_regime"]["var_axes"] + ["hidden_size"]), LAY),
-    ("derived: predicate narrows the regime", A, put(("retrieval", "signals", "shape_regime", "predicate"), "batch_size >= 64"), LAY),
+    ("derived: predicate narrows the regime", A, setter(("retrieval", "signals", "shape_regime", "predicate"), "batch_size >= 64"), LAY),
     ("derived: measured_over counts other shapes", S, lambda r, b, i: r["worth"]["gain"]["metrics"][0].update(
         measured_over=f"geomean over {n_shapes(b, i) + 1} benchmarked shapes"), LAY),
     ("derived: is_baseline flipped", S, lambda r, b, i: r["payload"]["trace"]["builds_on"].update(
         is_baseline=not r["payload"]["trace"]["builds_on"]["is_baseline"]), LAY),
-    ("derived: edit_scope understated", S, put(("payload", "cost", "edit_scope"), "one-line"), LAY),
+    ("derived: edit_scope understated", S, setter(("payload", "cost", "edit_scope"), "one-line"), LAY),
     ("gain: latency metric direction flipped", S, lambda r, b, i: r["worth"]["gain"]["metrics"][0].update(direction="higher-better"), FAB),
     # quoted code: the removed lines or untouched context presented as the implementation
     ("verbatim: snippet of the diff's removed lines", S, only_lines("-"), VERB, has_diff),
@@ -138,7 +129,7 @@ ATTACKS = [
     ("names: problem.statement of another operator", R, lambda r, b, i: r["payload"]["problem"].update(
         statement="Row softmax over 4096 columns."), FAB),
     ("names: a DSL the packet never names", S, goal("Ported to CUTLASS."), LAY),
-    ("names: a DSL in a key", A, put(("payload", "config"), {"tilelang": True}), LAY),
+    ("names: a DSL in a key", A, setter(("payload", "config"), {"tilelang": True}), LAY),
     ("names: dtype with a hyphen", S, goal("Inputs are FP-8."), LAY),
     ("names: dtype in words", R, goal("Quantized to 8-bit integers."), LAY),
     ("names: an architecture the regex lacked", S, goal("Also on Jetson Thor."), LAY),
@@ -146,7 +137,7 @@ ATTACKS = [
     ("scope: any GPU in a trigger", S, lambda r, b, i: r["retrieval"]["triggers"].append("any GPU"), LAY),
     ("scope: all-architectures tag", S, lambda r, b, i: r["retrieval"]["technique_tags"].append("all-architectures"), LAY),
     ("scope: vendor-agnostic goal", R, goal("The kernel is vendor-agnostic."), LAY),
-    ("scope: verified_on_all_gpus key", A, put(("payload", "config"), {"verified_on_all_gpus": True}), LAY),
+    ("scope: verified_on_all_gpus key", A, setter(("payload", "config"), {"verified_on_all_gpus": True}), LAY),
     # the account of the step is the packet's own
     ("account: change names a technique the step never used", S, lambda r, b, i: r["payload"].update(
         change="uses TMA multicast and warp specialization"), FAB),
@@ -159,14 +150,24 @@ ATTACKS = [
     ("profiler: full-width letters", A, goal("\uff4e\uff43\uff55 shows it"), NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
     ("profiler: Cyrillic look-alike letter", A, goal("N\u0455ight shows it"), NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
     ("profiler: a roofline claim", S, goal("the roofline says it is bandwidth bound"), NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
-    ("profiler: a bottleneck note without a capture", S, put(("evidence", "summary", "bottleneck_evidence", "note"), "dram bandwidth saturated"),
+    ("profiler: a bottleneck note without a capture", S, setter(("evidence", "summary", "bottleneck_evidence", "note"), "dram bandwidth saturated"),
      NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
     # with a capture: a fragment of the conclusion is another claim
-    ("capture: bottleneck a two-word fragment", S, put(("payload", "problem", "bottleneck"), "not hide"), NCU, with_conclusion),
-    ("capture: bottleneck a one-word fragment", S, put(("payload", "problem", "bottleneck"), "is"), NCU, with_conclusion),
+    ("capture: bottleneck a two-word fragment", S, setter(("payload", "problem", "bottleneck"), "not hide"), NCU, with_conclusion),
+    ("capture: bottleneck a one-word fragment", S, setter(("payload", "problem", "bottleneck"), "is"), NCU, with_conclusion),
     ("capture: note cut mid-clause", S, lambda r, b, i: r["evidence"]["summary"]["bottleneck_evidence"].update(
         note=" ".join(packet(b, i).agent_facing["profiler"]["conclusion"].split()[1:3])), NCU, with_conclusion),
 ]
+
+
+def applied(all_benches, trace, rtype, suits):
+    """(bench, index) of the first record of the trace the case applies to; skips when there is none."""
+    if trace not in all_benches:
+        pytest.skip("../shared/data is absent")
+    i = pick(all_benches[trace], rtype, suits)
+    if i is None:
+        pytest.skip(f"the {trace} trace has no {rtype} record this case applies to")
+    return all_benches[trace], i
 
 
 def attack_cases():
@@ -175,13 +176,7 @@ def attack_cases():
 
 @pytest.mark.parametrize("trace, name, rtype, mutate, gate, suits", attack_cases())
 def test_a_redteam_attack_fails_its_gate(all_benches, trace, name, rtype, mutate, gate, suits):
-    if trace not in all_benches:
-        pytest.skip("../shared/data is absent")
-    bench = all_benches[trace]
-    i = pick(bench, rtype, suits)
-    if i is None:
-        pytest.skip(f"the {trace} trace has no {rtype} record this attack applies to")
-    v = verdicts_after(bench, i, mutate)
+    v = verdicts_after(*applied(all_benches, trace, rtype, suits), mutate)
     messages = [msg for g in v.failed for msg in v.gates[g][1]]
     assert gate in v.failed, (name, v.failed, messages[:4])
     assert not any(CRASH.search(msg) for msg in messages), messages
@@ -231,13 +226,7 @@ BENIGN = [
 @pytest.mark.parametrize("trace, name, rtype, mutate",
                          [pytest.param(t, *c, id=f"{t}-{c[0]}") for t in TRACES for c in BENIGN])
 def test_a_benign_rewrite_passes_the_redteam_rules(all_benches, trace, name, rtype, mutate):
-    if trace not in all_benches:
-        pytest.skip("../shared/data is absent")
-    bench = all_benches[trace]
-    i = pick(bench, rtype)
-    if i is None:
-        pytest.skip(f"the {trace} trace has no {rtype} record")
-    v = verdicts_after(bench, i, mutate)
+    v = verdicts_after(*applied(all_benches, trace, rtype, None), mutate)
     assert v.failed == [], (name, [msg for g in v.failed for msg in v.gates[g][1]][:4])
 
 
