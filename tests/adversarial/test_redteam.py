@@ -105,7 +105,10 @@ ATTACKS = [
     ("invisible: thin space as a digit group", S, goal("cut by 4\u20097%"), FAB),
     ("invisible: bidi override reorders a true number", S, goal(lambda b, i: f"latency \u202e{first_shape_us(b, i)}\u202c us"), FAB),
     ("look-alike: Cyrillic O for zero", S, goal("latency cut by 4\u041e%"), FAB),
-    ("look-alike: Latin l for one", R, goal("l7% of peak"), FAB),
+    ("look-alike: Latin O glued after a letter", R, goal("x1O faster"), FAB),
+    ("look-alike: a leading Cyrillic O", S, goal("\u041e7% faster"), FAB),
+    # a run the look-alike reader once rescanned at every position (16 s per string): read once, fails
+    ("look-alike: a 15 000-digit run after a look-alike", A, goal("1O " + "1" * 15000), FAB),
     # derived facts the packet determines
     ("derived: n_shapes changed", S, setter(("retrieval", "signals", "shape_regime", "n_shapes"), lambda b, i, r: n_shapes(b, i) + 1), LAY),
     ("derived: var_axes widened to a constant axis", S, lambda r, b, i: r["retrieval"]["signals"]["shape_regime"].update(
@@ -228,6 +231,16 @@ BENIGN = [
 def test_a_benign_rewrite_passes_the_redteam_rules(all_benches, trace, name, rtype, mutate):
     v = verdicts_after(*applied(all_benches, trace, rtype, None), mutate)
     assert v.failed == [], (name, [msg for g in v.failed for msg in v.gates[g][1]][:4])
+
+
+@pytest.mark.parametrize("text, read", [
+    ("the l2 cache, built with -O3", ["2", "3"]),  # a leading Latin look-alike stays a letter
+    ("1O% x1O 4\u041e.5", ["10", "10", "40.5"]),  # after a digit it is the digit it looks like
+    ("4\u200b7 4\u00a0096", ["47", "4096"]),  # invisible characters and digit-group spaces join
+])
+def test_the_reader_sees_what_a_person_sees(text, read):
+    from optrace.tracegates.numbers import number_tokens
+    assert [t for t, _ in number_tokens(text)] == read
 
 
 def test_a_whole_clause_of_the_conclusion_is_a_bottleneck(all_benches):

@@ -18,8 +18,8 @@ states is left over. What counts as a number:
 What a reader cannot see is not allowed to split or disguise a number (normalize): format characters
 (zero-width space/joiner, soft hyphen, bidi marks) and combining marks are dropped, a digit-group space
 (no-break, thin, narrow no-break, figure space) between digits joins them (`4 096` = 4096), and a letter
-that looks like a digit (Latin/Cyrillic/Greek O, l, I, З, б) inside a run of digits reads as that digit
-(`1О%` = 10%). The same normalization runs on both sides.
+that looks like a digit (Latin/Cyrillic/Greek O, l, I, З, б) in a run of digits reads as that digit
+(`1О%` = 10%, `x1O` = x10); a Latin one only after a digit (`l2`, `-O3` stay words). The same normalization runs on both sides.
 
 unit_tokens(text) -> [(token, unit)] the numbers written with a unit a claim depends on: `%` (a
 percentage), `x` (a factor: `4x`, `4×`, `4 times`, and the words twice/double(d)/triple(d) = 2, 3,
@@ -80,9 +80,9 @@ def _numeric_char(ch: str) -> str:
 DIGIT_LOOKALIKES = {"O": "0", "o": "0", "\u041e": "0", "\u043e": "0", "\u039f": "0", "\u03bf": "0", "l": "1",
                     "I": "1", "\u0406": "1", "\u0456": "1", "\u04c0": "1", "\u0417": "3", "\u0437": "3", "\u0431": "6"}
 _LOOKALIKE = "".join(DIGIT_LOOKALIKES)
-# a run of digits and look-alikes that holds a look-alike and a digit, not inside a word
-LOOKALIKE_RUN = re.compile(rf"(?<![^\W\d_{_LOOKALIKE}])(?=[\d.{_LOOKALIKE}]*\d)(?=[\d.]*[{_LOOKALIKE}])"
-                           rf"[\d.{_LOOKALIKE}]+(?![^\W\d_])")
+# maximal runs of digits, dots and look-alikes: one linear scan (no lookahead that rescans a run)
+LOOKALIKE_RUN = re.compile(rf"[\d.{_LOOKALIKE}]+")
+_AS_DIGITS = str.maketrans(DIGIT_LOOKALIKES)
 LOOKALIKE_NEXT_TO_DIGIT = re.compile(rf"\d[{_LOOKALIKE}]|[{_LOOKALIKE}]\d")
 # bidirectional controls reorder what a reader sees (`\u202e14.22` shows as 22.41): no record needs one
 BIDI_CONTROL = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -101,8 +101,19 @@ def normalize(text: str) -> str:
     if not text.isascii():
         text = unicodedata.normalize("NFKC", "".join(ch if ch.isascii() else _numeric_char(ch) for ch in _visible(text)))
     if LOOKALIKE_NEXT_TO_DIGIT.search(text):
-        text = LOOKALIKE_RUN.sub(lambda m: m.group(0).translate(str.maketrans(DIGIT_LOOKALIKES)), text)
+        text = LOOKALIKE_RUN.sub(_as_digits, text)
     return text
+
+
+def _as_digits(m: re.Match) -> str:
+    """A run holding a digit and a look-alike, read as digits: `1O%`, `x1O`, `4О.5`, `О7`. An ASCII
+    look-alike only after the run's first digit, so `l2` (the cache), `-O3` and `I8` stay words."""
+    run = m.group(0)
+    if not any(c.isdigit() for c in run):
+        return run
+    lead = len(run) - len(run.lstrip(_LOOKALIKE + "."))
+    head = run[:lead]
+    return run.translate(_AS_DIGITS) if not head.isascii() else head + run[lead:].translate(_AS_DIGITS)
 
 
 @lru_cache(maxsize=1 << 15)
