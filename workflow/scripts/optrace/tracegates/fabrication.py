@@ -235,7 +235,9 @@ class Pool:
     @cached_property
     def words(self) -> frozenset[str]:
         texts, _ = self._texts
-        return frozenset(stem(w) for w in WORD.findall(("\n".join(texts) + "\n" + self.code).lower()))
+        # the target's scope names the operator the statement describes (dense-gemm-shape-sweep)
+        scope = [v for v in obj(self.packet.target, "scope").values() if isinstance(v, str)]
+        return frozenset(stem(w) for w in WORD.findall(("\n".join(texts + scope) + "\n" + self.code).lower()))
 
     def supports(self, value: Decimal) -> bool:
         return matches(self.stated, value) or matches(self.in_code, value)
