@@ -189,9 +189,13 @@ class Pool:
     packet: Packet
 
     @cached_property
+    def _leaves(self) -> list:
+        return leaves(self.packet.agent_facing, (), [])
+
+    @cached_property
     def _texts(self) -> tuple[list[str], set[str]]:
         texts, numbers = [], set()
-        for _, value in leaves(self.packet.agent_facing, (), []):
+        for _, value in self._leaves:
             if isinstance(value, str):
                 texts.append(value)
             else:
@@ -217,7 +221,7 @@ class Pool:
     def with_unit(self) -> dict[str, frozenset[Decimal]]:
         """unit -> the numbers the packet writes with that unit (text, code, keys ending pct/_us/...)."""
         found: dict[str, set[str]] = {}
-        for path, value in leaves(self.packet.agent_facing, (), []):
+        for path, value in self._leaves:
             for token, unit in leaf_units(path, value):
                 found.setdefault(unit, set()).add(token)
         for token, unit in unit_tokens(self.code):

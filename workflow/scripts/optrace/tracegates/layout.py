@@ -55,6 +55,7 @@ DSL = r"cutlass|cute(?:dsl)?|triton|gluon|tilelang|thunderkittens|helion|pallas|
 OPERATOR = (r"softmax|layer_?norm|rms_?norm|group_?norm|batch_?norm|gemm|matmul|attention|conv[123]d|convolution|moe|top_?k"
             r"|rope|embedding|all_?reduce|all_?gather|cross_?entropy")
 HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE}|{DSL}|{OPERATOR})\b", re.I)
+HARDWARE_WORDS_LOWER = re.compile(HARDWARE_WORDS.pattern)  # on lower-cased text: no case folding per position
 # a dtype in words, as the name it stands for
 DTYPE_PHRASES = ((re.compile(r"\bhalf[- ]precision\b", re.I), "fp16"), (re.compile(r"\bsingle[- ]precision\b", re.I), "fp32"),
                  (re.compile(r"\bdouble[- ]precision\b", re.I), "fp64"),
@@ -66,6 +67,7 @@ WIDENING = re.compile(r"(?<![a-z])(?:any|every|all|other)[\s_-]+(?:gpus?|archite
                       r"|precisions?|dsls?|languages?|devices?)(?![a-z])|(?:architecture|arch|hardware|vendor|platform|dtype|gpu)"
                       r"[\s_-]?(?:agnostic|independent|neutral)|portable|cross[\s_-]?(?:vendor|arch\w*|platform|gpu)",
                       re.I)
+WIDENING_LOWER = re.compile(WIDENING.pattern)
 SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
 
@@ -113,10 +115,12 @@ def word(text: str) -> str:
 def text_facts(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """(hardware/dtype/DSL names, scope-widening phrases) one text states."""
     t = SEPARATED.sub("", folded(normalize(text)))
-    for pattern, name in DTYPE_PHRASES:
-        t = pattern.sub(name, t)
-    return (frozenset(word(m.group(0)) for m in HARDWARE_WORDS.finditer(t)),
-            frozenset(collapsed(m.group(0)) for m in WIDENING.finditer(t)))
+    t = t.lower()
+    if "precision" in t or "bit" in t:  # the only words a dtype phrase holds
+        for pattern, name in DTYPE_PHRASES:
+            t = pattern.sub(name, t)
+    return (frozenset(word(m.group(0)) for m in HARDWARE_WORDS_LOWER.finditer(t)),
+            frozenset(collapsed(m.group(0)) for m in WIDENING_LOWER.finditer(t)))
 
 
 def hardware_words(texts) -> set[str]:

@@ -129,6 +129,7 @@ UNIT_AFTER = re.compile(r"\s*(?:(?P<pct>%|percent\b|per\s*cent\b|pct\b)|(?P<x>[x
                         r"|(?P<t>ns|us|\u00b5s|\u03bcs|usec|ms|msec)\b)", re.I)
 FACTOR_WORDS = re.compile(r"\b(?:(?P<two>twice|doubl(?:e|ed|es|ing)|halv(?:e|ed|es|ing)|half\s+the)"
                           r"|(?P<three>tripl(?:e|ed|es|ing)|thrice)|(?P<ten>orders?\s+of\s+magnitude))\b", re.I)
+DIGITS_WITH_UNIT = re.compile(rf"(?P<n>{DIGITS.pattern}){UNIT_AFTER.pattern}", re.I)
 TIME_UNITS = {"ns": "ns", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us", "ms": "ms", "msec": "ms"}
 
 
@@ -138,11 +139,9 @@ def unit_tokens(text: str) -> tuple[tuple[str, str], ...]:
     (`ns`, `us`, `ms`); see the module doc."""
     text = normalize(text)
     out = []
-    for m in DIGITS.finditer(text):
-        u = UNIT_AFTER.match(text, m.end())
-        if u:
-            unit = "%" if u.group("pct") else "x" if u.group("x") else TIME_UNITS[u.group("t").lower()]
-            out.append((m.group(0), unit))
+    for m in DIGITS_WITH_UNIT.finditer(text):  # one scan: only digits a unit follows
+        unit = "%" if m.group("pct") else "x" if m.group("x") else TIME_UNITS[m.group("t").lower()]
+        out.append((m.group("n"), unit))
     for m in NUMBER_WORDS.finditer(text):
         u = UNIT_AFTER.match(text, m.end())
         if u and (u.group("pct") or u.group("x")):
