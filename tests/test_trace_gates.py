@@ -176,7 +176,9 @@ def test_verbatim_rejects(bench, name, change):
 
 def test_verbatim_accepts_a_selection_of_whole_lines_in_order(bench):
     def select(lines):
-        picked = [lines[0], lines[first_marked(lines)] + "   ", "", lines[-1]]  # trailing blanks and a blank line
+        added = next(i for i, line in enumerate(lines) if line.startswith("+") and len(line) > 10)
+        # trailing blanks and a blank line; an added line, since a snippet quotes what the step wrote
+        picked = [lines[0], lines[added] + "   ", "", lines[-1]]
         return "\n".join(picked) + "\n"
     assert failing_after(bench, seg("strategy-b1be26"), snippet_edit(select)) == {}
 

@@ -25,6 +25,7 @@ from .storegates.index import expected_entry
 from .storegates.model import RecordView
 from .storegates.store import MAX_RECORD_BYTES, parse_json_bytes
 from .tracegates.layout import store_path
+from .validate import read_bytes
 from .worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 
 RECORD_KEY_ORDER = ("schema", "id", "type", "level", "status", "episode_key", "retrieval", "payload", "evidence", "worth")
@@ -107,10 +108,8 @@ CHANGED = "changed-since-validation"
 def validated_record(results: Path, path: str, sha256: str | None) -> dict | None:
     """The record whose bytes are the ones validated (by sha256), parsed from those very bytes; None
     when the file now holds other bytes or cannot be read."""
-    try:
-        with open(results / path, "rb") as fh:
-            data = fh.read(MAX_RECORD_BYTES + 1)
-    except OSError:
+    data, _ = read_bytes(results / path, MAX_RECORD_BYTES)  # as validate read it: no link, no FIFO
+    if data is None:
         return None
     if not isinstance(sha256, str) or hashlib.sha256(data).hexdigest() != sha256:
         return None

@@ -38,6 +38,7 @@ import hmac
 import json
 import os
 import secrets
+import stat
 import sys
 import dataclasses
 from dataclasses import dataclass
@@ -115,10 +116,14 @@ def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:
 
 
 def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
-    """(bytes, None) or (None, why not); a symbolic link is not followed (records come from agents)."""
+    """(bytes, None) or (None, why not); a symbolic link is not followed and only a regular file is read
+    (records come from agents: a FIFO named *.json would block the open, then the read, forever)."""
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None, "not a regular file; not read"
+            size = st.st_size
             if size > cap:
                 return None, f"{size} bytes, over the {cap}-byte limit; not read"
             return fh.read(), None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,10 +61,28 @@ def _finite(token: str) -> float:
     return value
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    # a key written twice is read as its last value here and as its first by other readers: the gates
+    # would judge one claim while the store serves another
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise NotJson(f"the key {twice[:40]!r} appears twice in one object")
+    return out
+
+
 def loads_strict(data: bytes | str) -> Any:
-    """json.loads that refuses NaN/Infinity and numbers that overflow to inf; it raises ValueError
-    (NotJson, JSONDecodeError, UnicodeDecodeError, an over-long integer) or RecursionError."""
-    return json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+    """json.loads that refuses NaN/Infinity, numbers that overflow to inf and duplicate keys; it raises
+    ValueError (NotJson, JSONDecodeError, UnicodeDecodeError, an over-long integer) or RecursionError."""
+    return json.loads(data, parse_constant=_no_constant, parse_float=_finite, object_pairs_hook=_unique_keys)
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")  # a lone \\ud800 escape: valid JSON, but no text (cannot be UTF-8)
+
+
+def _not_text(s: str) -> bool:
+    return not s.isascii() and SURROGATE.search(s) is not None
 
 
 def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_depth: int = MAX_DEPTH) -> str | None:
@@ -77,11 +96,16 @@ def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_dep
             for key, item in node.items():
                 if max_string is not None and len(key) > max_string:
                     return f"a key of {len(key)} characters, over the {max_string}-character limit"
+                if _not_text(key):
+                    return "a key holds a lone surrogate (\\ud800-\\udfff), which is not text"
                 stack.append((item, depth + 1))
         elif isinstance(node, list):
             stack.extend((item, depth + 1) for item in node)
-        elif isinstance(node, str) and max_string is not None and len(node) > max_string:
-            return f"a string of {len(node)} characters, over the {max_string}-character limit"
+        elif isinstance(node, str):
+            if max_string is not None and len(node) > max_string:
+                return f"a string of {len(node)} characters, over the {max_string}-character limit"
+            if _not_text(node):
+                return "a string holds a lone surrogate (\\ud800-\\udfff), which is not text"
     return None
 
 

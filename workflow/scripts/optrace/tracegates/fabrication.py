@@ -13,6 +13,13 @@ never meet it).
    written both as -3.3% and as "3.3% slower"); rule 2 binds the signed fields. A percentage the packet
    does not state may still be the packet's own improvement (rule 2's value) rounded to the precision
    written. Nothing the record itself says is trusted as an input.
+   A unit is part of the claim: a number the record writes as a percentage, a factor (`4x`, "twice",
+   "halved", "an order of magnitude") or a time (`ns`, `us`, `ms`) -- in text, or as the JSON value of
+   a key ending in `pct`, `_us`, `_ms`, `_ns` -- must be one the packet writes with that unit (its text
+   and code, or its numbers under such keys); a percentage may also be the improvement as above. So a
+   geomean of 21.3 us is not "21.3% faster", 17.35 us is not "17.35 ms", and 13.41% is not "13.41x".
+   A string holding a bidirectional control character (U+202A-202E, U+2066-2069, LRM/RLM/ALM) fails:
+   it displays its digits in another order than the one read.
    Left out, because another gate binds them byte for byte: payload.implementation.snippet and
    dispatch_snippet (verbatim), and the fields bound to the packet's value for them -- schema, id,
    episode_key, level, type, retrieval.scope.<target's keys> (layout), evidence.raw.source_repo,
@@ -21,7 +28,7 @@ never meet it).
    a `snippet` key anywhere but under payload.implementation, the rank.
 2. **Gains.** The packet measures one improvement: measurements.improve_pct_vs_floor, i.e.
    (floor_before_us - geomean_us) / floor_before_us x 100. A strategy's gain is that improvement:
-   basis `measured`, kind `performance`, primary `latency`, gain.pct and every metric's (and
+   basis `measured`, kind `performance`, primary `latency` (a latency metric `lower-better`), gain.pct and every metric's (and
    regression's) delta_pct equal to it with the same sign -- either exactly improve_pct_vs_floor, or the
    exact improvement rounded half-even to the decimals written (at least one). An anti-strategy or a
    reference kernel claims no gain: kind `none`, pct null, no delta_pct/before/after. Basis `measured`
@@ -34,8 +41,10 @@ never meet it).
 3. **Rank.** worth.rank is the stage's to compute: a distilled record carries the unranked
    {score: 0.0, tier: provisional} and nothing else (a staged copy, under records/, is the stage's).
 4. **Causes.** The prose that explains -- payload.mechanism, payload.problem.bottleneck,
-   payload.established_fact.mechanism and every established_fact.condition value -- uses only words the
-   packet uses: every word of 4+ letters (lower-cased, a plural's trailing `s` ignored), grammar words
+   payload.established_fact.mechanism and every established_fact.condition value -- and the prose that
+   recounts the step -- payload.change, attempted, lesson, trace.builds_on.approach, problem.statement and every item of
+   payload.next_steps, retrieval.triggers and retrieval.signals.symptoms -- uses only words the packet
+   uses (a change the step never made, "uses TMA multicast", or a symptom nobody observed fails): every word of 4+ letters (lower-cased, a plural's trailing `s` ignored), grammar words
    that join a cause to its effect (because, since, which, ... : GRAMMAR) aside, appears in the
    packet's agent-facing text or code. A cause copied or condensed from the packet passes; one that
    names a mechanism the packet never mentions ("bank conflicts", "register spills") fails.
@@ -54,12 +63,16 @@ from ..storegates.model import Gate, RecordView, format_loc, obj
 from ..storegates.schema import CONTRACT
 from .model import Evidence, Packet, needs_packet
 from .ncu_attribution import QUOTED_CODE
-from .numbers import comparable, decimals, magnitude, number_tokens
+from .numbers import BIDI_CONTROL, comparable, decimals, magnitude, number_tokens, unit_tokens
 
 DIFF_HEADER = re.compile(r"^(?:--- |\+\+\+ |@@ ).*$", re.M)
 UNRANKED = {"score": 0.0, "tier": "provisional"}
 GROUNDED_PROSE = (("payload", "mechanism"), ("payload", "problem", "bottleneck"),
                   ("payload", "established_fact", "mechanism"))
+# what the record says was done, tried, built on, learned and observed: the packet's account, not a new one
+GROUNDED_ACCOUNT = (("payload", "change"), ("payload", "attempted"), ("payload", "lesson"),
+                    ("payload", "trace", "builds_on", "approach"), ("payload", "problem", "statement"))
+GROUNDED_LISTS = (("payload", "next_steps"), ("retrieval", "triggers"), ("retrieval", "signals", "symptoms"))
 CONDITION = ("payload", "established_fact", "condition")
 WORD = re.compile(r"[a-z]{4,}")
 # Grammar, not content: the words that join a cause to its effect carry no claim of their own.
@@ -114,6 +127,23 @@ def leaves(value: Any, path: tuple, out: list) -> list:
     return out
 
 
+KEY_UNITS = (("pct", "%"), ("_us", "us"), ("_ms", "ms"), ("_ns", "ns"))
+
+
+def key_unit(path: tuple) -> str | None:
+    """The unit of a JSON number from its key (`delta_pct` -> %, `geomean_us` -> us), or None."""
+    key = next((p for p in reversed(path) if isinstance(p, str)), "")
+    return next((unit for suffix, unit in KEY_UNITS if key.endswith(suffix)), None)
+
+
+def leaf_units(path: tuple, value: Any) -> Iterator[tuple[str, str]]:
+    """(number token, unit) for every number of one leaf that is written with a unit."""
+    if isinstance(value, str):
+        yield from unit_tokens(value)
+    elif (unit := key_unit(path)) is not None and path[-1:] != ("<key>",):
+        yield repr(value), unit
+
+
 def leaf_tokens(path: tuple, value: Any) -> Iterator[tuple[str, bool]]:
     """The number tokens of one leaf; a JSON number under a `*pct` key is a percentage."""
     if isinstance(value, str):
@@ -159,9 +189,13 @@ class Pool:
     packet: Packet
 
     @cached_property
+    def _leaves(self) -> list:
+        return leaves(self.packet.agent_facing, (), [])
+
+    @cached_property
     def _texts(self) -> tuple[list[str], set[str]]:
         texts, numbers = [], set()
-        for _, value in leaves(self.packet.agent_facing, (), []):
+        for _, value in self._leaves:
             if isinstance(value, str):
                 texts.append(value)
             else:
@@ -184,13 +218,30 @@ class Pool:
         return code
 
     @cached_property
+    def with_unit(self) -> dict[str, frozenset[Decimal]]:
+        """unit -> the numbers the packet writes with that unit (text, code, keys ending pct/_us/...)."""
+        found: dict[str, set[str]] = {}
+        for path, value in self._leaves:
+            for token, unit in leaf_units(path, value):
+                found.setdefault(unit, set()).add(token)
+        for token, unit in unit_tokens(self.code):
+            found.setdefault(unit, set()).add(token)
+        return {unit: magnitudes(tokens) for unit, tokens in found.items()}
+
+    def supports_unit(self, value: Decimal, unit: str) -> bool:
+        return (matches(self.with_unit.get(unit, frozenset()), value)
+                or (unit == "%" and self.is_improvement_magnitude(value)))
+
+    @cached_property
     def in_code(self) -> frozenset[Decimal]:
         return magnitudes({tok for tok, _ in number_tokens(self.code)})
 
     @cached_property
     def words(self) -> frozenset[str]:
         texts, _ = self._texts
-        return frozenset(stem(w) for w in WORD.findall(("\n".join(texts) + "\n" + self.code).lower()))
+        # the target's scope names the operator the statement describes (dense-gemm-shape-sweep)
+        scope = [v for v in obj(self.packet.target, "scope").values() if isinstance(v, str)]
+        return frozenset(stem(w) for w in WORD.findall(("\n".join(texts + scope) + "\n" + self.code).lower()))
 
     def supports(self, value: Decimal) -> bool:
         return matches(self.stated, value) or matches(self.in_code, value)
@@ -270,6 +321,9 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
     for path, value in leaves(view.record, (), []):
         if is_exempt(path, value, bound, staged):
             continue
+        if isinstance(value, str) and BIDI_CONTROL.search(value):
+            out.append(f"{format_loc(path)}: holds a bidirectional control character, which shows a reader other "
+                       "text than the gates read")
         for token, is_pct in leaf_tokens(path, value):
             number = magnitude(token)
             if number is None:
@@ -278,6 +332,11 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
             if pool.supports(number) or (is_pct and pool.is_improvement_magnitude(number)):
                 continue
             out.append(f"{format_loc(path)}: {token!r} is not a number of the packet")
+        for token, unit in leaf_units(path, value):
+            number = magnitude(token)
+            if number is not None and not pool.supports_unit(number, unit):
+                out.append(f"{format_loc(path)}: {token!r} is written in {unit!r}, but the packet never states "
+                           f"{token} {unit}")
     return out
 
 
@@ -307,6 +366,9 @@ def gain_problems(record: dict, pool: Pool) -> list[str]:
             out.append(f"worth.gain.basis: {basis!r}, but the packet measured this gain")
         if "kind" in gain and kind != "performance":  # absent: the profile's patch gain-kind fails it
             out.append(f"worth.gain.kind: {kind!r}, but the packet's measured gain is a latency improvement")
+        for where, metric in metric_lists(gain):
+            if metric.get("metric") == "latency" and metric.get("direction", "lower-better") != "lower-better":
+                out.append(f"{where}.direction: {metric.get('direction')!r}, but lower latency is better")
         if gain.get("primary") != "latency":
             out.append(f"worth.gain.primary: {gain.get('primary')!r}, but the packet measures latency")
         if not pool.is_improvement(gain.get("pct")):
@@ -387,10 +449,15 @@ def rank_problems(view: RecordView) -> list[str]:
 # --- rule 4: causes ---------------------------------------------------------------------------
 
 def grounded_texts(record: dict) -> Iterator[tuple[str, str]]:
-    for path in GROUNDED_PROSE:
+    for path in GROUNDED_PROSE + GROUNDED_ACCOUNT:
         value = obj(record, *path[:-1]).get(path[-1])
         if isinstance(value, str):
             yield format_loc(path), value
+    for path in GROUNDED_LISTS:
+        items = obj(record, *path[:-1]).get(path[-1])
+        for i, item in enumerate(items if isinstance(items, list) else []):
+            if isinstance(item, str):
+                yield f"{format_loc(path)}[{i}]", item
     for key, value in obj(record, *CONDITION).items():
         if isinstance(value, str):
             yield format_loc(CONDITION + (key,)), value

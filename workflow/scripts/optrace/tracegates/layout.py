@@ -15,8 +15,17 @@ a trace gate):
   workload_family = the target's;
 - payload.problem.target is the packet's GPU, problem.operator its family, problem.dsl its dsl;
   evidence.summary.measured_on holds only gpu, harness and track, and they are the packet's;
-- every GPU product, architecture, ISA and dtype a string of the record names (HARDWARE_WORDS; code
-  quoted verbatim aside) is one the packet's text names too: A800 -> B200 or bf16 -> fp8 fails;
+- every GPU product, architecture, ISA, dtype, DSL and operator (softmax, gemm, attention, ...) a string of the record names (HARDWARE_WORDS; code
+  quoted verbatim aside) is one the packet's text names too: A800 -> B200 or bf16 -> fp8 fails; names
+  are read as written with a separator (`FP-8`, `H-100`), in look-alike or full-width letters, and in
+  words ("half precision" = fp16, "8-bit integers" = int8); and no string claims a wider scope than the
+  record's ("any GPU", "all architectures", "portable", "cross-vendor") unless the packet says so;
+- what the drafter derives from the packet is the packet's: retrieval.signals.shape_regime has
+  n_shapes = operator.n_benchmarked_shapes, var_axes within operator.variable_axes and predicate `*`
+  (a packet states no narrower regime); a gain metric's measured_over counts those same shapes;
+  payload.trace.builds_on.is_baseline is builds_on.was_the_untouched_baseline; payload.cost.edit_scope
+  of a diff is what the diff edits (drafter.edit_scope: one-line only when at most one line goes out
+  and one comes in);
 - an established fact's condition is within the scope: sm_arch is the packet's ISA (operator.isa, or
   the ISA of the scope's arch when the packet names none), and no architecture or product other than
   the scope's appears in any condition value.
@@ -25,19 +34,40 @@ a trace gate):
 from __future__ import annotations
 
 import re
+from decimal import Decimal
+from functools import lru_cache
 
-from ..drafter import ARCH_ISA  # the ISA of an arch: the drafter's fallback condition, judged the same way
+from ..drafter import ARCH_ISA, edit_scope  # the ISA of an arch: the drafter's fallback condition, judged the same way
 from ..storegates.model import Gate, RecordView, obj
 from .model import Evidence, Packet, needs_packet
-from .ncu_attribution import strings
+from .ncu_attribution import collapsed, folded, strings
+from .numbers import normalize, number_tokens
 
 NO_FAMILY = "misc"  # the store's directory for records without an operator family
-PRODUCT = (r"[abhlv]\d{2,3}[a-z]?|gb\d{3}|rtx\s?\d{4}(?:\s?ti)?|mi\d{3}[a-z]?|t4|p100")
-ARCH = r"hopper|blackwell(?:-ultra|-geforce)?|ampere|ada|lovelace|volta|turing|pascal|cdna\d|rdna\d"
+PRODUCT = (r"[abhlv]\d{2,3}[a-z]?|g[bh]\d{3}|rtx\s?\d{4}(?:\s?ti)?|mi\d{3}[a-z]?|t4|p100")
+ARCH = (r"hopper|blackwell(?:-ultra|-geforce)?|ampere|ada|lovelace|volta|turing|pascal|maxwell|kepler|rubin|grace|thor"
+        r"|orin|xavier|cdna\d|rdna\d")
 ISA = r"sm_?\d{2,3}a?|gfx\d{3,4}|compute_\d{2,3}"
 DTYPE = (r"bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int4|int8|e4m3|e5m2|e2m1|bfloat16|float16|float32|float64"
          r"|float8\w*|nvfp4|mxfp\d")
-HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE})\b", re.I)
+DSL = r"cutlass|cute(?:dsl)?|triton|gluon|tilelang|thunderkittens|helion|pallas|mojo|hip|cuda|flydsl|aiter"
+# operators: a record about one operator does not claim another's
+OPERATOR = (r"softmax|layer_?norm|rms_?norm|group_?norm|batch_?norm|gemm|matmul|attention|conv[123]d|convolution|moe|top_?k"
+            r"|rope|embedding|all_?reduce|all_?gather|cross_?entropy")
+HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE}|{DSL}|{OPERATOR})\b", re.I)
+HARDWARE_WORDS_LOWER = re.compile(HARDWARE_WORDS.pattern)  # on lower-cased text: no case folding per position
+# a dtype in words, as the name it stands for
+DTYPE_PHRASES = ((re.compile(r"\bhalf[- ]precision\b", re.I), "fp16"), (re.compile(r"\bsingle[- ]precision\b", re.I), "fp32"),
+                 (re.compile(r"\bdouble[- ]precision\b", re.I), "fp64"),
+                 (re.compile(r"\b(\d{1,2})[- ]?bit\s+(?:integer|int)s?\b", re.I), r"int\1"),
+                 (re.compile(r"\b(\d{1,2})[- ]?bit\s+float(?:ing[- ]point)?s?\b", re.I), r"fp\1"))
+SEPARATED = re.compile(r"(?<=[a-z])[-_](?=\d)", re.I)  # FP-8, H-100, sm-90: the names with a separator
+# a scope wider than the record's: no mined record is about every GPU, dtype or DSL
+WIDENING = re.compile(r"(?<![a-z])(?:any|every|all|other)[\s_-]+(?:gpus?|architectures?|archs?|vendors?|hardware|platforms?|dtypes?"
+                      r"|precisions?|dsls?|languages?|devices?)(?![a-z])|(?:architecture|arch|hardware|vendor|platform|dtype|gpu)"
+                      r"[\s_-]?(?:agnostic|independent|neutral)|portable|cross[\s_-]?(?:vendor|arch\w*|platform|gpu)",
+                      re.I)
+WIDENING_LOWER = re.compile(WIDENING.pattern)
 SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
 
@@ -81,8 +111,20 @@ def word(text: str) -> str:
     return re.sub(r"[\s_]", "", text.lower())
 
 
+@lru_cache(maxsize=1 << 14)  # a trace's packets share their code and most of their text
+def text_facts(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """(hardware/dtype/DSL names, scope-widening phrases) one text states."""
+    t = SEPARATED.sub("", folded(normalize(text)))
+    t = t.lower()
+    if "precision" in t or "bit" in t:  # the only words a dtype phrase holds
+        for pattern, name in DTYPE_PHRASES:
+            t = pattern.sub(name, t)
+    return (frozenset(word(m.group(0)) for m in HARDWARE_WORDS_LOWER.finditer(t)),
+            frozenset(collapsed(m.group(0)) for m in WIDENING_LOWER.finditer(t)))
+
+
 def hardware_words(texts) -> set[str]:
-    return {word(m.group(0)) for t in texts for m in HARDWARE_WORDS.finditer(t)}
+    return {w for t in texts for w in text_facts(t)[0]}
 
 
 def packet_texts(packet: Packet) -> list[str]:
@@ -122,7 +164,9 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
     for key, value in measured_on.items():
         if key not in MEASURED_ON_KEYS or value != wanted[key]:
             out.append(f"evidence.summary.measured_on.{key}: {value!r} is not the packet's {wanted.get(key)!r}")
-    known = hardware_words(packet_texts(packet))
+    texts = packet_texts(packet)
+    known = hardware_words(texts)
+    wide = {w for t in texts for w in text_facts(t)[1]}
     for path, text in strings(record):
         if path[:2] == ("evidence", "raw") and len(path) == 3 and path[2] in ("git_commit", "source_repo", "version"):
             continue  # provenance binds these to the trace
@@ -130,7 +174,39 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
         if alien:
             where = ".".join(map(str, path)) or "<top>"
             out.append(f"{where}: names {', '.join(alien)}, which the packet never names")
-    out += condition_mismatches(record, packet)
+        widened = text_facts(text)[1] - wide
+        if widened and path[:2] != ("evidence", "raw"):
+            out.append(f"{'.'.join(map(str, path)) or '<top>'}: {sorted(widened)[0]!r} claims a scope wider than "
+                       "the record's, which the packet never claims")
+    out += condition_mismatches(record, packet) + derived_mismatches(record, packet)
+    return out
+
+
+def derived_mismatches(record: dict, packet: Packet) -> list[str]:
+    """The shape regime, shape count, baseline flag and edit scope the packet determines."""
+    op, out = obj(packet.agent_facing, "operator"), []
+    n, axes = op.get("n_benchmarked_shapes"), op.get("variable_axes")
+    regime = obj(record, "retrieval", "signals", "shape_regime")
+    if "n_shapes" in regime and regime["n_shapes"] != n:
+        out.append(f"retrieval.signals.shape_regime.n_shapes: {regime['n_shapes']!r} is not the packet's {n!r} shapes")
+    if "var_axes" in regime and not (isinstance(regime["var_axes"], list) and isinstance(axes, list)
+                                     and all(a in axes for a in regime["var_axes"])):
+        out.append(f"retrieval.signals.shape_regime.var_axes: {regime['var_axes']!r} is not within the packet's {axes!r}")
+    if regime.get("predicate", "*") != "*":
+        out.append(f"retrieval.signals.shape_regime.predicate: {regime['predicate']!r}, but the packet states no "
+                   "narrower regime than its benchmarked shapes ('*')")
+    metrics = obj(record, "worth", "gain").get("metrics")
+    for i, metric in enumerate(metrics if isinstance(metrics, list) else []):
+        over = metric.get("measured_over") if isinstance(metric, dict) else None
+        counts = {Decimal(t) for t, _ in number_tokens(over)} if isinstance(over, str) else set()
+        if counts and counts != {Decimal(n) if isinstance(n, int) else None}:
+            out.append(f"worth.gain.metrics[{i}].measured_over: {over!r} does not count the packet's {n!r} shapes")
+    base = obj(record, "payload", "trace", "builds_on")
+    if "is_baseline" in base and base["is_baseline"] != bool(obj(packet.agent_facing, "builds_on").get("was_the_untouched_baseline")):
+        out.append(f"payload.trace.builds_on.is_baseline: {base['is_baseline']!r} is not the packet's builds_on")
+    scope = obj(record, "payload", "cost").get("edit_scope")
+    if scope is not None and (packet.code_file or "").endswith(".diff") and scope != edit_scope(packet.code):
+        out.append(f"payload.cost.edit_scope: {scope!r}, but the packet's diff is a {edit_scope(packet.code)!r} edit")
     return out
 
 

@@ -11,24 +11,27 @@ Without such a capture a record states nothing a profiler establishes:
 - payload.problem.bottleneck, retrieval.signals.bottleneck and evidence.summary.mechanism_metrics are
   null or absent, and retrieval.signals.metrics is empty (its metrics are profiler counters);
 - no string of the record (code quoted verbatim aside) names a profiler or a profiler metric: ncu,
-  Nsight, nsys, rocprof, omniperf, CUPTI, "profiler shows", counter names such as `dram__bytes` or
+  Nsight, nsys, rocprof, omniperf, CUPTI, a roofline, "profiler shows" (also glued to what follows,
+  `NCUreport`, and in full-width or look-alike letters), counter names such as `dram__bytes` or
   `dram_throughput_pct`, "achieved occupancy".
 Whatever the capture, basis `microbenchmark` fails (a trace holds no microbenchmark) and so does
 `asserted` (an assertion is not evidence).
 With the capture, the claims must agree with it: payload.problem.bottleneck and bottleneck_evidence.note
-are text of the capture's conclusion (whitespace and case aside), a tool is Nsight Compute's (`ncu`),
+are whole consecutive clauses of the capture's conclusion (whitespace and case aside; a clause ends at
+. ; : , ! or ?), never a fragment that says something else ("not hide"), a tool is Nsight Compute's (`ncu`),
 and retrieval.signals.bottleneck names a class the conclusion gives evidence for (BOTTLENECK_EVIDENCE).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from ..storegates.model import Gate, RecordView, format_loc, obj
 from .model import Evidence, needs_packet
 
 PROFILER_TEXT = re.compile(
-    r"\b(?:ncu|nsight|nsys|rocprof\w*|omniperf|cupti|nvprof)\b|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
+    r"\b(?:ncu|nsight|nsys|rocprof|omniperf|cupti|nvprof)|\broofline|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
     r"confirms?|reveals?|indicates?|data|trace|capture|run|counters?)\b"
     r"|\b(?:dram|lts|l1tex|smsp|sm|gpu|gpc|fbpa)__\w+|\b(?:dram|l2|l1|sm|memory)_throughput\w*"
     r"|\bachieved[_ ]occupancy\b|\b(?:warp|stall)_\w*(?:reason|cycles)\b", re.I)
@@ -61,6 +64,18 @@ def has_usable_capture(ev: Evidence) -> bool:
                     for d in dirs))
 
 
+# Latin letters written with Cyrillic/Greek look-alikes ("Nѕight"), read as the Latin ones
+LOOKALIKE_LETTERS = str.maketrans("аеорсухіѕјԁӏАВЕНКМОРСТХІЅЈαοϲνρτΑΒΕΗΙΚΜΝΟΡΤΧ", "aeopcyxisjdlABEHKMOPCTXISJaocvptABEHIKMNOPTX")
+
+
+def folded(text: str) -> str:
+    """text as a reader sees it: NFKC (full-width), look-alike letters Latin, invisible characters gone."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text).translate(LOOKALIKE_LETTERS)
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Mn", "Me"))
+
+
 def collapsed(text: str) -> str:
     return " ".join(text.split()).casefold()
 
@@ -87,6 +102,8 @@ def without_capture(record: dict) -> list[str]:
     if be.get("basis") not in NO_CAPTURE_BASES + NEVER_BASES and "basis" in be:
         out.append(f"evidence.summary.bottleneck_evidence.basis: {be.get('basis')!r}, but the packet has no usable "
                    "capture of this version")
+    if be.get("note") is not None:
+        out.append("evidence.summary.bottleneck_evidence.note: a bottleneck finding without a usable capture of this version")
     if be.get("tool") is not None:
         out.append(f"evidence.summary.bottleneck_evidence.tool: {be.get('tool')!r} without a usable capture of this version")
     if obj(record, "payload", "problem").get("bottleneck") is not None:
@@ -99,11 +116,30 @@ def without_capture(record: dict) -> list[str]:
     if metrics is not None and not (isinstance(metrics, dict) and all(v is None for v in metrics.values())):
         out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
     for path, text in strings(record):
-        m = PROFILER_TEXT.search(text)
+        m = PROFILER_TEXT.search(text) or PROFILER_TEXT.search(folded(text))
         if m and path[:3] != ("evidence", "raw", "git_commit"):
             out.append(f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
                        "of this version")
     return out
+
+
+CLAUSE_END = re.compile(r"[.;:,!?]+(?:\s|$)|$")
+
+
+def is_clauses_of(value: str, said: str) -> bool:
+    """value is one or more whole consecutive clauses of said: it starts where a clause starts and ends
+    where one ends (a fragment such as "not hide" or "is" turns the conclusion into another claim)."""
+    value = value.rstrip(".;:,!? ")
+    if not value:
+        return False
+    starts = {0} | {m.end() for m in CLAUSE_END.finditer(said)}
+    ends = {m.start() for m in CLAUSE_END.finditer(said)}
+    at = said.find(value)
+    while at != -1:
+        if at in starts and at + len(value) in ends:
+            return True
+        at = said.find(value, at + 1)
+    return False
 
 
 def with_capture(record: dict, conclusion: str) -> list[str]:
@@ -112,8 +148,8 @@ def with_capture(record: dict, conclusion: str) -> list[str]:
     out = []
     for where, value in (("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck")),
                          ("evidence.summary.bottleneck_evidence.note", be.get("note"))):
-        if value is not None and not (isinstance(value, str) and collapsed(value) in said):
-            out.append(f"{where}: not what the capture's conclusion says")
+        if value is not None and not (isinstance(value, str) and is_clauses_of(collapsed(value), said)):
+            out.append(f"{where}: not what the capture's conclusion says (whole clauses of it)")
     tool = be.get("tool")
     if tool is not None and not (isinstance(tool, str) and tool.strip().casefold() in PROFILER_TOOLS):
         out.append(f"evidence.summary.bottleneck_evidence.tool: {tool!r}, but the capture is Nsight Compute's (ncu)")

@@ -14,6 +14,16 @@ states is left over. What counts as a number:
   (`¾` = 0.75), superscripts, circled and Roman numerals, CJK numerals (each read as its own value);
 - cardinal number words: "thirty-eight" = 38, "two hundred" = 200, "half" = 0.5, "twice" = 2;
 - a token followed by `%`, "percent" or "per cent" is a percentage.
+
+What a reader cannot see is not allowed to split or disguise a number (normalize): format characters
+(zero-width space/joiner, soft hyphen, bidi marks) and combining marks are dropped, a digit-group space
+(no-break, thin, narrow no-break, figure space) between digits joins them (`4 096` = 4096), and a letter
+that looks like a digit (Latin/Cyrillic/Greek O, l, I, З, б) in a run of digits reads as that digit
+(`1О%` = 10%, `x1O` = x10); a Latin one only after a digit (`l2`, `-O3` stay words). The same normalization runs on both sides.
+
+unit_tokens(text) -> [(token, unit)] the numbers written with a unit a claim depends on: `%` (a
+percentage), `x` (a factor: `4x`, `4×`, `4 times`, and the words twice/double(d)/triple(d) = 2, 3,
+halve(d)/halving = 2, "an order of magnitude" = 10) and a time unit (`ns`, `us`/`µs`, `ms`).
 """
 
 from __future__ import annotations
@@ -66,11 +76,44 @@ def _numeric_char(ch: str) -> str:
     return f" {Decimal(repr(value)).normalize():f} "
 
 
+# letters a reader takes for digits when they sit in a run of digits
+DIGIT_LOOKALIKES = {"O": "0", "o": "0", "\u041e": "0", "\u043e": "0", "\u039f": "0", "\u03bf": "0", "l": "1",
+                    "I": "1", "\u0406": "1", "\u0456": "1", "\u04c0": "1", "\u0417": "3", "\u0437": "3", "\u0431": "6"}
+_LOOKALIKE = "".join(DIGIT_LOOKALIKES)
+# maximal runs of digits, dots and look-alikes: one linear scan (no lookahead that rescans a run)
+LOOKALIKE_RUN = re.compile(rf"[\d.{_LOOKALIKE}]+")
+_AS_DIGITS = str.maketrans(DIGIT_LOOKALIKES)
+LOOKALIKE_NEXT_TO_DIGIT = re.compile(rf"\d[{_LOOKALIKE}]|[{_LOOKALIKE}]\d")
+# bidirectional controls reorder what a reader sees (`\u202e14.22` shows as 22.41): no record needs one
+BIDI_CONTROL = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+GROUP_SPACE = re.compile(r"(?<=\d)[\u00a0\u2007\u2008\u2009\u202f](?=\d)")
+
+
+def _visible(text: str) -> str:
+    """Drop what renders as nothing (format characters, combining marks); join digit groups."""
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Mn", "Me"))
+    return GROUP_SPACE.sub("", text)
+
+
 def normalize(text: str) -> str:
-    """ASCII digits for every numeric character, then NFKC (full-width letters, ligatures)."""
-    if text.isascii():
-        return text
-    return unicodedata.normalize("NFKC", "".join(ch if ch.isascii() else _numeric_char(ch) for ch in text))
+    """ASCII digits for every numeric character, then NFKC (full-width letters, ligatures); invisible
+    characters dropped and digit look-alikes inside runs of digits read as digits."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", "".join(ch if ch.isascii() else _numeric_char(ch) for ch in _visible(text)))
+    if LOOKALIKE_NEXT_TO_DIGIT.search(text):
+        text = LOOKALIKE_RUN.sub(_as_digits, text)
+    return text
+
+
+def _as_digits(m: re.Match) -> str:
+    """A run holding a digit and a look-alike, read as digits: `1O%`, `x1O`, `4О.5`, `О7`. An ASCII
+    look-alike only after the run's first digit, so `l2` (the cache), `-O3` and `I8` stay words."""
+    run = m.group(0)
+    if not any(c.isdigit() for c in run):
+        return run
+    lead = len(run) - len(run.lstrip(_LOOKALIKE + "."))
+    head = run[:lead]
+    return run.translate(_AS_DIGITS) if not head.isascii() else head + run[lead:].translate(_AS_DIGITS)
 
 
 @lru_cache(maxsize=1 << 15)
@@ -79,6 +122,32 @@ def number_tokens(text: str) -> tuple[tuple[str, bool], ...]:
     out = [(m.group(0), PERCENT_AFTER.match(text, m.end()) is not None) for m in DIGITS.finditer(text)]
     for m in NUMBER_WORDS.finditer(text):
         out.append((format(words_value(m.group(0)), "f"), PERCENT_AFTER.match(text, m.end()) is not None))
+    return tuple(out)
+
+
+UNIT_AFTER = re.compile(r"\s*(?:(?P<pct>%|percent\b|per\s*cent\b|pct\b)|(?P<x>[x\u00d7](?![0-9a-z])|times\b)"
+                        r"|(?P<t>ns|us|\u00b5s|\u03bcs|usec|ms|msec)\b)", re.I)
+FACTOR_WORDS = re.compile(r"\b(?:(?P<two>twice|doubl(?:e|ed|es|ing)|halv(?:e|ed|es|ing)|half\s+the)"
+                          r"|(?P<three>tripl(?:e|ed|es|ing)|thrice)|(?P<ten>orders?\s+of\s+magnitude))\b", re.I)
+DIGITS_WITH_UNIT = re.compile(rf"(?P<n>{DIGITS.pattern}){UNIT_AFTER.pattern}", re.I)
+TIME_UNITS = {"ns": "ns", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us", "ms": "ms", "msec": "ms"}
+
+
+@lru_cache(maxsize=1 << 15)
+def unit_tokens(text: str) -> tuple[tuple[str, str], ...]:
+    """(number token, unit) for every number written as a percentage (`%`), a factor (`x`) or a time
+    (`ns`, `us`, `ms`); see the module doc."""
+    text = normalize(text)
+    out = []
+    for m in DIGITS_WITH_UNIT.finditer(text):  # one scan: only digits a unit follows
+        unit = "%" if m.group("pct") else "x" if m.group("x") else TIME_UNITS[m.group("t").lower()]
+        out.append((m.group("n"), unit))
+    for m in NUMBER_WORDS.finditer(text):
+        u = UNIT_AFTER.match(text, m.end())
+        if u and (u.group("pct") or u.group("x")):
+            out.append((format(words_value(m.group(0)), "f"), "%" if u.group("pct") else "x"))
+    for m in FACTOR_WORDS.finditer(text):
+        out.append(("2" if m.group("two") else "3" if m.group("three") else "10", "x"))
     return tuple(out)
 
 

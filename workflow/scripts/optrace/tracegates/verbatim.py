@@ -3,7 +3,11 @@
 Every line of `implementation.snippet` and `dispatch_snippet` must be a whole line of the packet's
 code file -- for a `.diff` including its `+`, `-` or space prefix -- and the lines must appear in the
 file's order (a selection of lines, never a re-arrangement). Trailing whitespace is ignored (editors
-strip it); blank lines carry no code and may separate the selected lines. The format must name what
+strip it); blank lines carry no code and may separate the selected lines. A diff's snippet quotes the
+step's change: at least one added (`+`) line when the diff adds any (else one removed `-` line), so
+the lines the step deleted, or unchanged context alone, are never presented as what it implemented.
+implementation.core_kernel_name is an identifier of the packet's code (a whole word of it), never a
+harness kernel or one the trace does not hold. The format must name what
 was quoted: `unified-diff` for a `.diff`, `source` for a `.py`. The reference accepted any line of 12+
 characters that was a substring of the code, so fragments, lines without their diff marker and short
 invented lines all passed.
@@ -11,6 +15,7 @@ invented lines all passed.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 
 from ..storegates.model import Gate, RecordView, obj
@@ -46,6 +51,16 @@ def first_unquoted(snippet: str, code: str) -> tuple[int, str, str] | None:
     return None
 
 
+def changed_lines(code: str, mark: str) -> bool:
+    return any(line.startswith(mark) and not line.startswith(mark * 3) for line in code.splitlines())
+
+
+def quotes_the_change(snippet: str, code: str) -> bool:
+    """The snippet holds an added line when the diff adds any, else a removed one (a pure deletion)."""
+    mark = "+" if changed_lines(code, "+") else "-"
+    return changed_lines(snippet, mark)
+
+
 @needs_packet
 def check(view: RecordView, ev: Evidence) -> list[str]:
     impl = obj(view.record, "payload", "implementation")
@@ -57,10 +72,18 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
         return [f"{rel}: payload.implementation.{k}: quotes code, but the packet has no code file" for k, _ in quoted]
     out = []
     for key, snippet in quoted:
+        if (packet.code_file or "").endswith(".diff") and not quotes_the_change(snippet, packet.code):
+            out.append(f"{rel}: payload.implementation.{key}: quotes none of the lines this step "
+                       f"{'added' if changed_lines(packet.code, '+') else 'removed'} in {packet.code_file}")
         bad = first_unquoted(snippet, packet.code)
         if bad is not None:
             n, line, why = bad
             out.append(f"{rel}: payload.implementation.{key} line {n}: {line[:100]!r} {why} {packet.code_file}")
+    name = impl.get("core_kernel_name")
+    if name is not None and not (isinstance(name, str) and re.fullmatch(r"\w+", name)
+                                 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", packet.code)):
+        out.append(f"{rel}: payload.implementation.core_kernel_name: {str(name)[:80]!r} is not an identifier of "
+                   f"{packet.code_file}")
     kind = next((k for suffix, k in FORMAT_OF_SUFFIX.items() if (packet.code_file or "").endswith(suffix)), None)
     fmt = impl.get("format")
     if kind and isinstance(fmt, str) and not fmt.startswith(kind):
