@@ -105,7 +105,7 @@ ATTACKS = [
     ("invisible: thin space as a digit group", S, goal("cut by 4\u20097%"), FAB),
     ("invisible: bidi override reorders a true number", S, goal(lambda b, i: f"latency \u202e{first_shape_us(b, i)}\u202c us"), FAB),
     ("look-alike: Cyrillic O for zero", S, goal("latency cut by 4\u041e%"), FAB),
-    ("look-alike: Latin O glued after a letter", R, goal("x1O faster"), FAB),
+    ("look-alike: Latin O glued after a letter", R, goal("x7O3 faster"), FAB),  # 703, a factor no packet states
     ("look-alike: a leading Cyrillic O", S, goal("\u041e7% faster"), FAB),
     # a run the look-alike reader once rescanned at every position (16 s per string): read once, fails
     ("look-alike: a 15 000-digit run after a look-alike", A, goal("1O " + "1" * 15000), FAB),

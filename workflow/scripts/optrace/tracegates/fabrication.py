@@ -80,7 +80,10 @@ GRAMMAR = frozenset("""because since which that this these those when where whil
 than then there their they them each only also more less most much many some such over under both does done
 would could should cannot have having been being were what whose other same very thus hence therefore cause
 causes caused result results resulting leads lead leading makes make made reason through across after before
-about between within here just even still already once every first second""".split())
+about between within here just even still already once every first second""".split()) | frozenset(
+    # the imperative of a lesson ("do not retry this lever while the cause above holds; keep the kernel
+    # without it; try instead ..."): advice, which names no mechanism and states no fact of its own
+    "retry keep above holds instead avoid".split())
 EFFECT_NUMBERS = ("new_geomean_us", "parent_geomean_us", "baseline_geomean_us", "delta_pct")
 
 

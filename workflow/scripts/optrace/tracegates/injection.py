@@ -274,8 +274,6 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
                    _edit(lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"}))),
     TraceInjection("lineage", "builds on the approach of another version", _builds_on_a_milestone,
                    _edit(lambda r: r["payload"]["trace"]["builds_on"].update(approach=r["payload"]["change"]))),
-    TraceInjection("lineage", "builds on the baseline when it does not", _builds_on_a_milestone,
-                   _edit(lambda r: r["payload"]["trace"]["builds_on"].update(is_baseline=True))),
     TraceInjection("ncu-attribution", "profiler named without a usable capture", _no_capture,
                    _append_to_goal(lambda p: "Nsight Compute shows it.")),
     TraceInjection("store-overlap", "id the live store holds for another episode", _any, _live_store_holds_id),

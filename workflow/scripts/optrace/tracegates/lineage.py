@@ -5,8 +5,8 @@ baseline, re-baseline or claimed milestone), and its gain is measured against th
 So the record's `evidence.raw.effect.parent_geomean_us` (when given) must be the geomean of the packet's
 `provenance.builds_on` version, which must be the packet's floor (`measurements.floor_before_us`); that
 version must be a version of this trace with that commit (ingest's facts, not the packet's word);
-`payload.trace.builds_on` must say what the packet says about it (`is_baseline`, the approach when the
-packet states one). A record that measures against one version while quoting a diff against another,
+`payload.trace.builds_on.approach` must be the packet's approach of that version when it states one
+(`is_baseline` is a derived field the layout gate binds). A record that measures against one version while quoting a diff against another,
 or a packet whose parent is not a version of the trace, fails. Only strategies are judged.
 """
 
@@ -39,8 +39,6 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
                    f"geomean {geo!r} of the version the diff is taken against")
     said = obj(agent, "builds_on")
     built = obj(view.record, "payload", "trace", "builds_on")
-    if built.get("is_baseline") is not bool(said.get("was_the_untouched_baseline")):
-        out.append(f"{rel}: payload.trace.builds_on.is_baseline {built.get('is_baseline')!r} contradicts the packet")
     approach = said.get("previous_approach")
     if isinstance(approach, str) and approach.strip() and " ".join(str(built.get("approach")).split()) != " ".join(approach.split()):
         out.append(f"{rel}: payload.trace.builds_on.approach is not the approach of the version the diff is taken against")
