@@ -28,7 +28,7 @@ import re
 
 from ..drafter import ARCH_ISA  # the ISA of an arch: the drafter's fallback condition, judged the same way
 from ..storegates.model import Gate, RecordView, obj
-from .model import Evidence, Packet, needs_packet
+from .model import Evidence, Packet, findall_ignorecase, needs_packet
 from .ncu_attribution import strings
 
 NO_FAMILY = "misc"  # the store's directory for records without an operator family
@@ -40,6 +40,7 @@ DTYPE = (r"bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int4|int8|e4m3|e5m2|e2m1|bfloat1
 HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE})\b", re.I)
 SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
+PROVENANCE_BOUND = frozenset(("evidence", "raw", k) for k in ("git_commit", "source_repo", "version"))  # provenance's
 
 
 def staged_path(packet: Packet) -> str:
@@ -72,7 +73,9 @@ def word(text: str) -> str:
 
 
 def hardware_words(texts) -> set[str]:
-    return {word(m.group(0)) for t in texts for m in HARDWARE_WORDS.finditer(t)}
+    # One scan over the texts joined by NUL finds exactly what a scan of each text finds: NUL is a
+    # non-word character that no part of HARDWARE_WORDS matches, so no hit spans two texts.
+    return {word(m) for m in findall_ignorecase(HARDWARE_WORDS, "\0".join(texts))}
 
 
 def packet_texts(packet: Packet) -> list[str]:
@@ -113,13 +116,13 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
         if key not in MEASURED_ON_KEYS or value != wanted[key]:
             out.append(f"evidence.summary.measured_on.{key}: {value!r} is not the packet's {wanted.get(key)!r}")
     known = hardware_words(packet_texts(packet))
-    for path, text in strings(record):
-        if path[:2] == ("evidence", "raw") and len(path) == 3 and path[2] in ("git_commit", "source_repo", "version"):
-            continue  # provenance binds these to the trace
-        alien = sorted(hardware_words([text]) - known)
-        if alien:
-            where = ".".join(map(str, path)) or "<top>"
-            out.append(f"{where}: names {', '.join(alien)}, which the packet never names")
+    judged = [(path, text) for path, text in strings(record) if path not in PROVENANCE_BOUND]
+    if not hardware_words([text for _, text in judged]) <= known:  # only then say which strings
+        for path, text in judged:
+            alien = sorted(hardware_words([text]) - known)
+            if alien:
+                where = ".".join(map(str, path)) or "<top>"
+                out.append(f"{where}: names {', '.join(alien)}, which the packet never names")
     out += condition_mismatches(record, packet)
     return out
 

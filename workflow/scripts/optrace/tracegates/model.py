@@ -7,6 +7,7 @@ gets the record's `Evidence`: its packet (None when no packet targets the record
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
 from typing import Any, Callable, Mapping
@@ -95,6 +96,24 @@ class Evidence:
 
     packet: Packet | None
     trace: TraceContext
+
+
+_CASE_SENSITIVE: dict[re.Pattern, re.Pattern] = {}
+
+
+def findall_ignorecase(pattern: re.Pattern, text: str) -> list:
+    """pattern.findall(text) for a re.I pattern spelled in lower case, ~3x faster on ASCII text.
+
+    On ASCII text re.I matches exactly what the case-sensitive pattern matches in text.lower() (and the
+    hits are the lowered hits); any other text is scanned as it is (re.I also folds a few non-ASCII
+    letters, such as the Kelvin sign, onto ASCII ones).
+    """
+    if not text.isascii():
+        return pattern.findall(text)
+    if pattern not in _CASE_SENSITIVE:
+        assert pattern.flags & re.I and pattern.pattern == pattern.pattern.lower(), pattern.pattern
+        _CASE_SENSITIVE[pattern] = re.compile(pattern.pattern, pattern.flags & ~re.I)
+    return _CASE_SENSITIVE[pattern].findall(text.lower())
 
 
 def needs_packet(check: Callable[[RecordView, Evidence], list[str]]) -> Callable[[RecordView, Evidence], list[str]]:

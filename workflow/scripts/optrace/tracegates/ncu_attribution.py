@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from ..storegates.model import Gate, RecordView, format_loc, obj
-from .model import Evidence, needs_packet
+from .model import Evidence, findall_ignorecase, needs_packet
 
 PROFILER_TEXT = re.compile(
     r"\b(?:ncu|nsight|nsys|rocprof\w*|omniperf|cupti|nvprof)\b|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
@@ -98,9 +98,14 @@ def without_capture(record: dict) -> list[str]:
     metrics = summary.get("mechanism_metrics")
     if metrics is not None and not (isinstance(metrics, dict) and all(v is None for v in metrics.values())):
         out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
-    for path, text in strings(record):
+    judged = [(path, text) for path, text in strings(record) if path[:3] != ("evidence", "raw", "git_commit")]
+    # NUL matches no part of PROFILER_TEXT and is a word boundary: one search over the joined texts
+    # finds a hit exactly when some text has one; only then say which
+    if not findall_ignorecase(PROFILER_TEXT, "\0".join(text for _, text in judged)):
+        judged = []
+    for path, text in judged:
         m = PROFILER_TEXT.search(text)
-        if m and path[:3] != ("evidence", "raw", "git_commit"):
+        if m:
             out.append(f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
                        "of this version")
     return out
