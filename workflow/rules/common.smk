@@ -57,10 +57,16 @@ def trace_inputs(wildcards):
     return {}
 
 
+_FINGERPRINTS = {}
+
+
 def trace_fingerprint(wildcards):
+    """Once per trace and run: ingest's and packets' params share it (it stats every file of memory/)."""
     t = TRACES[wildcards.slug]
-    # the example is rebuilt from resources/, so its sources identify it before it exists
-    return source_digest() if t.example else fingerprint(t.path)
+    if t.slug not in _FINGERPRINTS:
+        # the example is rebuilt from resources/, so its sources identify it before it exists
+        _FINGERPRINTS[t.slug] = source_digest() if t.example else fingerprint(t.path)
+    return _FINGERPRINTS[t.slug]
 
 
 def ingest_args(wildcards):
