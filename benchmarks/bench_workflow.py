@@ -5,7 +5,11 @@ the no-op re-run and the re-run after a 10-record agent batch lands in one trace
 (only that trace's validate, then stage and readme, may run). The controller's peak memory is its own
 high-water mark (VmHWM, read from /proc while it runs), not that of the jobs it starts.
 
-    python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400]
+`--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the per-trace sources,
+the build, the split) and prints each dataset job's time and peak memory (from the rules' `benchmark:`
+files), then `optrace.dataset.load` over the result.
+
+    python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
 
 Targets (DESIGN §9, 2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
 `snakemake -n` on 1000 traces <= 15 s with the controller <= 500 MB.
@@ -128,11 +132,43 @@ def fresh_workflow(dest: Path) -> Path:
     return dest
 
 
+def benchmark_rows(paths: list[Path]) -> list[dict]:
+    rows = []
+    for p in paths:
+        header, values = p.read_text().splitlines()[:2]
+        rows.append(dict(zip(header.split("\t"), values.split("\t"))))
+    return rows
+
+
+def dataset_only(wd: Path, cfg: str) -> None:
+    total, peak, log = snakemake(wd, "dataset", "--config", cfg)
+    print(f"  dataset target:         {total:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}")
+    bench = wd / "results" / "benchmarks" / "dataset"
+    sources = benchmark_rows(sorted((bench / "sources").glob("*.tsv")))
+    print(f"    sources (per trace):  {sum(float(r['s']) for r in sources):7.1f} s summed over {len(sources)} jobs, "
+          f"max {max(float(r['s']) for r in sources):.2f} s, peak RSS max {max(float(r['max_rss']) for r in sources):.0f} MB")
+    for name in ("build", "split"):
+        (row,) = benchmark_rows([bench / f"{name}.tsv"])
+        print(f"    {name:19s}: {float(row['s']):7.2f} s  peak RSS {float(row['max_rss']):.0f} MB")
+    code = ("import resource, time, sys; t=time.perf_counter(); from optrace.dataset import load; "
+            f"f=load({str(wd / 'results' / 'dataset')!r}); "
+            "print(f'{time.perf_counter()-t:.2f} {len(f)} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024:.0f}')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**ENV, "PYTHONPATH": str(wd / "workflow" / "scripts")})
+    if res.returncode != 0:
+        raise SystemExit(f"load() failed:\n{res.stderr[-3000:]}")
+    secs, rows, rss = res.stdout.split()
+    print(f"    load():               {float(secs):7.2f} s  {rows} samples, peak RSS {rss} MB")
+    sizes = {p.name: p.stat().st_size for p in sorted((wd / "results" / "dataset").glob("*.parquet"))}
+    print("    files: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in sizes.items()))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=int, nargs="+", default=[100, 400, 1000])
     ap.add_argument("--versions", type=int, default=30)
     ap.add_argument("--full-max", type=int, default=400, help="run the full workflow only on sheets up to this size")
+    ap.add_argument("--dataset-only", action="store_true", help="only the dataset target, with per-job time and memory")
     args = ap.parse_args()
     print(f"{platform.node()} {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, python {platform.python_version()}")
     with tempfile.TemporaryDirectory(prefix="optrace-wf-bench-") as tmp:
@@ -143,6 +179,9 @@ def main() -> int:
             print(f"\n{n} traces of {args.versions} versions built in {time.perf_counter() - t0:.1f} s")
             wd = fresh_workflow(tmp / "wf")
             cfg = f"traces={sheet}"
+            if args.dataset_only:
+                dataset_only(wd, cfg)
+                continue
             plan, peak, _ = snakemake(wd, "-n", "--config", cfg)
             print(f"  plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB{cpu_note()}")
             if n > args.full_max:

@@ -256,8 +256,8 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
 
     bad = workdir / "results/distilled" / EXAMPLE / "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1.json"
     write_record(bad, {"id": "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"})
-    # a new record re-runs only this trace's validation (and the summary), never distill or the stages before
-    assert planned(workdir, "validate") == ["validate", "validate_summary", "validate_trace"]
+    # a new record re-runs only this trace's validation, the summary, stage and README; never distill or before
+    assert planned(workdir, "validate") == ["readme", "stage", "validate", "validate_summary", "validate_trace"]
     res = snakemake(workdir, "validate")
     assert res.returncode == 1
     assert f"FAIL distilled/{EXAMPLE}/{bad.name}" in res.stdout
