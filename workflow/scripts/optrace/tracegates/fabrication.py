@@ -190,7 +190,8 @@ class Pool:
     @cached_property
     def words(self) -> frozenset[str]:
         texts, _ = self._texts
-        return frozenset(stem(w) for w in WORD.findall(("\n".join(texts) + "\n" + self.code).lower()))
+        # a packet repeats its words: stem each distinct one once (the same set)
+        return frozenset(map(stem, set(WORD.findall(("\n".join(texts) + "\n" + self.code).lower()))))
 
     def supports(self, value: Decimal) -> bool:
         return matches(self.stated, value) or matches(self.in_code, value)
