@@ -87,10 +87,12 @@ rule dataset:
 # The run summary (optrace.summary): per trace and in total, what was staged, what failed and why, and
 # where the results are. `strict: true` (or the `validate` target) turns a failing record into exit 1.
 onsuccess:
+    stop_rescheduling()
     status = run_summary(run_failed=False)
     if status:
         raise SystemExit(status)
 
 
 onerror:
+    stop_rescheduling()
     run_summary(run_failed=True)

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -39,6 +40,8 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 PEAK_MB: dict[str, float] = {}  # optrace command -> largest peak RSS of one process
+CPU_S = [0.0]  # user+sys seconds of every optrace process so far: the figure a loaded machine leaves intact
+CPU_LOCK = threading.Lock()
 
 
 def run(args: list, quiet: bool = True) -> float:
@@ -53,6 +56,8 @@ def run(args: list, quiet: bool = True) -> float:
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit(f"optrace {args[0]} failed:\n{text}")
     PEAK_MB[args[0]] = max(PEAK_MB.get(args[0], 0.0), usage.ru_maxrss / 1024)
+    with CPU_LOCK:
+        CPU_S[0] += usage.ru_utime + usage.ru_stime
     if not quiet:
         print(text.strip())
     return wall
@@ -85,36 +90,42 @@ def drop_cache(results: Path, slugs: list[str]) -> None:
         (results / "work" / slug / "validation-cache.json").unlink(missing_ok=True)
 
 
-def full_runs(results: Path, slugs: list[str], runs: int, jobs: int) -> list[float]:
-    times = []
+def full_runs(results: Path, slugs: list[str], runs: int, jobs: int) -> tuple[list[float], list[float]]:
+    """(wall seconds, CPU seconds of all its processes) of each run."""
+    times, cpu = [], []
     for _ in range(runs):
         drop_cache(results, slugs)
+        before = CPU_S[0]
         times.append(validate_all(results, slugs, jobs))
-    return times
+        cpu.append(CPU_S[0] - before)
+    return times, cpu
 
 
-def increment_runs(results: Path, slug: str, runs: int) -> list[float]:
+def increment_runs(results: Path, slug: str, runs: int) -> tuple[list[float], list[float]]:
     """Hold back 10 records of one trace, validate it (warming its cache), put them back, time the re-run."""
     folder = results / "distilled" / slug
     newest = sorted(folder.glob("*.json"))[-NEW_RECORDS:]
     aside = folder.parent / ".held-back"
     aside.mkdir(exist_ok=True)
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
         for path in newest:
             path.rename(aside / path.name)
         validate(results, slug)
         for path in newest:
             (aside / path.name).rename(path)
+        before = CPU_S[0]
         times.append(validate(results, slug))
-    return times
+        cpu.append(CPU_S[0] - before)
+    return times, cpu
 
 
-def report(name: str, times: list[float], target: float, reference: float | None) -> None:
+def report(name: str, runs: tuple[list[float], list[float]], target: float, reference: float | None) -> None:
+    times, cpu = runs
     median = statistics.median(times)
     ref = f"; reference {reference} s -> {reference / median:.1f}x faster" if reference else ""
-    print(f"  {name}: median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}); "
-          f"target {target} s: {'met' if median <= target else 'MISSED'}{ref}")
+    print(f"  {name}: median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}), "
+          f"{statistics.median(cpu):.2f} CPU s; target {target} s: {'met' if median <= target else 'MISSED'}{ref}")
 
 
 def main() -> int:

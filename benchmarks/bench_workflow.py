@@ -48,26 +48,47 @@ def _vm_hwm_mb(pid: int) -> float | None:
     return None
 
 
+def _cpu_s(pid: int) -> float | None:
+    """The process's own user+sys CPU seconds so far (/proc/<pid>/stat utime, stime), not its children's."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+CPU: dict[str, float] = {}  # of the last snakemake run: controller (its own) and jobs (all its children)
+
+
 def snakemake(wd: Path, *args: str) -> tuple[float, float, str]:
-    """Wall seconds, controller peak MB and the log of one snakemake run."""
+    """Wall seconds, controller peak MB and the log of one snakemake run; its CPU seconds go to CPU."""
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "snakemake", "-c2", *args], cwd=wd, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = [0.0]
+    peak, own = [0.0], [0.0]
 
-    def watch() -> None:
-        while proc.poll() is None:
+    def watch() -> None:  # until the controller is reaped: /proc/<pid> of a zombie still answers
+        while proc.returncode is None:
             peak[0] = max(peak[0], _vm_hwm_mb(proc.pid) or 0.0)
+            own[0] = max(own[0], _cpu_s(proc.pid) or 0.0)
             time.sleep(0.1)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     log = proc.stdout.read()
-    proc.wait()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     watcher.join()
     if proc.returncode != 0:
         raise SystemExit(f"snakemake failed:\n{log[-3000:]}")
+    total = usage.ru_utime + usage.ru_stime  # the controller and every job it waited for
+    CPU.update(controller=own[0], jobs=max(total - own[0], 0.0))
     return time.perf_counter() - t0, peak[0], log
+
+
+def cpu_note() -> str:
+    return f"  CPU: controller {CPU['controller']:6.1f} s, jobs {CPU['jobs']:6.1f} s"
 
 
 def jobs_run(log: str) -> dict[str, int]:
@@ -162,16 +183,19 @@ def main() -> int:
                 dataset_only(wd, cfg)
                 continue
             plan, peak, _ = snakemake(wd, "-n", "--config", cfg)
-            print(f"  plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB")
+            print(f"  plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB{cpu_note()}")
             if n > args.full_max:
                 continue
             full, peak, log = snakemake(wd, "--config", cfg)
-            print(f"  full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}")
+            print(f"  full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
+                  f"{cpu_note()}")
             noop, peak, log = snakemake(wd, "--config", cfg)
-            print(f"  no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}")
+            print(f"  no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
+                  f"{cpu_note()}")
             k = ten_new_records(wd / "results", "0000-gemm-n4096-k4096")
             batch, peak, log = snakemake(wd, "--config", cfg)
-            print(f"  after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}")
+            print(f"  after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
+                  f"{cpu_note()}")
     return 0
 
 

@@ -2,6 +2,7 @@
 import hashlib
 import os
 import sys
+import threading
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -69,10 +70,16 @@ def trace_inputs(wildcards):
     return {}
 
 
+_FINGERPRINTS = {}
+
+
 def trace_fingerprint(wildcards):
+    """Once per trace and run: ingest's and packets' params share it (it stats every file of memory/)."""
     t = TRACES[wildcards.slug]
-    # the example is rebuilt from resources/, so its sources identify it before it exists
-    return source_digest() if t.example else fingerprint(t.path)
+    if t.slug not in _FINGERPRINTS:
+        # the example is rebuilt from resources/, so its sources identify it before it exists
+        _FINGERPRINTS[t.slug] = source_digest() if t.example else fingerprint(t.path)
+    return _FINGERPRINTS[t.slug]
 
 
 def ingest_args(wildcards):
@@ -139,3 +146,12 @@ def run_summary(run_failed):
     except Exception as exc:  # noqa: BLE001 - see the docstring
         print(f"run summary unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0
+
+
+def stop_rescheduling():
+    """Cancel the scheduler's pending re-evaluation timers: the run is over. Snakemake starts one
+    threading.Timer (max-jobs-per-timespan's timespan, profiles/default) per scheduling round, and
+    Python waits for every pending one before it exits."""
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.cancel()

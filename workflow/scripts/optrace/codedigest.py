@@ -23,11 +23,27 @@ def _module_path(pkg: Path, dotted: str) -> Path | None:
     return None
 
 
-def _imports(pkg: Path, path: Path) -> set[str]:
-    """Package-internal modules one file imports (relative imports and `optrace.*`)."""
+# Fields of a statement that hold statements: an import is a statement, so it can only be found there
+# (expressions never need a visit, which is most of a module's nodes).
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree: ast.Module):
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for name in _BODIES:
+            todo.extend(getattr(node, name, ()))
+
+
+@lru_cache(maxsize=None)  # every stage's closure shares most modules: parse each file once per run
+def _imports(pkg: Path, path: Path) -> frozenset[str]:
+    """Package-internal modules one file imports (relative imports and `optrace.*`), at any depth
+    (an import inside a function counts)."""
     here = path.parent.relative_to(pkg).parts
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _statements(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 parent = here[: len(here) - (node.level - 1)] if node.level > 1 else here
@@ -40,7 +56,7 @@ def _imports(pkg: Path, path: Path) -> set[str]:
             found.update(f"{base}.{a.name}" if base else a.name for a in node.names)  # `from . import x`
         elif isinstance(node, ast.Import):
             found.update(a.name.partition(".")[2] for a in node.names if a.name.split(".")[0] == PACKAGE)
-    return found
+    return frozenset(found)
 
 
 @lru_cache(maxsize=None)

@@ -30,13 +30,18 @@ def dumps_compact(obj: Any) -> str:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    write_lines_atomic(path, (text,))
+
+
+def write_lines_atomic(path: str | os.PathLike, pieces: Iterable[str]) -> None:
+    """write_text_atomic of "".join(pieces), written piece by piece (no whole-file string in memory)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; outputs are shared like any file the user writes
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+            fh.writelines(pieces)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -48,9 +53,7 @@ def write_json(path, obj: Any) -> None:
 
 
 def write_jsonl(path, rows: Iterable[Any]) -> None:
-    write_text_atomic(
-        path, "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    )
+    write_lines_atomic(path, (json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))
 
 
 def read_json(path) -> Any:

@@ -244,7 +244,8 @@ class Pool:
         texts, _ = self._texts
         # the target's scope names the operator the statement describes (dense-gemm-shape-sweep)
         scope = [v for v in obj(self.packet.target, "scope").values() if isinstance(v, str)]
-        return frozenset(stem(w) for w in WORD.findall(("\n".join(texts + scope) + "\n" + self.code).lower()))
+        # a packet repeats its words: stem each distinct one once (the same set)
+        return frozenset(map(stem, set(WORD.findall(("\n".join(texts + scope) + "\n" + self.code).lower()))))
 
     def supports(self, value: Decimal) -> bool:
         return matches(self.stated, value) or matches(self.in_code, value)

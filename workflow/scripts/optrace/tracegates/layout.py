@@ -70,6 +70,7 @@ WIDENING = re.compile(r"(?<![a-z])(?:any|every|all|other)[\s_-]+(?:gpus?|archite
 WIDENING_LOWER = re.compile(WIDENING.pattern)
 SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
+PROVENANCE_BOUND = frozenset(("evidence", "raw", k) for k in ("git_commit", "source_repo", "version"))  # provenance's
 
 
 SAFE_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # a directory or file name that cannot climb or hide
@@ -168,8 +169,8 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
     known = hardware_words(texts)
     wide = {w for t in texts for w in text_facts(t)[1]}
     for path, text in strings(record):
-        if path[:2] == ("evidence", "raw") and len(path) == 3 and path[2] in ("git_commit", "source_repo", "version"):
-            continue  # provenance binds these to the trace
+        if path in PROVENANCE_BOUND:
+            continue
         alien = sorted(hardware_words([text]) - known)
         if alien:
             where = ".".join(map(str, path)) or "<top>"

@@ -115,9 +115,13 @@ def without_capture(record: dict) -> list[str]:
     metrics = summary.get("mechanism_metrics")
     if metrics is not None and not (isinstance(metrics, dict) and all(v is None for v in metrics.values())):
         out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
-    for path, text in strings(record):
+    judged = [(path, text) for path, text in strings(record) if path[:3] != ("evidence", "raw", "git_commit")]
+    joined = "\0".join(text for _, text in judged)  # NUL is a boundary no part of PROFILER_TEXT matches
+    if not (PROFILER_TEXT.search(joined) or PROFILER_TEXT.search(folded(joined))):
+        judged = []  # one scan says no string has a hit; only a hit needs the per-string scan that says where
+    for path, text in judged:
         m = PROFILER_TEXT.search(text) or PROFILER_TEXT.search(folded(text))
-        if m and path[:3] != ("evidence", "raw", "git_commit"):
+        if m:
             out.append(f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
                        "of this version")
     return out
