@@ -12,7 +12,6 @@ without a claim. A jump beyond the re-baseline factor with none of these is a cl
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass
 
@@ -137,7 +136,7 @@ def run_ladder(rows: list[dict], t: Thresholds = Thresholds()) -> list[Step]:
         review = None
         if geo * t.rebaseline_factor < best or geo > best * t.rebaseline_factor:
             review = (f"{best / geo:.1f}x faster" if geo < best else f"{geo / best:.1f}x slower") + \
-                f" than the floor with no re-baseline evidence (reference, harness files, text): review"
+                " than the floor with no re-baseline evidence (reference, harness files, text): review"
         if improve >= t.milestone_pct and not row["no_change"]:
             kind = "mega" if improve >= t.mega_pct else "milestone"
             steps.append(Step(row["version"], row["n"], kind, f"{improve:.2f}% faster than the floor", geo, improve, best,

@@ -160,7 +160,7 @@ def render_md(recon: dict) -> str:
         review = f" **Review:** {s['review']}" if s.get("review") else ""
         out.append(f"| {s['version']} | {s['outcome']}{mark} | {geo} | {pct} | {s['reason'].replace('|', '/')}{review} |")
     flagged = [s for s in lad["steps"] if s.get("review")]
-    out += ["", f"Flagged for review (a jump beyond the re-baseline factor without re-baseline evidence): "
+    out += ["", "Flagged for review (a jump beyond the re-baseline factor without re-baseline evidence): "
             + (", ".join(s["version"] for s in flagged) or "none")]
     out += ["", "## Failures", ""]
     out += [f"- {k}: {v}" for k, v in f["rejection_reasons"].items()] or ["- none"]
