@@ -11,12 +11,13 @@ rule recon_trace:
     params:
         ladder=ladder_args(),
         live_store=live_store_arg,
+        guard=guard_args,
         code=code_digest("recon"),
     log:
         f"{RESULTS}/logs/recon/{{slug}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/recon/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace recon --work-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.pertrace {params.guard} -- recon --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "
         "{params.live_store} > {log} 2>&1"

@@ -405,7 +405,8 @@ def main(argv: list[str]) -> int:
             print(f"dataset: wrote {export_csv(path)}")
         return 0
     thresholds = Thresholds(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
-    ds = build([read_trace(d) for d in args.work_dirs], thresholds)
+    # a trace that failed ingest (optrace.pertrace's placeholder meta.json) has no rows to contribute
+    ds = build([t for t in map(read_trace, args.work_dirs) if "failed" not in t.meta], thresholds)
     write_dataset(ds, args.out_dir, thresholds)
     excluded = sum(sum(s.excluded.values()) for s in ds.summaries.values())
     print(f"dataset: {len(ds.summaries)} trace(s): {len(ds.measurements)} measurements "

@@ -7,11 +7,13 @@ memory/, profiles/ and metadata from the work tree (or, for a bundle, from HEAD'
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import grammar
+from .anonymize_patterns import DENYLIST_ENV, denylist_pattern, read_denylist
 from .dsl import detect_dsl
 from .errors import InputError
 from .families import operator_slug, trace_slug, workload_family
@@ -22,6 +24,7 @@ from .autotune import ingest_autotune
 from .memory import StepRecord, scan_memory
 from .metadata import Metadata, dsl_from_languages, read_metadata
 from .profiles import ProfileCapture, ignored_profile_dirs, scan_profiles
+from .sheet import safe_label
 
 DEFAULT_NON_TARGET = ["distribution_elementwise_grid_stride_kernel"]
 # Read cap of one kernel.py blob, before DSL detection and before packets diff it: real kernels are
@@ -243,8 +246,11 @@ def harness_of(meta: Metadata, over: Overrides) -> str:
 
 
 def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, over: Overrides,
-           non_target: list[str], scratch: Path | None = None) -> tuple[list[dict], list[dict], dict, list[dict]]:
+           non_target: list[str], scratch: Path | None = None,
+           denylist: tuple[str, ...] = ()) -> tuple[list[dict], list[dict], dict, list[dict]]:
     with open_trace(trace_path, scratch) as trace:
+        # a directory name holding a denylisted term never names the operator (nor, through it, an id)
+        name, _ = safe_label(trace.name, str(trace_path), denylist_pattern(denylist), label)
         commits = trace.history.commits()
         if not commits:
             raise InputError(trace_path, "the repository has no commits")
@@ -270,10 +276,10 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
         warnings += files.skipped()
         if not any(c.kernel_changed for c in commits):
             warnings.append(f"no commit changes {KERNEL_FILE}: kernel versions and diffs are unavailable")
-        operator = meta_in.operator_name or trace.name
+        operator = meta_in.operator_name or name
         meta = {
-            "slug": trace_slug(label or trace.name),
-            "source_label": label or trace.name,
+            "slug": trace_slug(label or name),
+            "source_label": label or name,
             "operator_name": operator,
             "operator_slug": operator_slug(operator),
             "workload_family": workload_family(operator),
@@ -307,6 +313,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--product")
     ap.add_argument("--dsl")
     ap.add_argument("--harness")
+    ap.add_argument("--denylist-env", default=DENYLIST_ENV, help="variable naming the private denylist file")
     ap.add_argument("--non-target-kernels", default=",".join(DEFAULT_NON_TARGET),
                     help="comma-separated harness kernels whose captures are unusable")
     args = ap.parse_args(argv)
@@ -318,7 +325,8 @@ def main(argv: list[str]) -> int:
     non_target = [k.strip() for k in args.non_target_kernels.split(",") if k.strip()]
     out = Path(args.out_dir)
     rows, profiles, meta, autotune = ingest(args.trace, label=args.label, table=table, over=over,
-                                            non_target=non_target, scratch=out)
+                                            non_target=non_target, scratch=out,
+                                            denylist=read_denylist({DENYLIST_ENV: os.environ.get(args.denylist_env, "")}))
     write_jsonl(out / "versions.jsonl", rows)
     write_jsonl(out / "profiles.jsonl", profiles)
     write_jsonl(out / "autotune.jsonl", autotune)
