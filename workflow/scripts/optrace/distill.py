@@ -48,10 +48,15 @@ def dumps_record(record: dict) -> str:
 def write_new(path: Path, text: str) -> bool:
     """Write `path` atomically unless it exists; False when it already does (someone else wrote it).
 
-    The text goes to a hidden temp file that is then hard-linked into place: a link never replaces an
-    existing file, so a record an agent writes at the same moment is never clobbered.
+    The text goes to a temp file that is then hard-linked into place: a link never replaces an
+    existing file, so a record an agent writes at the same moment is never clobbered. The temp file
+    lives outside distilled/ (in the trace's work dir, same file system), so a job killed mid-write
+    leaves nothing in distilled/ for validation or a user to trip over; `distill` clears it on start.
     """
-    staging = path.with_name(f".{path.name}.{os.getpid()}.draft")
+    tmp_dir = draft_tmp_dir(path)
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = tmp_dir / f"{path.name}.{os.getpid()}.draft"
     write_text_atomic(staging, text)
     try:
         os.link(staging, path)
@@ -65,6 +70,32 @@ def write_new(path: Path, text: str) -> bool:
         return True
     finally:
         staging.unlink(missing_ok=True)
+
+
+def draft_tmp_dir(record: Path) -> Path:
+    """<results>/work/<slug>/distill-tmp for a record at <results>/distilled/<slug>/<id>.json."""
+    return record.parents[2] / "work" / record.parent.name / "distill-tmp"
+
+
+JOURNAL = "journal"  # names of records this job's drafter wrote; removed when the job completes
+
+
+def clear_leftovers(out_root: Path, slug: str) -> set[str]:
+    """Remove temp files of a killed earlier run of this trace's job (only one runs at a time per
+    trace) and return the names its journal says the drafter had written before it was killed."""
+    tmp_dir = out_root / "work" / slug / "distill-tmp"
+    journal = tmp_dir / JOURNAL
+    written = set(journal.read_text(encoding="utf-8", errors="replace").split()) if journal.is_file() else set()
+    for folder, pattern in ((tmp_dir, "*.draft"), (out_root / "distilled" / slug, ".*.draft*")):
+        for leftover in folder.glob(pattern) if folder.is_dir() else []:
+            if leftover.is_file():
+                leftover.unlink(missing_ok=True)
+    return written
+
+
+def journal_written(path: Path) -> None:
+    with open(draft_tmp_dir(path) / JOURNAL, "a", encoding="utf-8") as fh:
+        fh.write(path.name + "\n")
 
 
 def record_path(out_root: Path, packet: dict, where: Path) -> Path:
@@ -103,17 +134,33 @@ def outcome(packet: dict, out_root: Path, path: Path, status: str, **detail) -> 
 
 # ---- draft mode ---------------------------------------------------------------------------------
 
-def draft_one(packet_path: Path, packet: dict, out_root: Path) -> dict:
+def draft_one(packet_path: Path, packet: dict, out_root: Path, resumed: set[str] = frozenset()) -> dict:
     path = record_path(out_root, packet, packet_path)
-    if path.exists():
+    existing = path.exists()
+    if existing and path.name not in resumed:
         return outcome(packet, out_root, path, "skipped-exists")
     record, reason = draft_record(packet, read_code(packet_path, packet))
     if record is None:
-        return outcome(packet, out_root, path, "skipped-thin", reason=reason)
-    if not write_new(path, dumps_record(record)):
+        return outcome(packet, out_root, path, "skipped-exists" if existing else "skipped-thin",
+                       **({} if existing else {"reason": reason}))
+    # A record a killed run of this job drafted (its journal says so) that is still exactly the
+    # drafter's reports as drafted: a resumed run's report equals a clean run's. Others are never touched.
+    text = dumps_record(record)
+    if existing and not _same_text(path, text):
         return outcome(packet, out_root, path, "skipped-exists")
+    if not existing:
+        if not write_new(path, text):
+            return outcome(packet, out_root, path, "skipped-exists")
+        journal_written(path)
     thin = reason.partition("; ")[2]  # "drafted; too thin for: ..." names the fields left empty
     return outcome(packet, out_root, path, "drafted", **({"reason": thin} if thin else {}))
+
+
+def _same_text(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 # ---- agent mode ---------------------------------------------------------------------------------
@@ -175,12 +222,14 @@ def distill(packets_dir: Path, out_root: Path, mode: str, command: str = "", bat
     if mode == "agent":
         check_template(command)
     slug, packets = load_packets(packets_dir)
+    resumed = clear_leftovers(out_root, slug)
     if mode == "draft":
-        outcomes = [draft_one(path, packet, out_root) for path, packet in packets]
+        outcomes = [draft_one(path, packet, out_root, resumed) for path, packet in packets]
     elif mode == "agent":
         outcomes = run_agents(command, packets, out_root, batch_size, jobs)
     else:
         outcomes = []
+    (out_root / "work" / slug / "distill-tmp" / JOURNAL).unlink(missing_ok=True)  # completed: nothing to resume
     return {"slug": slug, "mode": mode, "counts": dict(sorted(Counter(o["outcome"] for o in outcomes).items())),
             "packets": outcomes}
 
