@@ -453,11 +453,14 @@ def test_1100_deep_profiles(tmp_path):
             fh.write("Kernel: deep\n")
     finally:
         os.close(fd)
-    start = time.monotonic()
-    assert fingerprint(str(tmp_path / "t"))
-    assert time.monotonic() - start < 2
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
-    warned(meta, "deeper than 12 levels below profiles/episode_1")
+    try:
+        start = time.monotonic()
+        assert fingerprint(str(tmp_path / "t"))
+        assert time.monotonic() - start < 2
+        rows, meta, _ = ok(tmp_path / "t", tmp_path)
+        warned(meta, "deeper than 12 levels below profiles/episode_1")
+    finally:  # pytest's own tmp cleanup recurses and would fail on this tree in every later session
+        subprocess.run(["rm", "-rf", str(tmp_path / "t" / "profiles")], check=True)
 
 
 def test_readme_of_blank_lines_is_linear(tmp_path):

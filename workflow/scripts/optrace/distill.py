@@ -24,13 +24,14 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .drafter import draft_record, read_code
 from .errors import InputError
-from .jsonio import read_json, write_json, write_text_atomic
+from .jsonio import parse_untrusted, read_json, write_json, write_text_atomic
 
 BRIEF = Path(__file__).with_name("brief.md")
 MODES = ("draft", "agent", "none")
@@ -77,25 +78,49 @@ def draft_tmp_dir(record: Path) -> Path:
     return record.parents[2] / "work" / record.parent.name / "distill-tmp"
 
 
-JOURNAL = "journal"  # names of records this job's drafter wrote; removed when the job completes
+class Journal:
+    """Outcomes this trace's job finished, one JSON line each, in <results>/work/<slug>/distill-tmp/.
 
+    A job killed mid-way leaves it behind; the resumed job replays every journaled outcome whose record
+    is still there (a record is never rewritten, so re-drafting it would say `skipped-exists`), which
+    makes its report equal a clean run's. A completed job removes it. Only one job per trace runs at a
+    time, so the job also clears its predecessor's temp files on start.
+    """
 
-def clear_leftovers(out_root: Path, slug: str) -> set[str]:
-    """Remove temp files of a killed earlier run of this trace's job (only one runs at a time per
-    trace) and return the names its journal says the drafter had written before it was killed."""
-    tmp_dir = out_root / "work" / slug / "distill-tmp"
-    journal = tmp_dir / JOURNAL
-    written = set(journal.read_text(encoding="utf-8", errors="replace").split()) if journal.is_file() else set()
-    for folder, pattern in ((tmp_dir, "*.draft"), (out_root / "distilled" / slug, ".*.draft*")):
-        for leftover in folder.glob(pattern) if folder.is_dir() else []:
-            if leftover.is_file():
-                leftover.unlink(missing_ok=True)
-    return written
+    REPLAYED = ("drafted", "agent-wrote", "skipped-thin")
 
+    def __init__(self, out_root: Path, slug: str):
+        self.tmp_dir = out_root / "work" / slug / "distill-tmp"
+        self.path = self.tmp_dir / "journal.jsonl"
+        self.out_root = out_root
+        self._lock = threading.Lock()
+        self.done: dict[str, dict] = {}
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+                entry, problem = parse_untrusted(line)  # the last line may be torn by the kill
+                if problem is None and isinstance(entry, dict) and isinstance(entry.get("seg_id"), str):
+                    self.done[entry["seg_id"]] = entry
+        for folder, pattern in ((self.tmp_dir, "*.draft"), (out_root / "distilled" / slug, ".*.draft*")):
+            for leftover in folder.glob(pattern) if folder.is_dir() else []:
+                if leftover.is_file():
+                    leftover.unlink(missing_ok=True)
 
-def journal_written(path: Path) -> None:
-    with open(draft_tmp_dir(path) / JOURNAL, "a", encoding="utf-8") as fh:
-        fh.write(path.name + "\n")
+    def run(self, packet_path: Path, packet: dict, work) -> dict:
+        """The journaled outcome of this packet when it still holds, else `work()`'s, journaled."""
+        seg = packet.get("seg_id")
+        old = self.done.get(seg)
+        if old is not None and (old["outcome"] == "skipped-thin" or (self.out_root / old["output"]).exists()):
+            return old
+        result = work(packet_path, packet)
+        if result["outcome"] in self.REPLAYED:
+            with self._lock:
+                self.tmp_dir.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(result, ensure_ascii=False, sort_keys=True) + "\n")
+        return result
+
+    def complete(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 def record_path(out_root: Path, packet: dict, where: Path) -> Path:
@@ -134,33 +159,17 @@ def outcome(packet: dict, out_root: Path, path: Path, status: str, **detail) -> 
 
 # ---- draft mode ---------------------------------------------------------------------------------
 
-def draft_one(packet_path: Path, packet: dict, out_root: Path, resumed: set[str] = frozenset()) -> dict:
+def draft_one(packet_path: Path, packet: dict, out_root: Path) -> dict:
     path = record_path(out_root, packet, packet_path)
-    existing = path.exists()
-    if existing and path.name not in resumed:
+    if path.exists():
         return outcome(packet, out_root, path, "skipped-exists")
     record, reason = draft_record(packet, read_code(packet_path, packet))
     if record is None:
-        return outcome(packet, out_root, path, "skipped-exists" if existing else "skipped-thin",
-                       **({} if existing else {"reason": reason}))
-    # A record a killed run of this job drafted (its journal says so) that is still exactly the
-    # drafter's reports as drafted: a resumed run's report equals a clean run's. Others are never touched.
-    text = dumps_record(record)
-    if existing and not _same_text(path, text):
+        return outcome(packet, out_root, path, "skipped-thin", reason=reason)
+    if not write_new(path, dumps_record(record)):
         return outcome(packet, out_root, path, "skipped-exists")
-    if not existing:
-        if not write_new(path, text):
-            return outcome(packet, out_root, path, "skipped-exists")
-        journal_written(path)
     thin = reason.partition("; ")[2]  # "drafted; too thin for: ..." names the fields left empty
     return outcome(packet, out_root, path, "drafted", **({"reason": thin} if thin else {}))
-
-
-def _same_text(path: Path, text: str) -> bool:
-    try:
-        return path.read_text(encoding="utf-8") == text
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 # ---- agent mode ---------------------------------------------------------------------------------
@@ -206,10 +215,11 @@ def batches(items: list, size: int) -> list[list]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def run_agents(template: str, packets: list[tuple[Path, dict]], out_root: Path, batch_size: int, jobs: int) -> list[dict]:
+def run_agents(template: str, packets: list[tuple[Path, dict]], out_root: Path, batch_size: int, jobs: int,
+               journal: "Journal") -> list[dict]:
     """Each batch runs its packets one after another; up to `jobs` batches run at once."""
     def run_batch(batch):
-        return [run_agent(template, path, packet, out_root) for path, packet in batch]
+        return [journal.run(path, packet, lambda p, k: run_agent(template, p, k, out_root)) for path, packet in batch]
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return [o for done in pool.map(run_batch, batches(packets, batch_size)) for o in done]
@@ -222,14 +232,14 @@ def distill(packets_dir: Path, out_root: Path, mode: str, command: str = "", bat
     if mode == "agent":
         check_template(command)
     slug, packets = load_packets(packets_dir)
-    resumed = clear_leftovers(out_root, slug)
+    journal = Journal(out_root, slug)
     if mode == "draft":
-        outcomes = [draft_one(path, packet, out_root, resumed) for path, packet in packets]
+        outcomes = [journal.run(path, packet, lambda p, k: draft_one(p, k, out_root)) for path, packet in packets]
     elif mode == "agent":
-        outcomes = run_agents(command, packets, out_root, batch_size, jobs)
+        outcomes = run_agents(command, packets, out_root, batch_size, jobs, journal)
     else:
         outcomes = []
-    (out_root / "work" / slug / "distill-tmp" / JOURNAL).unlink(missing_ok=True)  # completed: nothing to resume
+    journal.complete()
     return {"slug": slug, "mode": mode, "counts": dict(sorted(Counter(o["outcome"] for o in outcomes).items())),
             "packets": outcomes}
 
