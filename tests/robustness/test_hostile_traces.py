@@ -543,3 +543,83 @@ def test_git_config_cannot_run_a_program(tmp_path, key):
     rows_b, _, _ = ok(bundle, tmp_path, env=env)
     assert sorted(rows_b) == sorted(rows)
     assert not marker.exists(), marker.read_text()
+
+
+def test_the_config_attack_is_real_without_the_shadow_directory(tmp_path):
+    """Injection check for the cases above: plain git in the trace does run the trace's programs."""
+    marker, script = tmp_path / "RAN", tmp_path / "evil.sh"
+    script.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    script.chmod(0o755)
+    repo = good(tmp_path / "t")
+    _signed_head(repo)
+    git(repo, "config", "log.showSignature", "true")
+    git(repo, "config", "gpg.program", str(script))
+    git(repo, "log", "-1")
+    assert marker.exists()
+
+
+# ---- the sheet: trace names and paths (before any job runs) -----------------------------------------
+
+def test_denylisted_trace_name_is_slugged_from_label_or_hash(tmp_path):
+    from optrace.sheet import entry_for_path, read_sheet, select_traces
+
+    sheet = tmp_path / "traces.tsv"
+    sheet.write_text(f"label\tpath\nkernel_opt_050_fine\t{tmp_path}/kernel_opt_050_AcmeCorpx\nAcmeCorp_run\t{tmp_path}/x\n")
+    by_label, by_hash = read_sheet(sheet, ("acmecorp",))
+    assert by_label.slug == "050-fine" and "named by its sheet label" in by_label.note
+    assert by_hash.slug.startswith("trace-") and "acmecorp" not in by_hash.label.lower() and "hash" in by_hash.note
+    single = entry_for_path(f"{tmp_path}/kernel_opt_051_getACMECORPGrid", denylist=("acmecorp",))
+    assert single.slug.startswith("trace-") and "acmecorp" not in single.slug
+    good(tmp_path / "kernel_opt_052_acmecorp")
+    (tmp_path / "deny.txt").write_text("acmecorp\n")
+    (e,) = select_traces({"trace": str(tmp_path / "kernel_opt_052_acmecorp"), "denylist_env": "MY_DENY"}, "x", "x",
+                         environ={"MY_DENY": str(tmp_path / "deny.txt")})
+    assert "acmecorp" not in (e.slug + e.label).lower()
+
+
+def test_ingest_operator_never_takes_a_denylisted_directory_name(tmp_path):
+    build_trace(tmp_path / "kernel_opt_053_acmecorp_gemm", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0),
+                                                                                          "memory/v0.json": tracekit.memory(0, 9.0)})])
+    (tmp_path / "deny.txt").write_text("AcmeCorp\n")
+    env = {**os.environ, "ATREX_WIKI_DENYLIST": str(tmp_path / "deny.txt")}
+    rows, meta, _ = ok(tmp_path / "kernel_opt_053_acmecorp_gemm", tmp_path, "--hardware", "H100", "--label", "kernel_opt_053_gemm", env=env)
+    assert "acmecorp" not in json.dumps(meta).lower() and meta["operator_name"] == "kernel_opt_053_gemm"
+
+
+def _sheet_cli(sheet):
+    return subprocess.run([sys.executable, "-m", "optrace", "sheet", str(sheet)], capture_output=True, text=True, timeout=TIMEOUT)
+
+
+@pytest.mark.parametrize("make,problem", [
+    (lambda p: None, "does not exist"),
+    (lambda p: p.mkdir(), "is not a git work tree (no .git)"),
+    (lambda p: p.write_text("x"), "is a file but not a .bundle"),
+])
+def test_optrace_sheet_exits_nonzero_on_a_bad_path(tmp_path, make, problem):
+    good(tmp_path / "kernel_opt_060_ok")
+    make(tmp_path / "bad")
+    sheet = tmp_path / "traces.tsv"
+    sheet.write_text(f"label\tpath\nkernel_opt_060_ok\t{tmp_path}/kernel_opt_060_ok\nkernel_opt_061_bad\t{tmp_path}/bad\n")
+    res = _sheet_cli(sheet)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr == f"error: {sheet}:3: trace path {tmp_path}/bad {problem}\n"
+    assert "060-ok\tkernel_opt_060_ok" in res.stdout
+
+
+def test_optrace_sheet_ok_exits_zero(tmp_path):
+    good(tmp_path / "kernel_opt_062_ok")
+    sheet = tmp_path / "traces.tsv"
+    sheet.write_text(f"label\tpath\nkernel_opt_062_ok\t{tmp_path}/kernel_opt_062_ok\n")
+    res = _sheet_cli(sheet)
+    assert res.returncode == 0 and res.stdout.rstrip("\n").split("\t")[3] == "ok"
+
+
+def test_missing_sheet_path_ends_planning_in_one_line(tmp_path):
+    from optrace.errors import InputError
+    from optrace.sheet import select_traces
+
+    sheet = tmp_path / "traces.tsv"
+    sheet.write_text(f"label\tpath\nkernel_opt_063_gone\t{tmp_path}/gone\n")
+    with pytest.raises(InputError) as exc:
+        select_traces({"traces": str(sheet)}, "x", "x", environ={})
+    assert str(exc.value) == f"{sheet}:2: trace path {tmp_path}/gone does not exist"
