@@ -24,7 +24,8 @@ from .errors import InputError
 from .jsonio import dumps_compact, write_text_atomic
 
 STAGES = {"ingest": "optrace.ingest", "recon": "optrace.recon", "partition": "optrace.partition",
-          "packets": "optrace.packets", "distill": "optrace.distill", "validate": "optrace.validate"}
+          "packets": "optrace.packets", "distill": "optrace.distill", "validate": "optrace.validate",
+          "dataset": "optrace.dataset"}
 
 
 def upstream_failure(meta: Path) -> dict | None:

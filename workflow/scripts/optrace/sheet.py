@@ -224,7 +224,7 @@ def _common_dir(gitdir: Path) -> Path:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace sheet", description="check a trace sheet and list its traces; "
                                  "exits 2 naming the first row whose path is missing or not a trace")
-    ap.add_argument("sheet")
+    ap.add_argument("sheet", help="a TSV sheet: label, path and optional override columns")
     ap.add_argument("--denylist-env", default=DENYLIST_ENV, help="variable naming the private denylist file")
     args = ap.parse_args(argv)
     entries = read_sheet(args.sheet, read_denylist({DENYLIST_ENV: os.environ.get(args.denylist_env, "")}))
