@@ -49,9 +49,9 @@ def neutral_label(path: str) -> str:
 def safe_label(label: str, path: str, denied, fallback: str | None = None) -> tuple[str, str | None]:
     """(label, note): `label` unless it holds a denylisted term (any case, any substring); then
     `fallback` (the sheet's own label) if that is clean, else a neutral hash of the path."""
-    if denied is None or not denied.search(label):
+    if denied is None or not denied.contains(label):
         return label, None
-    if fallback and not denied.search(fallback):
+    if fallback and not denied.contains(fallback):
         return fallback, f"{neutral_label(path)}: the trace's directory name holds a denylisted term; named by its sheet label"
     name = neutral_label(path)
     return name, f"{name}: the trace's name holds a denylisted term; named by a hash of its path instead"
@@ -85,7 +85,7 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
         if not label or not path:
             raise InputError(f"{sheet}:{i}", "every row needs a label and a path")
         label, note = safe_label(label, path, denied)
-        if note is None and denied is not None and denied.search(Path(path).name):
+        if note is None and denied is not None and denied.contains(Path(path).name):
             note = f"{label}: the trace's directory name holds a denylisted term; named by its sheet label"
         slug = trace_slug(label)
         if slug in seen:
