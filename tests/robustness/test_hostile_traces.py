@@ -591,9 +591,9 @@ def _sheet_cli(sheet):
 
 
 @pytest.mark.parametrize("make,problem", [
-    (lambda p: None, "does not exist"),
-    (lambda p: p.mkdir(), "is not a git work tree (no .git)"),
-    (lambda p: p.write_text("x"), "is a file but not a .bundle"),
+    (lambda p: None, "trace not found (give a git work tree or a .bundle file)"),
+    (lambda p: p.mkdir(), "not a git work tree (no .git); give the trace's repository or a .bundle"),
+    (lambda p: p.write_text("x"), "a trace file must be a git bundle ending in .bundle"),
 ])
 def test_optrace_sheet_exits_nonzero_on_a_bad_path(tmp_path, make, problem):
     good(tmp_path / "kernel_opt_060_ok")
@@ -602,7 +602,7 @@ def test_optrace_sheet_exits_nonzero_on_a_bad_path(tmp_path, make, problem):
     sheet.write_text(f"label\tpath\nkernel_opt_060_ok\t{tmp_path}/kernel_opt_060_ok\nkernel_opt_061_bad\t{tmp_path}/bad\n")
     res = _sheet_cli(sheet)
     assert res.returncode == 2 and "Traceback" not in res.stderr
-    assert res.stderr == f"error: {sheet}:3: trace path {tmp_path}/bad {problem}\n"
+    assert res.stderr == f"error: {sheet}:3: trace path {tmp_path}/bad: {problem}\n"
     assert "060-ok\tkernel_opt_060_ok" in res.stdout
 
 

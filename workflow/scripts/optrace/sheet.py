@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .anonymize_patterns import DENYLIST_ENV, denylist_pattern, read_denylist
+from .configcheck import trace_problem
 from .errors import InputError
 from .families import trace_slug
 from .tracefiles import MAX_WALK_DEPTH, read_small_file
@@ -97,28 +98,11 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
     return entries
 
 
-def path_problem(path: str) -> str | None:
-    """Why `path` cannot be a trace (missing, not a git work tree, not a bundle), from lstat only."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return "does not exist"
-    if stat.S_ISREG(st.st_mode):
-        return None if path.endswith(".bundle") else "is a file but not a .bundle"
-    if not stat.S_ISDIR(st.st_mode):
-        return "is neither a directory nor a .bundle file"
-    try:
-        os.lstat(Path(path) / ".git")
-    except OSError:
-        return "is not a git work tree (no .git)"
-    return None
-
-
 def check_paths_exist(entries: list[TraceEntry]) -> None:
     """A trace path that does not exist ends planning with one line, before any job runs. (A path
     that exists but is not a repository is the trace's own failure: its ingest says so, the rest run.)"""
     for e in entries:
-        if not e.example and path_problem(e.path) == "does not exist":
+        if not e.example and not os.path.lexists(e.path):
             raise InputError(e.where or e.path, f"trace path {e.path} does not exist")
 
 
@@ -230,7 +214,7 @@ def main(argv: list[str]) -> int:
     entries = read_sheet(args.sheet, read_denylist({DENYLIST_ENV: os.environ.get(args.denylist_env, "")}))
     bad = None
     for e in entries:
-        problem = path_problem(e.path)
+        problem = trace_problem(e.path)
         bad = bad or (problem and (e, problem))
         extra = " ".join(f"{k}={v}" for k, v in e.overrides.items())
         print(f"{e.slug}\t{e.label}\t{e.path}\t{'ok' if problem is None else 'BAD'}\t{extra}".rstrip())
@@ -238,5 +222,5 @@ def main(argv: list[str]) -> int:
             print(f"  note: {e.note}")
     if bad:
         e, problem = bad
-        raise InputError(e.where, f"trace path {e.path} {problem}")
+        raise InputError(e.where, f"trace path {e.path}: {problem}")
     return 0
