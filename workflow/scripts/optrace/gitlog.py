@@ -434,7 +434,7 @@ def open_trace(path: str | Path, scratch: str | Path | None = None) -> Iterator[
     if bundle and scratch is not None:  # a bundle's objects are unpacked: large, so in the job's own area
         Path(scratch).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".optrace-git-", dir=scratch if bundle else None) as tmp:
-        shadow = Path(tmp) / "git"
+        shadow = Path(tmp).resolve() / "git"  # absolute: git runs with its cwd inside it
         if bundle:
             if path.suffix != ".bundle":
                 raise InputError(path, "a trace file must be a git bundle ending in .bundle")
