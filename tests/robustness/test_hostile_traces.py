@@ -623,3 +623,13 @@ def test_missing_sheet_path_ends_planning_in_one_line(tmp_path):
     with pytest.raises(InputError) as exc:
         select_traces({"traces": str(sheet)}, "x", "x", environ={})
     assert str(exc.value) == f"{sheet}:2: trace path {tmp_path}/gone does not exist"
+
+
+def test_bundle_with_a_relative_out_dir(tmp_path):
+    """The workflow passes relative paths (results/work/<slug>): the private git dir must still resolve."""
+    good(tmp_path / "t")
+    bundle = make_bundle(tmp_path / "t", tmp_path / "kernel_opt_012_rel.bundle")
+    res = subprocess.run([sys.executable, "-m", "optrace", "ingest", bundle.name, "--out-dir", "rel/out"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    assert len((tmp_path / "rel/out/versions.jsonl").read_text().splitlines()) == 2
