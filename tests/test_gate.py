@@ -449,10 +449,28 @@ def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_p
     assert "on nvidia hopper: 2 records (anti-strategy 1, strategy 1)" in recon_md
     assert f"closest: `{strategy()['id']}`" in recon_md
 
+    # another trace's run of one staged lever reaches the store first: its episode is held, so that
+    # record is still staged (validation does not fail it) and promote proposes a confirm
+    held = next(s for s in staged if s["type"] == "strategy")
+    held_rec = json.loads((results / "staging" / held["path"]).read_text())
+    assert gate.main(["commit", "insert", "--input", str(write(tmp_path / "held.json", variant(held_rec, "abcdef"))),
+                      "--store", str(store)]) == 0
+    capsys.readouterr()
+    run_snakemake(workdir, "promote", "readme", "--config", f"live_store={store}")
+    assert json.loads((results / "staging" / "staged.json").read_text())["staged"] == staged
+    report = json.loads(proposals_file.read_text())
+    assert report["counts"] == {"insert": len(staged) - 1, "confirm": 1}
+    assert next(p for p in report["proposals"] if p["action"] == "confirm")["target"] == variant(held_rec, "abcdef")["id"]
+    assert "confirm 1" in (results / "staging" / "README.md").read_text()
+
     rc = gate.main(["commit-all", "--proposals", str(proposals_file), "--store", str(store)])
     outcomes = json.loads(capsys.readouterr().out)
-    assert rc == 0 and outcomes["counts"] == {"inserted": len(staged)}
-    assert check_store_fails(store) == {} and index_of(store)["count"] == 2 + len(staged)
+    assert rc == 0 and outcomes["counts"] == {"inserted": len(staged) - 1, "confirmed": 1}
+    assert check_store_fails(store) == {} and index_of(store)["count"] == 3 + len(staged) - 1
+    # re-running after admission fails nothing: what was just admitted holds its own id and episode
+    run_snakemake(workdir, "promote", "readme", "--config", f"live_store={store}")
+    assert json.loads((results / "staging" / "staged.json").read_text())["staged"] == staged
+    assert json.loads(proposals_file.read_text())["counts"] == {"present": len(staged) - 1, "confirm": 1}
 
 
 def test_conflict_schema_is_a_real_schema_that_rejects_the_references_files():

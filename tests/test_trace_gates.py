@@ -15,7 +15,7 @@ import pytest
 from optrace.tracegates import ALL_GATES, LiveStore, Packet, TraceContext, judge, finish
 from optrace.tracegates.fabrication import Pool, tokens
 from optrace.tracegates.injection import mine_example, validate_records, workbench
-from optrace.tracegates.layout import staged_path
+from optrace.tracegates.layout import staged_path, store_path
 from optrace.tracegates.store_overlap import Claim, overlaps
 
 
@@ -126,6 +126,16 @@ def test_a_record_without_an_operator_family_is_staged_under_misc():
     packet = Packet("s", {"record_type": "strategy", "target": {"id": "a.b.c.d.e", "scope": {
         "vendor": "nvidia", "arch": "hopper", "dsl": "triton", "operator_family": None}}})
     assert staged_path(packet) == "records/strategy/nvidia/hopper/triton/misc/a.b.c.d.e.json"
+
+
+@pytest.mark.parametrize("family,rid", [("../../../etc", "a.b.c.d.e"), ("norm/../x", "a.b.c.d.e"), (".hidden", "a.b.c.d.e"),
+                                        ("norm", "../a.b.c.d.e"), ("Norm", "a.b.c.d.e"), ("norm", 7)])
+def test_a_store_path_part_that_could_climb_or_hide_has_no_path(family, rid):
+    """Staging, validation and admission share one layout: a part that is not a plain name gives no path."""
+    scope = {"vendor": "nvidia", "arch": "hopper", "dsl": "triton", "operator_family": family}
+    assert store_path("strategy", scope, rid) is None
+    assert store_path("strategy", {**scope, "operator_family": "norm"}, "a.b.c.d.e") == \
+        "records/strategy/nvidia/hopper/triton/norm/a.b.c.d.e.json"
 
 
 def test_a_record_no_packet_targets_fails_every_gate_that_needs_one(bench):
@@ -319,13 +329,23 @@ def test_a_capture_ingest_found_unusable_backs_nothing(bench):
 
 # --- store-overlap ---------------------------------------------------------------------------------
 
-def test_an_id_or_episode_the_live_store_holds_fails(bench):
+def test_an_id_the_live_store_holds_for_another_episode_fails(bench):
     rel, record = bench.records[0]
-    found = failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=LiveStore(ids=frozenset({record["id"]})))
-    assert list(found) == ["store-overlap"] and "already in the live store" in found["store-overlap"][0]
-    live = LiveStore(episodes={record["episode_key"]: "nvidia.hopper.triton.x.y-z"})
+    live = LiveStore({record["id"]: "hopper|triton|misc|another_lever|operator"})
     found = failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=live)
-    assert list(found) == ["store-overlap"] and "a confirm or conflict" in found["store-overlap"][0]
+    assert list(found) == ["store-overlap"] and "it would overwrite that record" in found["store-overlap"][0]
+    found = failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=LiveStore({record["id"]: None}))
+    assert list(found) == ["store-overlap"]
+
+
+def test_a_held_episode_or_the_already_admitted_record_passes_for_gate_match(bench):
+    """A held episode is a confirm or conflict (gate match proposes it), and the record admitted by
+    `gate commit-all` holds its own id and episode: neither is a validation failure."""
+    rel, record = bench.records[0]
+    held_episode = LiveStore({"nvidia.hopper.triton.x.y-z": record["episode_key"]})
+    admitted = LiveStore({record["id"]: record["episode_key"]})
+    for live in (held_episode, admitted):
+        assert failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=live) == {}
 
 
 def test_every_holder_of_a_duplicate_claim_fails():

@@ -134,7 +134,7 @@ def test_cross_record_gates_are_recomputed_from_the_cache(results, mined, tmp_pa
     rel, record = mined[1].records[0]
     index = tmp_path / "index.json"
     index.write_text(json.dumps({"schema": "clean-1.3", "count": 1, "records": [
-        {"id": "nvidia.hopper.triton.misc.older-x1", "episode_key": record["episode_key"]}]}))
+        {"id": record["id"], "episode_key": "hopper|triton|misc|another_lever|operator"}]}))
     report, checked = run(results, live_index=index)
     assert checked == 0
     failing = [r for r in report["records"] if r["status"] == "FAIL"]

@@ -52,6 +52,7 @@ from .storegates.runner import check_view
 from .storegates.schema import errors_of as schema_errors
 from .storegates.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
 from .storematch import Catalogue, entry_direction, match_confidence, opposite, record_direction, summary_of
+from .tracegates.layout import store_path
 from .tracegates.model import PROFILE
 from .tracegates.profile import narrowings
 from .validate import read_bytes
@@ -61,8 +62,6 @@ MATCH_SCHEMA = "optrace-match-1"
 COMMIT_ALL_SCHEMA = "optrace-commit-all-1"
 CONFLICT_SCHEMA = SCHEMAS / "conflict.schema.json"
 DEFAULT_CONFIG = Path("config/config.yaml")
-SAFE_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # a directory name that cannot climb or hide
-NO_FAMILY = "misc"
 MAX_CANDIDATES = 25  # listed per record; candidates_count is the full number
 SHOWN_ERRORS = 20
 # commit-all: records per lock hold and index write. Rewriting a 2-4 MB index after every one of 1000
@@ -88,14 +87,8 @@ class Refused(Exception):
 # --- validation ------------------------------------------------------------------------------------
 
 def destination(record: dict) -> str | None:
-    """records/<type>/<vendor>/<arch>/<dsl>/<operator_family|misc>/<id>.json, or None if a part is unsafe."""
-    scope = obj(record, "retrieval", "scope")
-    parts = [record.get("type"), scope.get("vendor"), scope.get("arch"), scope.get("dsl"),
-             scope.get("operator_family") or NO_FAMILY]
-    rid = record.get("id")
-    if not all(isinstance(p, str) and SAFE_SEGMENT.match(p) for p in parts + [rid]):
-        return None
-    return f"records/{'/'.join(parts)}/{rid}.json"
+    """Where the record goes in the store, or None if a part of that path is unsafe."""
+    return store_path(record.get("type"), obj(record, "retrieval", "scope"), record.get("id"))
 
 
 def episode_key_problems(record: dict) -> list[str]:

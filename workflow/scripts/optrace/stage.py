@@ -24,6 +24,7 @@ from .ladder import run_ladder
 from .storegates.index import expected_entry
 from .storegates.model import RecordView
 from .storegates.store import MAX_RECORD_BYTES, parse_json_bytes
+from .tracegates.layout import store_path
 from .worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 
 RECORD_KEY_ORDER = ("schema", "id", "type", "level", "status", "episode_key", "retrieval", "payload", "evidence", "worth")
@@ -38,10 +39,6 @@ def store_json(record: dict) -> str:
     return json.dumps(ordered, ensure_ascii=False, indent=1) + "\n"
 
 
-def staged_path(record: dict) -> str:
-    scope = record["retrieval"]["scope"]
-    family = scope.get("operator_family") or "misc"
-    return f"records/{record['type']}/{scope['vendor']}/{scope['arch']}/{scope['dsl']}/{family}/{record['id']}.json"
 
 
 def trace_prior(rows: list[dict]) -> dict:
@@ -154,7 +151,10 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of) -> dic
                 continue
             packet = read_json(results / "packets" / slug / f"{packets[record['id']]}.json")
             scored = score(record, record_prior(record, packet, trace, baseline_of(rows)))
-            rel = staged_path(scored)
+            rel = store_path(scored["type"], scored["retrieval"]["scope"], scored["id"])
+            if rel is None:  # validation binds the scope to the packet; a name that could climb is never written
+                failed.append({"trace": slug, "path": path, "id": rid, "gates": ["layout"]})
+                continue
             target = staging / rel
             text = store_json(scored)
             if not target.exists() or target.read_text(encoding="utf-8") != text:

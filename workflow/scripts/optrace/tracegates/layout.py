@@ -42,11 +42,21 @@ SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
 
 
-def staged_path(packet: Packet) -> str:
-    target, scope = packet.target, obj(packet.target, "scope")
-    parts = [packet.data.get("record_type"), scope.get("vendor"), scope.get("arch"), scope.get("dsl"),
-             scope.get("operator_family") or NO_FAMILY]
-    return f"records/{'/'.join(map(str, parts))}/{target.get('id')}.json"
+SAFE_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # a directory or file name that cannot climb or hide
+
+
+def store_path(record_type: object, scope: dict, record_id: object) -> str | None:
+    """records/<type>/<vendor>/<arch>/<dsl>/<operator_family | misc>/<id>.json, the one layout staging,
+    validation and admission share; None when a part is not a safe name (`..`, `/`, a dot file)."""
+    parts = [record_type, scope.get("vendor"), scope.get("arch"), scope.get("dsl"),
+             scope.get("operator_family") or NO_FAMILY, record_id]
+    if not all(isinstance(p, str) and SAFE_SEGMENT.match(p) for p in parts):
+        return None
+    return f"records/{'/'.join(parts[:-1])}/{record_id}.json"
+
+
+def staged_path(packet: Packet) -> str | None:
+    return store_path(packet.data.get("record_type"), obj(packet.target, "scope"), packet.target.get("id"))
 
 
 def expected_path(relpath: str, packet: Packet, slug: str) -> str:

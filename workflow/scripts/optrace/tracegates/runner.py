@@ -97,7 +97,7 @@ def judge(relpath: str, record: Any, error: str | None, packet: Packet | None, t
 
 
 def finish(judged: list[Judged], live: LiveStore) -> list[RecordVerdict]:
-    ctx = GateContext(known_ids=frozenset(j.id for j in judged if j.id) | live.ids)
+    ctx = GateContext(known_ids=frozenset(j.id for j in judged if j.id) | frozenset(live.episode_of))
     overlap = overlaps([Claim(j.relpath, j.id, j.episode_key) for j in judged], live)
     out = []
     for j in judged:
