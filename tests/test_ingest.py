@@ -237,13 +237,24 @@ def _git_calls(tmp_path, trace) -> list[str]:
     shim.mkdir(exist_ok=True)
     log = tmp_path / "git-calls.log"
     real = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
-    (shim / "git").write_text(f"#!/bin/sh\necho \"$1\" >> {log}\nexec {real} \"$@\"\n")
+    (shim / "git").write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {real} \"$@\"\n")
     (shim / "git").chmod(0o755)
     log.write_text("")
     env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
     subprocess.run([sys.executable, "-m", "optrace", "ingest", str(trace), "--out-dir", str(tmp_path / "o")],
                    check=True, env=env, capture_output=True)
-    return sorted(log.read_text().split())
+    return sorted(_subcommand(line.split()) for line in log.read_text().splitlines())
+
+
+def _subcommand(argv: list[str]) -> str:
+    """The git subcommand of one logged argv (after --no-pager and the `-c key=value` overrides)."""
+    it = iter(argv)
+    for arg in it:
+        if arg == "-c":
+            next(it)
+        elif not arg.startswith("-"):
+            return arg
+    return ""
 
 
 def _synthetic(dest, n):

@@ -109,7 +109,7 @@ def test_a_failed_trace_and_a_partial_target(tmp_path):
     sheet.write_text(f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"
                      f"kernel_opt_021_nogpu\t{tmp_path / 'kernel_opt_021_nogpu'}\n")
     res = run_snakemake(wd, "recon", "--keep-going", "--config", f"traces={sheet}", check=False)
-    assert res.returncode != 0
+    assert res.returncode == 0  # a failed trace is data (#13): its placeholders let the other traces go on
     text = summary_of(res)
     failed = trace_line(text, "021-nogpu")
     assert failed.split("FAILED at ")[1].startswith("ingest: error: ") and "states no GPU" in failed

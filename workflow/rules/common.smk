@@ -42,6 +42,9 @@ try:
     TRACES = {t.slug: t for t in select_traces(config, EXAMPLE_PATH, EXAMPLE_NAME)}
 except InputError as exc:
     stop(f"{exc.where}: {exc.problem}")
+for _t in TRACES.values():
+    if _t.note:
+        print(f"note: {_t.note}", file=sys.stderr)
 SLUGS = sorted(TRACES)
 LIVE_INDEX = f"{config['live_store'].rstrip('/')}/records/index.json" if config["live_store"] else ""
 
@@ -54,6 +57,15 @@ def code_digest(stage):
     """Digest of the package modules a stage runs (its import closure, plus the CLI that starts it):
     editing one re-runs exactly the stages that use it, and their dependants."""
     return f"{codedigest.digest(PKG, stage)}-{codedigest.digest(PKG, '__main__')}"
+
+
+def guard_args(wildcards, output):
+    """Arguments of optrace.pertrace, which runs every per-trace stage: a trace that fails writes
+    placeholders carrying its one-line reason, so the aggregates still run for the others."""
+    outs = " ".join(shell_quote(o) for o in output)
+    meta = shell_quote(f"{RESULTS}/work/{wildcards.slug}/meta.json")
+    return (f"--slug {wildcards.slug} --meta {meta} --label {shell_quote(TRACES[wildcards.slug].label)} "
+            f"--outputs {outs}")
 
 
 def trace_path(wildcards):

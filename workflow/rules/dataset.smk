@@ -14,13 +14,14 @@ rule dataset_sources:
         fingerprint=trace_fingerprint,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
+        guard=guard_args,
         code=code_digest("dataset"),
     log:
         f"{RESULTS}/logs/dataset/sources/{{slug}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/dataset/sources/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.pertrace {params.guard} -- dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
         "--denylist-env {params.denylist_env} > {log} 2>&1"
 
 

@@ -14,6 +14,7 @@ rule distill_trace:
         mode=config["distill"]["mode"],
         command=lambda wildcards: config["distill"]["command"],  # a function: its {packet} is no wildcard
         batch_size=config["distill"]["batch_size"],
+        guard=guard_args,
         code=code_digest("distill"),
     threads: 4 if config["distill"]["mode"] == "agent" else 1
     log:
@@ -21,6 +22,6 @@ rule distill_trace:
     benchmark:
         f"{RESULTS}/benchmarks/distill/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace distill --packets {RESULTS}/packets/{wildcards.slug} --out {RESULTS} "
+        "{PY} -m optrace.pertrace {params.guard} -- distill --packets {RESULTS}/packets/{wildcards.slug} --out {RESULTS} "
         "--report {output.report} --mode {params.mode} --command={params.command:q} "
         "--batch-size {params.batch_size} --jobs {threads} > {log} 2>&1"

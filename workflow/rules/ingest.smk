@@ -28,12 +28,16 @@ rule ingest_trace:
         args=ingest_args,
         fingerprint=trace_fingerprint,
         non_target=",".join(config["non_target_kernels"]),
+        guard=guard_args,
+        denylist_env=config["denylist_env"],
+        denylist=denylist_digest(),
         code=code_digest("ingest"),
     log:
         f"{RESULTS}/logs/ingest/{{slug}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/ingest/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace ingest {params.trace:q} --out-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.pertrace {params.guard} -- ingest {params.trace:q} --out-dir {RESULTS}/work/{wildcards.slug} "
         "--targets {input.targets:q} --non-target-kernels {params.non_target:q} {params.args} "
+        "--denylist-env {params.denylist_env} "
         "> {log} 2>&1"

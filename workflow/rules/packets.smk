@@ -12,12 +12,13 @@ rule packets_trace:
         fingerprint=trace_fingerprint,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
+        guard=guard_args,
         code=code_digest("packets"),
     log:
         f"{RESULTS}/logs/packets/{{slug}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/packets/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace packets {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.pertrace {params.guard} -- packets {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/packets/{wildcards.slug} --slug {wildcards.slug} "
         "--denylist-env {params.denylist_env} > {log} 2>&1"

@@ -11,11 +11,12 @@ rule partition_trace:
         ladder=ladder_args(),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
+        guard=guard_args,
         code=code_digest("partition"),
     log:
         f"{RESULTS}/logs/partition/{{slug}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/partition/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace partition --work-dir {RESULTS}/work/{wildcards.slug} --report {output.report} "
+        "{PY} -m optrace.pertrace {params.guard} -- partition --work-dir {RESULTS}/work/{wildcards.slug} --report {output.report} "
         "{params.ladder} --denylist-env {params.denylist_env} > {log} 2>&1"

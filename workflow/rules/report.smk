@@ -13,6 +13,7 @@ rule recon_trace:
     params:
         ladder=ladder_args(),
         live_store=live_store_arg,
+        guard=guard_args,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("recon"),
@@ -21,6 +22,6 @@ rule recon_trace:
     benchmark:
         f"{RESULTS}/benchmarks/recon/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace recon --work-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.pertrace {params.guard} -- recon --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "
         "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"

@@ -41,13 +41,14 @@ rule validate_trace:
         live_store=live_store_arg,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
+        guard=guard_args,
         code=code_digest("validate"),
     log:
         f"{RESULTS}/logs/validate/{{slug}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/validate/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace validate trace --results {RESULTS} --slug {wildcards.slug} --profile {input.profile:q} "
+        "{PY} -m optrace.pertrace {params.guard} -- validate trace --results {RESULTS} --slug {wildcards.slug} --profile {input.profile:q} "
         "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
 
 

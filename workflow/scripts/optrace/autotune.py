@@ -319,6 +319,8 @@ def parse_meta(path: str, text: str) -> ParsedMeta:
             out.malformed.append(Problem(where, f"not valid JSON ({exc.msg})"))
         except ValueError as exc:
             out.malformed.append(Problem(where, f"meta record skipped: {exc}"))
+        except RecursionError:  # a hostile line nested past the parser's depth
+            out.malformed.append(Problem(where, "not valid JSON (nested too deeply)"))
     return out
 
 

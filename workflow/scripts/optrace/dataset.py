@@ -298,7 +298,7 @@ def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Pa
         text = read_text(opened.files, "definition.json")
     try:
         definition = json.loads(text) if text else None
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # malformed, a huge integer or nested too deep
         definition = None  # ingest already warned about it
     return {"dtypes": definition_dtypes(definition), "kernels": kernels,
             "autotune_runs": dict(sorted(runs.items()))}
@@ -835,7 +835,8 @@ def main(argv: list[str]) -> int:
 
     table = HardwareTable.load(args.targets or REPO_ROOT / "config" / "targets.yaml")
     thresholds = Thresholds.from_args(args)
-    ds = build([read_trace(d) for d in args.work_dirs], thresholds, scrubber, table)
+    # a trace that failed ingest (optrace.pertrace's placeholder meta.json) has no rows to contribute
+    ds = build([t for t in map(read_trace, args.work_dirs) if "failed" not in t.meta], thresholds, scrubber, table)
     write_dataset(ds, args.out_dir, thresholds)
     excluded = sum(sum(s.excluded.values()) for s in ds.summaries.values())
     print(f"dataset: {len(ds.summaries)} trace(s): {len(ds.tables['measurements'])} measurements "

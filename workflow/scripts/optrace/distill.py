@@ -38,7 +38,7 @@ from pathlib import Path
 
 from .drafter import draft_record, read_code
 from .errors import InputError
-from .jsonio import read_json, write_json, write_text_atomic
+from .jsonio import parse_untrusted, read_json, write_json, write_text_atomic
 
 BRIEF = Path(__file__).with_name("brief.md")
 MODES = ("draft", "agent", "none")
@@ -101,10 +101,15 @@ def dumps_record(record: dict) -> str:
 def write_new(path: Path, text: str) -> bool:
     """Write `path` atomically unless it exists; False when it already does (someone else wrote it).
 
-    The text goes to a hidden temp file that is then hard-linked into place: a link never replaces an
-    existing file, so a record an agent writes at the same moment is never clobbered.
+    The text goes to a temp file that is then hard-linked into place: a link never replaces an
+    existing file, so a record an agent writes at the same moment is never clobbered. The temp file
+    lives outside distilled/ (in the trace's work dir, same file system), so a job killed mid-write
+    leaves nothing in distilled/ for validation or a user to trip over; `distill` clears it on start.
     """
-    staging = path.with_name(f".{path.name}.{os.getpid()}.draft")
+    tmp_dir = draft_tmp_dir(path)
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = tmp_dir / f"{path.name}.{os.getpid()}.draft"
     write_text_atomic(staging, text)
     try:
         os.link(staging, path)
@@ -118,6 +123,56 @@ def write_new(path: Path, text: str) -> bool:
         return True
     finally:
         staging.unlink(missing_ok=True)
+
+
+def draft_tmp_dir(record: Path) -> Path:
+    """<results>/work/<slug>/distill-tmp for a record at <results>/distilled/<slug>/<id>.json."""
+    return record.parents[2] / "work" / record.parent.name / "distill-tmp"
+
+
+class Journal:
+    """Outcomes this trace's job finished, one JSON line each, in <results>/work/<slug>/distill-tmp/.
+
+    A job killed mid-way leaves it behind; the resumed job replays every journaled outcome whose record
+    is still there (a record is never rewritten, so re-drafting it would say `skipped-exists`), which
+    makes its report equal a clean run's. A completed job removes it. Only one job per trace runs at a
+    time, so the job also clears its predecessor's temp files on start.
+    """
+
+    REPLAYED = ("drafted", "agent-wrote", "skipped-thin")
+
+    def __init__(self, out_root: Path, slug: str):
+        self.tmp_dir = out_root / "work" / slug / "distill-tmp"
+        self.path = self.tmp_dir / "journal.jsonl"
+        self.out_root = out_root
+        self._lock = threading.Lock()
+        self.done: dict[str, dict] = {}
+        if self.path.is_file():
+            for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
+                entry, problem = parse_untrusted(line)  # the last line may be torn by the kill
+                if problem is None and isinstance(entry, dict) and isinstance(entry.get("seg_id"), str):
+                    self.done[entry["seg_id"]] = entry
+        for folder, pattern in ((self.tmp_dir, "*.draft"), (out_root / "distilled" / slug, ".*.draft*")):
+            for leftover in folder.glob(pattern) if folder.is_dir() else []:
+                if leftover.is_file():
+                    leftover.unlink(missing_ok=True)
+
+    def run(self, packet_path: Path, packet: dict, work) -> dict:
+        """The journaled outcome of this packet when it still holds, else `work()`'s, journaled."""
+        seg = packet.get("seg_id")
+        old = self.done.get(seg)
+        if old is not None and (old["outcome"] == "skipped-thin" or (self.out_root / old["output"]).exists()):
+            return old
+        result = work(packet_path, packet)
+        if result["outcome"] in self.REPLAYED:
+            with self._lock:
+                self.tmp_dir.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(result, ensure_ascii=False, sort_keys=True) + "\n")
+        return result
+
+    def complete(self) -> None:
+        self.path.unlink(missing_ok=True)
 
 
 def record_path(out_root: Path, packet: dict, where: Path) -> Path:
@@ -223,12 +278,13 @@ def batches(items: list, size: int) -> list[list]:
 
 
 def run_agents(template: str, packets: list[tuple[Path, dict]], out_root: Path, batch_size: int, jobs: int,
-               progress=None) -> tuple[list[dict], list[dict]]:
+               journal: "Journal", progress=None) -> tuple[list[dict], list[dict]]:
     """(outcomes, batches): each batch runs its packets one after another; up to `jobs` batches run at once."""
     progress = progress or (lambda o: o)
 
     def run_batch(batch):
-        return [progress(run_agent(template, path, packet, out_root)) for path, packet in batch]
+        return [progress(journal.run(path, packet, lambda p, k: run_agent(template, p, k, out_root)))
+                for path, packet in batch]
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         done = list(pool.map(run_batch, batches(packets, batch_size)))
@@ -248,12 +304,14 @@ def distill(packets_dir: Path, out_root: Path, mode: str, command: str = "", bat
     slug, packets = load_packets(packets_dir)
     progress = Progress(len(packets) if mode != "none" else 0, stream)
     extra = {}
+    journal = Journal(out_root, slug)
     if mode == "draft":
-        outcomes = [progress(draft_one(path, packet, out_root)) for path, packet in packets]
+        outcomes = [progress(journal.run(path, packet, lambda p, k: draft_one(p, k, out_root))) for path, packet in packets]
     elif mode == "agent":
-        outcomes, extra["batches"] = run_agents(command, packets, out_root, batch_size, jobs, progress)
+        outcomes, extra["batches"] = run_agents(command, packets, out_root, batch_size, jobs, journal, progress)
     else:
         outcomes = []
+    journal.complete()
     return {"slug": slug, "mode": mode, "counts": dict(sorted(Counter(o["outcome"] for o in outcomes).items())),
             "packets": outcomes, **extra}
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-VERSION_RE = re.compile(r"^\s*[vV](\d+)\s*:")
-TRIAL_RE = re.compile(r"^\s*[vV](\d+) trial \d+\s*:")  # episode-branch commits; never the trace
-PROMOTE_RE = re.compile(r"^\s*episode (\d+): promote\b", re.I)
-LH_OUTCOME_RE = re.compile(r"^\s*[vV](\d+):\s*long-horizon episode (\d+) (\w+)", re.I)
+# A version or episode number has at most 9 digits: longer is not a number a run writes (and a
+# 4400-digit one is past Python's int-from-string limit); such a subject names no version.
+NUM = r"(\d{1,9})(?!\d)"
+VERSION_RE = re.compile(rf"^\s*[vV]{NUM}\s*:")
+TRIAL_RE = re.compile(rf"^\s*[vV]{NUM} trial \d+\s*:")  # episode-branch commits; never the trace
+PROMOTE_RE = re.compile(rf"^\s*episode {NUM}: promote\b", re.I)
+LH_OUTCOME_RE = re.compile(rf"^\s*[vV]{NUM}:\s*long-horizon episode {NUM} (\w+)", re.I)
 REVERTED_RE = re.compile(r"\breverted\b|\bdead-end recorded\b", re.I)
-REVERT_MARKER_RE = re.compile(r"^\s*[vV]\d+:\s*revert\s+[vV](\d+)\b", re.I)
+REVERT_MARKER_RE = re.compile(rf"^\s*[vV]\d+:\s*revert\s+[vV]{NUM}\b", re.I)
 PIN_RE = re.compile(r"^\s*[vV]\d+:\s*pin framework baseline\b", re.I)
 RECORD_RE = re.compile(r"^\s*[vV]\d+:\s*record baseline measurement\b", re.I)
 FRAMEWORK_RE = re.compile(r"\bframework baseline\b", re.I)

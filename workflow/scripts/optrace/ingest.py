@@ -7,15 +7,17 @@ memory/, profiles/ and metadata from the work tree (or, for a bundle, from HEAD'
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import grammar
+from .anonymize_patterns import DENYLIST_ENV, denylist_pattern, read_denylist
 from .dsl import detect_dsl
 from .errors import InputError
 from .families import operator_slug, trace_slug, workload_family
-from .gitlog import KERNEL_FILE, Commit, History, open_trace
+from .gitlog import KERNEL_FILE, REGULAR_MODES, Commit, History, open_trace
 from .hardware import HardwareTable, Target, in_store_vocabulary, products_named, resolve, target_from_override
 from .jsonio import write_json, write_jsonl
 from .ladder import harness_file
@@ -23,9 +25,14 @@ from .autotune import ingest_autotune
 from .memory import StepRecord, scan_memory
 from .metadata import Metadata, dsl_from_languages, read_metadata
 from .profiles import ProfileCapture, ignored_profile_dirs, scan_profiles
+from .sheet import safe_label
 
 DEFAULT_NON_TARGET = ["distribution_elementwise_grid_stride_kernel"]
-MEMORY_VERSION_RE = r"^memory/v(\d+)\.json$"
+# Read cap of one kernel.py blob, before DSL detection and before packets diff it: real kernels are
+# tens of KB; difflib over two 512 KB versions takes ~0.3 s, over 1 MB ~1.1 s, over 5.5 MB minutes.
+MAX_KERNEL_BYTES = 512 * 1024
+KERNEL_MODE_NAMES = {"120000": "a symlink", "160000": "a submodule (gitlink)"}
+MEMORY_VERSION_RE = r"^memory/v(\d{1,9})\.json$"
 
 
 @dataclass(frozen=True)
@@ -109,9 +116,41 @@ def decide_verdict(vc: VersionCommits) -> tuple[str, str, list[str]]:
     return verdict, basis, warnings
 
 
-def read_kernels(history: History, blobs: set[str]) -> dict[str, str]:
-    """DSL per distinct kernel blob (one cat-file batch for all)."""
-    return {blob: detect_dsl(history.read_blob(blob)) for blob in sorted(blobs)}
+def read_kernels(history: History, blobs: set[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(DSL per usable kernel blob, why each other blob is not source), one cat-file batch for all.
+    A blob over MAX_KERNEL_BYTES is never read whole; one holding NUL bytes is binary, not source."""
+    dsl, unusable = {}, {}
+    for blob in sorted(blobs):
+        data = history.read_blob(blob, MAX_KERNEL_BYTES)
+        if data is None:
+            unusable[blob] = f"over the {MAX_KERNEL_BYTES}-byte kernel read cap"
+        elif b"\0" in data:
+            unusable[blob] = "binary (holds NUL bytes)"
+        else:
+            dsl[blob] = detect_dsl(data)
+    return dsl, unusable
+
+
+def drop_unusable_kernels(rows: list[dict], commits: list[Commit], unusable: dict[str, str]) -> list[str]:
+    """Versions whose kernel.py is not source text get no kernel blob (no DSL from it, no diff); one
+    warning per cause. Returns the warnings."""
+    warnings = []
+    for blob, why in sorted(unusable.items()):
+        versions = [r["version"] for r in rows if r["kernel_blob"] == blob]
+        for r in rows:
+            if r["kernel_blob"] == blob:
+                r["kernel_blob"] = None
+        if versions:
+            warnings.append(f"{KERNEL_FILE} of {', '.join(versions)} is {why}; not used as source")
+    by_sha = {r["sha"]: r["version"] for r in rows if r["sha"]}
+    odd = {}
+    for c in commits:
+        if c.kernel_mode and c.kernel_mode not in REGULAR_MODES and c.sha in by_sha:
+            odd.setdefault(c.kernel_mode, []).append(by_sha[c.sha])
+    for mode, versions in sorted(odd.items()):
+        what = KERNEL_MODE_NAMES.get(mode, f"not a regular file (mode {mode})")
+        warnings.append(f"{KERNEL_FILE} of {', '.join(versions)} is {what}; not source")
+    return warnings
 
 
 def build_rows(hist: VersionIndex, memory: dict[int, StepRecord], captures: list[ProfileCapture],
@@ -219,8 +258,11 @@ def harness_of(meta: Metadata, over: Overrides) -> str:
 
 
 def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, over: Overrides,
-           non_target: list[str], scratch: Path | None = None) -> tuple[list[dict], list[dict], dict, list[dict]]:
+           non_target: list[str], scratch: Path | None = None,
+           denylist: tuple[str, ...] = ()) -> tuple[list[dict], list[dict], dict, list[dict]]:
     with open_trace(trace_path, scratch) as trace:
+        # a directory name holding a denylisted term never names the operator (nor, through it, an id)
+        name, _ = safe_label(trace.name, str(trace_path), denylist_pattern(denylist), label)
         commits = trace.history.commits()
         if not commits:
             raise InputError(trace_path, "the repository has no commits")
@@ -230,7 +272,7 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
         captures = scan_profiles(trace.files, non_target)
         autotune = ingest_autotune(trace.files)
         blobs = {c.kernel_blob for c in commits if c.kernel_blob}
-        dsl_of_blob = read_kernels(trace.history, blobs)
+        dsl_of_blob, unusable_kernels = read_kernels(trace.history, blobs)
         head = commits[-1]
         files = trace.files
         target, hw_warnings = resolve_target(meta_in, over, table, str(trace_path))
@@ -239,16 +281,17 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
         captures = [replace(c, version=f"v{hist.episode_version[c.episode]}") if c.version is None and c.episode in hist.episode_version else c
                     for c in captures]
         rows, warnings = build_rows(hist, memory.records, captures, dsl_of_blob, default_dsl)
-        warnings += meta_in.warnings + hw_warnings
+        warnings += drop_unusable_kernels(rows, commits, unusable_kernels)
+        warnings += memory.warnings + meta_in.warnings + hw_warnings
         warnings += [f"profiles/{d}: not a capture directory name; ignored" for d in ignored_profile_dirs(files)]
         warnings += [f"{c.dir}: episode {c.episode} has no version in the history" for c in captures if c.version is None]
         warnings += files.skipped()
         if not any(c.kernel_changed for c in commits):
             warnings.append(f"no commit changes {KERNEL_FILE}: kernel versions and diffs are unavailable")
-        operator = meta_in.operator_name or trace.name
+        operator = meta_in.operator_name or name
         meta = {
-            "slug": trace_slug(label or trace.name),
-            "source_label": label or trace.name,
+            "slug": trace_slug(label or name),
+            "source_label": label or name,
             "operator_name": operator,
             "operator_slug": operator_slug(operator),
             "workload_family": workload_family(operator),
@@ -282,6 +325,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--product", help="override the GPU product (a product of the hardware table)")
     ap.add_argument("--dsl", help="override the kernel DSL (e.g. triton)")
     ap.add_argument("--harness", help="override the benchmark harness name")
+    ap.add_argument("--denylist-env", default=DENYLIST_ENV, help="variable naming the private denylist file")
     ap.add_argument("--non-target-kernels", default=",".join(DEFAULT_NON_TARGET),
                     help="comma-separated harness kernels whose captures are unusable")
     args = ap.parse_args(argv)
@@ -293,7 +337,8 @@ def main(argv: list[str]) -> int:
     non_target = [k.strip() for k in args.non_target_kernels.split(",") if k.strip()]
     out = Path(args.out_dir)
     rows, profiles, meta, autotune = ingest(args.trace, label=args.label, table=table, over=over,
-                                            non_target=non_target, scratch=out)
+                                            non_target=non_target, scratch=out,
+                                            denylist=read_denylist({DENYLIST_ENV: os.environ.get(args.denylist_env, "")}))
     write_jsonl(out / "versions.jsonl", rows)
     write_jsonl(out / "profiles.jsonl", profiles)
     write_jsonl(out / "autotune.jsonl", autotune)

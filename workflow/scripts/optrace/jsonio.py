@@ -1,8 +1,13 @@
-"""Atomic, deterministic JSON I/O: every writer writes a temp file and renames, so a killed job leaves no torn file."""
+"""Atomic, deterministic JSON I/O: every writer writes a temp file and renames, so a killed job leaves no torn file.
+
+No output holds a non-finite number (NaN and Infinity are not JSON): writers turn them into null, the
+project's "no number". `parse_untrusted` reads a trace's JSON without ever raising past one line.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -20,13 +25,45 @@ def _umask_mode() -> int:
 _FILE_MODE = _umask_mode()
 
 
+def finite(obj: Any) -> Any:
+    """`obj` with every NaN/Infinity float replaced by None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def _dumps(obj: Any, **kw) -> str:
+    try:
+        return json.dumps(obj, ensure_ascii=False, sort_keys=True, allow_nan=False, **kw)
+    except ValueError:  # a non-finite float somewhere (rare): the slow path walks the object once
+        return json.dumps(finite(obj), ensure_ascii=False, sort_keys=True, allow_nan=False, **kw)
+
+
 def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True, indent=2) + "\n"
+    return _dumps(obj, indent=2) + "\n"
 
 
 def dumps_compact(obj: Any) -> str:
     """One line, sorted keys: the C encoder (indent forces the pure-Python one), for machine-read files."""
-    return json.dumps(obj, ensure_ascii=False, sort_keys=True, separators=(",", ":")) + "\n"
+    return _dumps(obj, separators=(",", ":")) + "\n"
+
+
+def parse_untrusted(data: bytes | str) -> tuple[Any, str | None]:
+    """(document, None) or (None, why it is not one): malformed, nested past Python's recursion limit, or
+    holding an integer longer than Python's int-from-string limit. Undecodable bytes become U+FFFD."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at line {exc.lineno})"
+    except RecursionError:
+        return None, "JSON nested too deeply to parse"
+    except ValueError as exc:  # int-str limit: "Exceeds the limit (4300 digits) ..."
+        return None, f"JSON with an unparseable number ({str(exc).split(';')[0][:80]})"
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
@@ -53,7 +90,7 @@ def write_json(path, obj: Any) -> None:
 
 
 def write_jsonl(path, rows: Iterable[Any]) -> None:
-    write_lines_atomic(path, (json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows))
+    write_lines_atomic(path, (_dumps(r) + "\n" for r in rows))
 
 
 def read_json(path) -> Any:

@@ -7,15 +7,15 @@ incumbent (`carried_from_version`) or from an incomplete measurement are never t
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
 
+from .jsonio import parse_untrusted
 from .tracefiles import TraceFiles
 
-VERSION_FILE_RE = re.compile(r"^v(\d+)\.json$")
-VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d+)\s*$")
+VERSION_FILE_RE = re.compile(r"^v(\d{1,9})\.json$")  # grammar.NUM: at most 9 digits
+VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d{1,9})\s*$")
 
 
 @dataclass(frozen=True)
@@ -51,29 +51,44 @@ class StepRecord:
 class MemoryScan:
     records: dict[int, StepRecord]
     variants: list[dict]  # {file, why}
+    warnings: list[str] = field(default_factory=list)
+
+
+def _canonical_first(name: str) -> tuple:
+    """Order of the spellings of one version: `v3.json` first, then fewer leading zeros (v03 before v003)."""
+    return (len(name), name)
 
 
 def scan_memory(files: TraceFiles) -> MemoryScan:
+    """Rule for several spellings of one version (v3.json, v03.json): the canonical `v<N>.json` is the
+    version's record whatever the listing order; without it, the spelling with fewest leading zeros. The
+    others are variants, and each is named in a warning."""
     records: dict[int, StepRecord] = {}
     variants: list[dict] = []
+    warnings: list[str] = []
+    spellings: dict[int, list[str]] = {}
     for entry in files.list_dir("memory"):
         if entry.is_dir or not entry.name.endswith(".json"):
             continue
-        rel = f"memory/{entry.name}"
         m = VERSION_FILE_RE.match(entry.name)
         if not m:
-            variants.append({"file": rel, "why": _variant_reason(entry.name)})
+            variants.append({"file": f"memory/{entry.name}", "why": _variant_reason(entry.name)})
             continue
-        data = _load(files, rel)
+        spellings.setdefault(int(m.group(1)), []).append(entry.name)
+    for n, names in sorted(spellings.items()):
+        names.sort(key=_canonical_first)
+        for other in names[1:]:
+            variants.append({"file": f"memory/{other}", "why": f"duplicate of v{n} (memory/{names[0]} is used)"})
+            warnings.append(f"memory/{other}: another spelling of v{n}; memory/{names[0]} is used, this file is ignored")
+        rel = f"memory/{names[0]}"
+        data, problem = _load(files, rel)
         if not isinstance(data, dict):
-            variants.append({"file": rel, "why": "unparseable" if data is None else "not a JSON object"})
-            continue
-        n = int(m.group(1))
-        if n in records:  # v03.json and v3.json: keep the canonical spelling
-            variants.append({"file": rel, "why": f"duplicate of v{n}"})
+            variants.append({"file": rel, "why": "unparseable" if problem else "not a JSON object"})
+            warnings.append(f"{rel}: {problem or 'not a JSON object'}; v{n} has no step record")
             continue
         records[n] = parse_record(n, rel, data)
-    return MemoryScan(records, variants)
+    variants.sort(key=lambda v: v["file"])
+    return MemoryScan(records, variants, warnings)
 
 
 def _variant_reason(name: str) -> str:
@@ -84,14 +99,11 @@ def _variant_reason(name: str) -> str:
     return "not a version name"
 
 
-def _load(files: TraceFiles, rel: str):
+def _load(files: TraceFiles, rel: str) -> tuple[object, str | None]:
     raw = files.read_bytes(rel)
     if raw is None:
-        return None
-    try:
-        return json.loads(raw.decode("utf-8", errors="replace"))
-    except json.JSONDecodeError:
-        return None
+        return None, "unreadable (see the skipped-file warnings)"
+    return parse_untrusted(raw)
 
 
 def as_positive_number(value) -> float | None:
@@ -99,7 +111,7 @@ def as_positive_number(value) -> float | None:
         return None
     try:
         x = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # "abc", or an integer beyond any float
         return None
     return x if math.isfinite(x) and x > 0 else None
 
@@ -178,7 +190,11 @@ def parse_record(n: int, rel: str, data: dict) -> StepRecord:
 def _finite(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        x = float(value)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return x if math.isfinite(x) else None
 
 
 def normalise_pitfalls(items) -> list[Pitfall]:

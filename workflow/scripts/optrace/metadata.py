@@ -8,10 +8,10 @@ hardware table: nothing here guesses.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
+from .jsonio import parse_untrusted
 from .tracefiles import TraceFiles, read_text
 
 # SOL-ExecBench / FlashInfer-Bench language names -> store DSL vocabulary
@@ -22,7 +22,8 @@ LANGUAGE_DSL = {
 }
 # Placeholders that name no GPU
 NO_GPU_TOKENS = {"local", "any", "", "none", "unknown"}
-README_HW_RE = re.compile(r"^\s*[-*]\s*(platform|runtime arch|gpu|hardware)\s*:\s*(.+?)\s*$", re.I | re.M)
+# `[ \t]*`, not `\s*`: at each line start `\s*` would run over all following blank lines (quadratic)
+README_HW_RE = re.compile(r"^[ \t]*[-*][ \t]*(platform|runtime arch|gpu|hardware)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
 
 
 @dataclass
@@ -40,14 +41,13 @@ class Metadata:
 
 
 def _json(files: TraceFiles, rel: str, warnings: list[str]):
-    text = read_text(files, rel)
-    if text is None:
+    data = files.read_bytes(rel)
+    if data is None:
         return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        warnings.append(f"{rel}: not valid JSON ({exc.msg} at line {exc.lineno}); ignored")
-        return None
+    doc, problem = parse_untrusted(data)
+    if problem:
+        warnings.append(f"{rel}: {problem}; ignored")
+    return doc
 
 
 def _jsonl(files: TraceFiles, rel: str, warnings: list[str]) -> list[dict]:
@@ -56,12 +56,10 @@ def _jsonl(files: TraceFiles, rel: str, warnings: list[str]) -> list[dict]:
     for line in (text or "").splitlines():
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
+        obj, problem = parse_untrusted(line)
+        if problem:
             bad += 1
-            continue
-        if isinstance(obj, dict):
+        elif isinstance(obj, dict):
             rows.append(obj)
     if bad:
         warnings.append(f"{rel}: {bad} line(s) not valid JSON; ignored")

@@ -8,17 +8,17 @@ file counts as absent: one bad capture never stops ingest.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
 from .ncu import NcuKernel, NcuTable, is_harness_kernel, normalize_kernel_name, parse_ncu_csv
+from .jsonio import parse_untrusted
 from .tracefiles import TraceFiles
 
 PROFILES = "profiles"
-VERSION_DIR = re.compile(r"^[vV](\d+)(?:[_-](.+))?$")
-EPISODE_DIR = re.compile(r"^episode_(\d+)$")
-SHAPE_DIR = re.compile(r"^shape-(\d+)$")
+VERSION_DIR = re.compile(r"^[vV](\d{1,9})(?:[_-](.+))?$")  # numbers of at most 9 digits (grammar.NUM)
+EPISODE_DIR = re.compile(r"^episode_(\d{1,9})$")
+SHAPE_DIR = re.compile(r"^shape-(\d{1,9})$")
 # `[ \t]*`, not `\s*`: an empty `Kernel:` line must not borrow the next line as the name.
 KERNEL_LINE = re.compile(r"^Kernel:[ \t]*(.*\S)", re.MULTILINE)
 NCU_EXPORT_SUFFIXES = (".csv", ".log")
@@ -173,10 +173,7 @@ def _metrics_json_kernel(files: TraceFiles, capture: str) -> _Named | None:
     data = files.read_bytes(f"{capture}/{name}")
     if data is None:
         return None
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):  # malformed, undecodable or absurdly nested: treat as absent
-        return None
+    doc, _ = parse_untrusted(data)  # malformed, undecodable or absurdly nested: treat as absent
     kernel = doc.get("__kernel_name__") if isinstance(doc, dict) else None
     return _named(kernel, name) if isinstance(kernel, str) else None
 

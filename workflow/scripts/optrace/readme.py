@@ -73,12 +73,15 @@ def render(results: Path, slugs: list[str], scrub) -> str:
     records = {e["id"]: read_json(staging / e["path"]) for e in index}
     staged_by_trace = Counter(s["trace"] for s in summary["staged"])
     failed_by_trace = Counter(f["trace"] for f in summary["failed"])
+    failed_traces = {f["trace"]: f for f in summary.get("failed_traces", [])}
+    good = [slug for slug in slugs if slug not in failed_traces]
     out = ["# Staging store (not the live store)", "",
-           f"{len(index)} records staged from {len(slugs)} trace(s); {len(summary['failed'])} failed validation and were not staged.",
+           f"{len(index)} records staged from {len(good)} trace(s); {len(summary['failed'])} failed validation and were not staged."
+           + (f" {len(failed_traces)} trace(s) failed and are listed below." if failed_traces else ""),
            "`optrace check-store` on this directory runs the store's own gates.", "",
            "## Traces", "", "| trace | operator | target | versions | segments | staged | failed | ladder |",
            "|---|---|---|---|---|---|---|---|"]
-    for slug in slugs:
+    for slug in good:
         meta = read_json(results / "work" / slug / "meta.json")
         versions = len(read_jsonl(results / "work" / slug / "versions.jsonl"))
         segments = len(read_jsonl(results / "work" / slug / "segments.jsonl"))
@@ -94,6 +97,9 @@ def render(results: Path, slugs: list[str], scrub) -> str:
         basis = (rec["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "—")
         out.append(f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {basis} "
                    f"| {rec['evidence']['raw'].get('version') or '—'} |")
+    if failed_traces:
+        out += ["", "## Traces that failed (nothing of theirs is staged)", "", "| trace | stage | reason |", "|---|---|---|"]
+        out += [f"| {slug} | {f['stage']} | {scrub(f['reason'] or '').replace('|', '/')} |" for slug, f in sorted(failed_traces.items())]
     if summary["failed"]:
         out += ["", "## Not staged (failed validation)", "", "| trace | record | failed gates |", "|---|---|---|"]
         out += [f"| {f['trace']} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |" for f in summary["failed"]]
@@ -110,7 +116,7 @@ def render(results: Path, slugs: list[str], scrub) -> str:
     bases = Counter((records[e["id"]]["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "none") for e in index)
     out += ["", "## Histograms", ""] + _histogram("type / arch / dsl / family", cells) + _histogram("tier", tiers)
     out += _histogram("bottleneck evidence basis", bases)
-    out += ["## Ladders", ""] + [f"![{slug} ladder](reports/{slug}/ladder.svg)" for slug in slugs] + [""]
+    out += ["## Ladders", ""] + [f"![{slug} ladder](reports/{slug}/ladder.svg)" for slug in good] + [""]
     out += [HOW_TO_READ, TRUST]
     return "\n".join(out)
 

@@ -133,10 +133,14 @@ def split_by_verdict(summary: dict) -> tuple[dict[str, list[tuple]], list[dict]]
 def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of) -> dict:
     staging = results / "staging"
     passed, failed = split_by_verdict(summary_in)
-    entries, summary, keep = [], {"staged": [], "failed": failed}, set()
+    entries, summary, keep = [], {"staged": [], "failed": failed, "failed_traces": []}, set()
     for slug in slugs:
         rows = read_jsonl(results / "work" / slug / "versions.jsonl")
         manifest = read_json(results / "packets" / slug / "manifest.json")
+        if isinstance(manifest.get("failed"), dict):  # optrace.pertrace's placeholder: listed, not staged
+            f = manifest["failed"]
+            summary["failed_traces"].append({"trace": slug, "stage": f.get("stage"), "reason": f.get("reason")})
+            continue
         packets = {p["id"]: p["seg_id"] for p in manifest["packets"]}
         trace = trace_prior(rows)
         for path, sha256, rid in passed.get(slug, []):
@@ -190,4 +194,6 @@ def main(argv: list[str]) -> int:
         raise InputError(args.results, f"a record has no packet or a required field ({exc})") from None
     write_json(args.summary, summary)
     print(f"stage: {len(summary['staged'])} records staged, {len(summary['failed'])} failed validation (listed in {args.summary})")
+    for f in summary["failed_traces"]:
+        print(f"  trace {f['trace']} failed at {f['stage']}: {f['reason']}")
     return 0

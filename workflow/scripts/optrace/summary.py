@@ -84,6 +84,13 @@ def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | No
     """
     for stage in stages:
         log, outputs = stage.files(slug)
+        # a trace that failed under --keep-going leaves optrace.pertrace's placeholders: its outputs
+        # exist and carry `failed` (the failing stage and its one-line reason)
+        for out in outputs:
+            doc = _read(out) if out.suffix == ".json" and out.is_file() else None
+            failed = doc.get("failed") if isinstance(doc, dict) else None
+            if isinstance(failed, dict):
+                return f"{failed.get('stage')}: error: {str(failed.get('reason'))[:MAX_REASON_CHARS]}", log
         if not log.is_file() or all(o.exists() for o in outputs):
             continue
         try:

@@ -9,12 +9,65 @@ a symlink that leaves the trace is never followed, and every read is size-capped
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Iterator, Protocol
 
 # Nothing a parser reads (a memory record, a REPORT.md, an ncu CSV export) is legitimately larger.
 MAX_READ_BYTES = 16 * 1024 * 1024
+# Capture trees are at most a few levels deep (profiles/episode_4/shape-1/analysis/x.json); deeper
+# is not a capture, and a 1100-deep tree must not cost a recursive walk or a path past PATH_MAX.
+MAX_WALK_DEPTH = 12
+MAX_WALK_ENTRIES = 200_000
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symlink"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "a device or socket"
+
+
+def read_small_file(path: str | os.PathLike, cap: int, head: int | None = None) -> tuple[bytes | None, str | None]:
+    """(bytes, None), or (None, problem) with problem "absent", "a FIFO", "a symlink", ... or "over the cap".
+
+    Never blocks: the type is checked with lstat before the open, and the open itself is non-blocking
+    and refuses symlinks (a FIFO swapped in between the two is caught by fstat). `head` reads only the
+    first bytes (a bundle's header) whatever the size.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None, "absent"
+    if not stat.S_ISREG(st.st_mode):
+        return None, _kind(st.st_mode)
+    if head is None and st.st_size > cap:
+        return None, f"{st.st_size} bytes, over the {cap}-byte read cap"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, _kind(st.st_mode)
+        want = head if head is not None else cap + 1
+        chunks, got = [], 0
+        while got < want and (chunk := os.read(fd, min(want - got, 1 << 20))):
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if head is None and len(data) > cap:  # it grew after the stat
+        return None, f"over the {cap}-byte read cap"
+    return data, None
 
 
 @dataclass(frozen=True)
@@ -58,8 +111,10 @@ class WorkTreeFiles:
         if parent in self._dirs_inside and leaf and not path.is_symlink():
             return path
         try:
-            real = path.resolve()
-        except OSError:
+            real = path.resolve(strict=True)
+        except (OSError, RuntimeError):  # missing, or a symlink loop (RuntimeError before Python 3.13)
+            if path.is_symlink():
+                self._note(f"{rel}: symlink that resolves nowhere (a loop or a dangling link), not followed")
             return None
         if real != self.root and self.root not in real.parents:
             self._note(f"{rel}: symlink leaves the trace, not followed")
@@ -78,40 +133,54 @@ class WorkTreeFiles:
         if base == self.root / rel:
             self._dirs_inside.add(rel)
         out = []
-        with os.scandir(base) as entries:
-            for e in sorted(entries, key=lambda e: e.name):
-                if e.is_symlink():
-                    real = self._inside(f"{rel}/{e.name}" if rel else e.name)
-                    if real is None:
-                        continue
-                    is_dir, is_file = real.is_dir(), real.is_file()
-                else:
-                    is_dir, is_file = e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)
-                if is_dir or is_file:
-                    out.append(Entry(e.name, is_dir))
+        try:
+            with os.scandir(base) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            self._note(f"{rel}: cannot be listed ({exc.strerror}), not read")
+            return []
+        for e in entries:
+            if e.is_symlink():
+                real = self._inside(f"{rel}/{e.name}" if rel else e.name)
+                if real is None:
+                    continue
+                is_dir, is_file = real.is_dir(), real.is_file()
+            else:
+                is_dir, is_file = e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)
+            if is_dir or is_file:
+                out.append(Entry(e.name, is_dir))
         return out
 
     def walk(self, rel: str) -> Iterator[str]:
-        for entry in self.list_dir(rel):
-            sub = f"{rel}/{entry.name}" if rel else entry.name
-            if entry.is_dir:
-                if entry.name != ".git":
-                    yield from self.walk(sub)
-            else:
-                yield sub
+        # iterative and depth-capped: a 1100-deep tree is neither a RecursionError nor a slow walk
+        stack, seen = [(rel, 0)], 0
+        out = []
+        while stack:
+            folder, depth = stack.pop()
+            for entry in self.list_dir(folder):
+                seen += 1
+                if seen > MAX_WALK_ENTRIES:
+                    self._note(f"{rel}: more than {MAX_WALK_ENTRIES} entries, the rest not read")
+                    return iter(sorted(out))
+                sub = f"{folder}/{entry.name}" if folder else entry.name
+                if not entry.is_dir:
+                    out.append(sub)
+                elif entry.name == ".git":
+                    continue
+                elif depth + 1 >= MAX_WALK_DEPTH:
+                    self._note(f"{sub}: deeper than {MAX_WALK_DEPTH} levels below {rel}/, not read")
+                else:
+                    stack.append((sub, depth + 1))
+        return iter(sorted(out))
 
     def read_bytes(self, rel: str, cap: int = MAX_READ_BYTES) -> bytes | None:
         real = self._inside(rel)
-        if real is None or not real.is_file():
+        if real is None:
             return None
-        size = real.stat().st_size
-        if size > cap:
-            self._note(f"{rel}: {size} bytes, over the {cap}-byte read cap, not read")
-            return None
-        try:
-            return real.read_bytes()
-        except OSError:
-            return None
+        data, problem = read_small_file(real, cap)
+        if problem is not None and problem != "absent" and problem != "a directory":
+            self._note(f"{rel}: {problem}, not read")
+        return data
 
     def skipped(self) -> list[str]:
         return list(self._skipped)
