@@ -1,6 +1,7 @@
 """Which traces a run covers, and the cheap fingerprint that makes ingest stale."""
 
 import os
+import re
 
 import pytest
 
@@ -66,3 +67,14 @@ def test_head_sha_without_git_matches_git(tmp_path):
     assert head_sha(tmp_path / "t") == head
     os.system(f"cd {tmp_path / 't'} && git pack-refs --all && rm -f .git/refs/heads/main")
     assert head_sha(tmp_path / "t") == head
+
+
+def test_a_neutral_label_never_reads_as_a_hash_to_the_anonymizer():
+    """The hash name of a denylisted trace reaches packets and ids: it must not be refused as a hex id."""
+    from optrace.anonymize import Scrubber
+    from optrace.sheet import neutral_label
+
+    scrubber = Scrubber.from_env("OPTRACE_TEST_NO_DENYLIST", {})
+    names = {neutral_label(f"/data/traces/kernel_opt_{i:03d}_x") for i in range(500)}
+    assert len(names) == 500
+    assert not [n for n in names if scrubber.leaks(n) or re.search(r"[0-9a-f]{4,}", n.removeprefix("trace-"))]

@@ -42,9 +42,15 @@ class TraceEntry:
     note: str | None = None  # said to the user at planning time (e.g. a label replaced for the denylist)
 
 
+# Letters only, none of them hex: the name reaches packets, ids and reports, where a run of hex digits
+# reads as a commit hash and the anonymizer rightly refuses it.
+NEUTRAL_ALPHABET = "ghjkmnpqrstvwxyz"
+
+
 def neutral_label(path: str) -> str:
-    """A name that says nothing about the trace: a hash of its path."""
-    return "trace-" + hashlib.sha256(str(path).encode()).hexdigest()[:10]
+    """A name that says nothing about the trace: a hash of its path, spelled in non-hex letters."""
+    digest = hashlib.sha256(str(path).encode()).digest()
+    return "trace-" + "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:10])
 
 
 def safe_label(label: str, path: str, denied, fallback: str | None = None) -> tuple[str, str | None]:
@@ -119,7 +125,8 @@ def select_traces(config: dict, example_path: str, example_label: str, environ=o
         check_paths_exist(entries)
         return entries
     over = {"product": config["hardware"]} if config.get("hardware") else {}
-    return [TraceEntry(example_label, example_path, trace_slug(example_label), over, example=True)]
+    label, note = safe_label(example_label, example_path, denylist_pattern(denylist))  # the example's name can be denylisted too
+    return [TraceEntry(label, example_path, trace_slug(label), over, example=True, note=note)]
 
 
 def fingerprint(path: str) -> str:
