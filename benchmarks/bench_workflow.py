@@ -1,34 +1,73 @@
-"""Workflow-level benchmark: a 100-trace sheet through real Snakemake.
+"""Workflow-level benchmark: sheets of many traces through real Snakemake.
 
-Prints the first full run, a no-op re-run (target <= 10 s, DESIGN §9), and the re-run after a
-10-record agent batch lands in one trace's distilled/ directory (only that trace's validate, then
-stage and readme, may run).
+For each sheet size: planning (`snakemake -n`), and, up to `--full-max` traces, the first full run,
+the no-op re-run and the re-run after a 10-record agent batch lands in one trace's distilled/ directory
+(only that trace's validate, then stage and readme, may run). The controller's peak memory is its own
+high-water mark (VmHWM, read from /proc while it runs), not that of the jobs it starts.
 
-    python benchmarks/bench_workflow.py [--traces 100] [--versions 30]
+`--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the per-trace sources,
+the build, the split) and prints each dataset job's time and peak memory (from the rules' `benchmark:`
+files), then `optrace.dataset.load` over the result.
+
+    python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
+
+Targets (DESIGN §9, 2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
+`snakemake -n` on 1000 traces <= 15 s with the controller <= 500 MB.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from synthetic import synthetic_trace
 
 ROOT = Path(__file__).resolve().parents[1]
+# Jobs may write bytecode caches, as an installed copy does (this sandbox sets PYTHONDONTWRITEBYTECODE,
+# which would make every job recompile the package).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def snakemake(wd: Path, *args: str) -> tuple[float, str]:
+def _vm_hwm_mb(pid: int) -> float | None:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def snakemake(wd: Path, *args: str) -> tuple[float, float, str]:
+    """Wall seconds, controller peak MB and the log of one snakemake run."""
     t0 = time.perf_counter()
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-c2", *args], cwd=wd, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise SystemExit(f"snakemake failed:\n{res.stderr[-3000:]}")
-    return time.perf_counter() - t0, res.stdout + res.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "-c2", *args], cwd=wd, env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    peak = [0.0]
+
+    def watch() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _vm_hwm_mb(proc.pid) or 0.0)
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    log = proc.stdout.read()
+    proc.wait()
+    watcher.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"snakemake failed:\n{log[-3000:]}")
+    return time.perf_counter() - t0, peak[0], log
 
 
 def jobs_run(log: str) -> dict[str, int]:
@@ -51,31 +90,88 @@ def ten_new_records(results: Path, slug: str) -> int:
     return len(src)
 
 
+def build_sheet(tmp: Path, n_traces: int, n_versions: int) -> Path:
+    rows = ["label\tpath"]
+    for i in range(n_traces):
+        name = f"kernel_opt_{i:04d}_gemm_n4096_k4096"
+        path = tmp / "traces" / name
+        if not path.exists():
+            synthetic_trace(path, n_versions, seed=i)
+        rows.append(f"{name}\t{path}")
+    sheet = tmp / f"traces-{n_traces}.tsv"
+    sheet.write_text("\n".join(rows) + "\n")
+    return sheet
+
+
+def fresh_workflow(dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__",
+                                                              "tests", "benchmarks"))
+    return dest
+
+
+def benchmark_rows(paths: list[Path]) -> list[dict]:
+    rows = []
+    for p in paths:
+        header, values = p.read_text().splitlines()[:2]
+        rows.append(dict(zip(header.split("\t"), values.split("\t"))))
+    return rows
+
+
+def dataset_only(wd: Path, cfg: str) -> None:
+    total, peak, log = snakemake(wd, "dataset", "--config", cfg)
+    print(f"  dataset target:         {total:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}")
+    bench = wd / "results" / "benchmarks" / "dataset"
+    sources = benchmark_rows(sorted((bench / "sources").glob("*.tsv")))
+    print(f"    sources (per trace):  {sum(float(r['s']) for r in sources):7.1f} s summed over {len(sources)} jobs, "
+          f"max {max(float(r['s']) for r in sources):.2f} s, peak RSS max {max(float(r['max_rss']) for r in sources):.0f} MB")
+    for name in ("build", "split"):
+        (row,) = benchmark_rows([bench / f"{name}.tsv"])
+        print(f"    {name:19s}: {float(row['s']):7.2f} s  peak RSS {float(row['max_rss']):.0f} MB")
+    code = ("import resource, time, sys; t=time.perf_counter(); from optrace.dataset import load; "
+            f"f=load({str(wd / 'results' / 'dataset')!r}); "
+            "print(f'{time.perf_counter()-t:.2f} {len(f)} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024:.0f}')")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**ENV, "PYTHONPATH": str(wd / "workflow" / "scripts")})
+    if res.returncode != 0:
+        raise SystemExit(f"load() failed:\n{res.stderr[-3000:]}")
+    secs, rows, rss = res.stdout.split()
+    print(f"    load():               {float(secs):7.2f} s  {rows} samples, peak RSS {rss} MB")
+    sizes = {p.name: p.stat().st_size for p in sorted((wd / "results" / "dataset").glob("*.parquet"))}
+    print("    files: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in sizes.items()))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--traces", type=int, default=100)
+    ap.add_argument("--traces", type=int, nargs="+", default=[100, 400, 1000])
     ap.add_argument("--versions", type=int, default=30)
+    ap.add_argument("--full-max", type=int, default=400, help="run the full workflow only on sheets up to this size")
+    ap.add_argument("--dataset-only", action="store_true", help="only the dataset target, with per-job time and memory")
     args = ap.parse_args()
+    print(f"{platform.node()} {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, python {platform.python_version()}")
     with tempfile.TemporaryDirectory(prefix="optrace-wf-bench-") as tmp:
         tmp = Path(tmp)
-        wd = tmp / "wf"
-        shutil.copytree(ROOT, wd, ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__", "tests", "benchmarks"))
-        rows = ["label\tpath"]
-        t0 = time.perf_counter()
-        for i in range(args.traces):
-            name = f"kernel_opt_{i:03d}_gemm_n4096_k4096"
-            synthetic_trace(tmp / "traces" / name, args.versions, seed=i)
-            rows.append(f"{name}\t{tmp / 'traces' / name}")
-        (tmp / "traces.tsv").write_text("\n".join(rows) + "\n")
-        print(f"built {args.traces} traces of {args.versions} versions in {time.perf_counter() - t0:.1f} s")
-        cfg = f"traces={tmp / 'traces.tsv'}"
-        full, log = snakemake(wd, "--config", cfg)
-        print(f"full run:              {full:7.1f} s  jobs {sum(jobs_run(log).values())}")
-        noop, log = snakemake(wd, "--config", cfg)
-        print(f"no-op re-run:          {noop:7.1f} s  jobs {sum(jobs_run(log).values())}  (target <= 10 s)")
-        n = ten_new_records(wd / "results", "000-gemm-n4096-k4096")
-        batch, log = snakemake(wd, "--config", cfg)
-        print(f"after a {n}-record batch: {batch:7.1f} s  jobs {jobs_run(log)}")
+        for n in args.traces:
+            t0 = time.perf_counter()
+            sheet = build_sheet(tmp, n, args.versions)
+            print(f"\n{n} traces of {args.versions} versions built in {time.perf_counter() - t0:.1f} s")
+            wd = fresh_workflow(tmp / "wf")
+            cfg = f"traces={sheet}"
+            if args.dataset_only:
+                dataset_only(wd, cfg)
+                continue
+            plan, peak, _ = snakemake(wd, "-n", "--config", cfg)
+            print(f"  plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB")
+            if n > args.full_max:
+                continue
+            full, peak, log = snakemake(wd, "--config", cfg)
+            print(f"  full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}")
+            noop, peak, log = snakemake(wd, "--config", cfg)
+            print(f"  no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}")
+            k = ten_new_records(wd / "results", "0000-gemm-n4096-k4096")
+            batch, peak, log = snakemake(wd, "--config", cfg)
+            print(f"  after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}")
     return 0
 
 

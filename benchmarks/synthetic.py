@@ -1,7 +1,13 @@
-"""Synthetic traces for benchmarks: realistic mix of grammars, verdicts, memory records and captures.
+"""Synthetic traces for benchmarks: a realistic mix of grammars, verdicts, memory records and captures.
 
-Deterministic for a given (n_versions, seed). Kernels stay a few KB (real kernels do not grow without
-bound), memory records carry per-shape latencies, every 10th version has a profile capture.
+Deterministic for a given (n_versions, seed). What makes them do real work at every size:
+- the latency series never collapses: kept changes close part of the gap to a hardware floor (never
+  below it), and every ~250 versions the run re-baselines on a new workload set (workload.jsonl changes
+  in that commit and the subject says so), so later epochs claim milestones again;
+- failed levers come from a combinatorial vocabulary (technique x value x operand), so a long run
+  keeps trying levers it has not tried before, as real long-horizon agents do;
+- kernels stay a few KB (real kernels do not grow without bound), memory records carry per-shape
+  latencies, every 10th version has a profile capture.
 """
 
 from __future__ import annotations
@@ -15,10 +21,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scrip
 from optrace.tracebuild import CommitSpec, build_trace  # noqa: E402
 
 SHAPES = [f"{i:08x}-0000-4000-8000-{i:012x}" for i in range(1, 9)]
-LEVERS = ["split-K reduction (atomics, contention)", "fp32 accumulation in shared memory", "cp.async prefetch of B",
-          "num_stages=5 (smem overflow)", "BLOCK_M=256 register spills", "persistent grid over tiles",
-          "warp specialisation on the epilogue", "TMA multicast across the cluster", "swizzle 128B layout",
-          "vectorised 16-byte stores"]
+TECHNIQUES = ["split-K reduction with atomics", "fp32 accumulation in shared memory", "cp.async prefetch",
+              "num_stages pipelining", "BLOCK_M tiling", "persistent grid over tiles", "warp specialisation",
+              "TMA multicast across the cluster", "128B swizzle layout", "vectorised 16-byte stores",
+              "register blocking", "double-buffered shared memory", "epilogue fusion", "grouped launch order",
+              "loop unrolling", "async copy of the scale vector", "warp-shuffle reduction", "L2 cache hints",
+              "split reduction across CTAs", "stream-K decomposition"]
+VALUES = ["2", "4", "8", "16", "64"]
+OPERANDS = ["on the A operand", "on the B operand", "in the epilogue", "in the main loop", "for the tail tiles"]
+EPOCH_VERSIONS = 250  # a new workload set, as long runs re-baseline on new shapes
+FLOOR_US = 80.0
+
+
+def lever(rng: random.Random) -> str:
+    return f"{rng.choice(TECHNIQUES)} x{rng.choice(VALUES)} {rng.choice(OPERANDS)}"
 
 
 def kernel_source(step: int, rng: random.Random) -> str:
@@ -29,16 +45,22 @@ def kernel_source(step: int, rng: random.Random) -> str:
             f"    tl.store(out + offs, acc0, mask=mask)\n")
 
 
-def memory(n: int, geo: float, rng: random.Random, **extra) -> str:
+def memory(n: int, geo: float, rng: random.Random, action: str, **extra) -> str:
     by_shape = {s: round(geo * rng.uniform(0.5, 2.0), 3) for s in SHAPES}
     rec = {"version": f"v{n}", "performance": {"latency_us_geomean": round(geo, 4), "latency_us_by_shape": by_shape},
            "correctness": {"status": "PASS", "max_abs_err": 0.001, "max_rel_err": 0.002},
            "quality_gate": {"result": "PASS", "failure_reason": None},
-           "optimization": {"action_category": "tiling", "action_description": f"step {n}: {rng.choice(LEVERS)}"},
-           "pitfalls_and_fixes": [{"pitfall": rng.choice(LEVERS) + " exceeded smem", "explanation": "occupancy 1 CTA/SM", "fix": "2 stages"}],
-           "open_directions": [{"direction": rng.choice(LEVERS), "rationale": "grid < #SMs"}]}
+           "optimization": {"action_category": "tiling", "action_description": action},
+           "pitfalls_and_fixes": [{"pitfall": rng.choice(TECHNIQUES) + " exceeded shared memory",
+                                   "explanation": "occupancy fell to 1 CTA/SM because each stage needs 48 KB",
+                                   "fix": "2 stages"}],
+           "open_directions": [{"direction": lever(rng), "rationale": "grid < #SMs"}]}
     rec.update(extra)
     return json.dumps(rec)
+
+
+def workload(epoch: int) -> str:
+    return "\n".join(json.dumps({"uuid": s, "axes": {"M": 64 * (epoch + 1)}}) for s in SHAPES) + "\n"
 
 
 def synthetic_trace(dest: Path, n_versions: int, seed: int = 3) -> Path:
@@ -46,27 +68,39 @@ def synthetic_trace(dest: Path, n_versions: int, seed: int = 3) -> Path:
     meta = {
         "definition.json": json.dumps({"name": "gemm_n4096_k4096", "axes": {"M": {"type": "var"}, "N": {"type": "const", "value": 4096}}}),
         "solution.json": json.dumps({"spec": {"language": "triton", "target_hardware": ["NVIDIA_H100"]}}),
-        "workload.jsonl": "\n".join(json.dumps({"uuid": s, "axes": {"M": 64}}) for s in SHAPES) + "\n",
+        "workload.jsonl": workload(0),
     }
-    geo = 1000.0
-    commits = [CommitSpec("V0: baseline kernel", {"kernel.py": kernel_source(0, rng), "memory/v0.json": memory(0, geo, rng), **meta})]
+    geo, floor = 1000.0, FLOOR_US
+    commits = [CommitSpec("V0: baseline kernel",
+                          {"kernel.py": kernel_source(0, rng), "memory/v0.json": memory(0, geo, rng, "baseline"), **meta})]
     untracked: dict[str, str] = {}
     for n in range(1, n_versions):
+        mem = f"memory/v{n}.json"
         roll = rng.random()
-        if roll < 0.45:
-            geo *= rng.uniform(0.9, 0.995)
+        if n % EPOCH_VERSIONS == 0:
+            # a new workload set moves everything by the same factor, the reference included
+            factor = 1.6 if (n // EPOCH_VERSIONS) % 2 else 1 / 1.6  # new shapes: larger, then smaller
+            geo, floor = geo * factor, floor * factor
+            commits.append(CommitSpec(f"v{n}: committed (re-baseline on workload set {n // EPOCH_VERSIONS})",
+                                      {"workload.jsonl": workload(n // EPOCH_VERSIONS), "kernel.py": kernel_source(n, rng),
+                                       mem: memory(n, geo, rng, "re-baseline on the new workload set",
+                                                   speedup_vs_ref_geomean=1.0)}))
+        elif roll < 0.4:
+            geo = floor + (geo - floor) * rng.uniform(0.9, 0.995)
             commits.append(CommitSpec(f"v{n}: committed (+{rng.uniform(0.5, 10):.1f}%)",
-                                      {"kernel.py": kernel_source(n, rng), "memory/v%d.json" % n: memory(n, geo, rng)}))
+                                      {"kernel.py": kernel_source(n, rng), mem: memory(n, geo, rng, lever(rng))}))
         elif roll < 0.65:
-            commits.append(CommitSpec(f"v{n}: reverted ({rng.choice(LEVERS)}) — dead-end recorded",
-                                      {"memory/v%d.json" % n: memory(n, geo * 1.05, rng)}))
+            tried = lever(rng)
+            commits.append(CommitSpec(f"v{n}: reverted ({tried}) — dead-end recorded",
+                                      {mem: memory(n, geo * 1.05, rng, tried)},
+                                      body=f"{tried} serialises the warps on a barrier, so the gain is lost."))
         elif roll < 0.8:
-            items = ", ".join(rng.sample(LEVERS, 3))
-            commits.append(CommitSpec(f"dead-end recorded: {items}. Next: {rng.choice(LEVERS)}",
-                                      {"memory/v%d.json" % n: memory(n, geo * 1.02, rng)}))
+            items = ", ".join(lever(rng) for _ in range(3))
+            commits.append(CommitSpec(f"dead-end recorded: {items}. Next: {lever(rng)}",
+                                      {mem: memory(n, geo * 1.02, rng, items)}))
         elif roll < 0.9:
             commits.append(CommitSpec(f"v{n}: reorder loads -> {geo:.1f}->{geo * 0.998:.1f}us (-0.2%), NO_CHANGE",
-                                      {"kernel.py": kernel_source(n, rng), "memory/v%d.json" % n: memory(n, geo * 0.998, rng)}))
+                                      {"kernel.py": kernel_source(n, rng), mem: memory(n, geo * 0.998, rng, "reorder loads")}))
         else:
             commits.append(CommitSpec(f"chore({n}): bookkeeping", {"notes.md": f"note {n}\n"}))
         if n % 10 == 0:

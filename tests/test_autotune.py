@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import shutil
@@ -27,12 +28,12 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO.parent / "shared" / "data" / "samples" / "helion"
 # the embedded example trace carries our own autotune pair under autotune/ci/
 FIXTURE = Path(__file__).resolve().parents[1] / "resources" / "example_trace"
-FIXTURE_CSV = "autotune/ci/autotune-mul.csv"
-FIXTURE_META = "autotune/ci/autotune-mul.meta.jsonl"
+FIXTURE_CSV = "autotune/ci/autotune-fused_add_rmsnorm.csv"
+FIXTURE_META = "autotune/ci/autotune-fused_add_rmsnorm.meta.jsonl"
 SCHEMA = json.loads((REPO / "schemas" / "autotune.schema.json").read_text())
 
-R1 = "ffbe31d66907da05e22580e3ae03677524cadcc1a4b49adbbc0d835970e08da9"  # mul, 1024x1024, two records
-R2 = "0474c6884780b909779ddf4da7ed182ce7c3af94f31962906d113b61bbabbc15"  # mul, 4096x4096
+R1 = "bd1c0cde23c64303a7225cc573c02033e9b62f151b331359c88d2d42b0bd10ed"  # fused_add_rmsnorm, batch 64, two records
+R2 = "36076ddde1fee6e32ef5bd264e947210c025a8602a3b9af72f6f7ac4ebbe7e48"  # fused_add_rmsnorm, batch 4096
 HEADER = ",".join(LEAN_HEADER) + "\n"
 
 
@@ -109,7 +110,7 @@ def test_fixture_pair_joins_every_row():
     assert sorted(r.status for r in result.rows) == [
         "deduplicated", "error", "ok", "ok", "ok", "ok", "ok", "peer_compilation_fail", "timeout"]
     shapes = {r.run_id: r.context.input_shapes for r in result.rows}
-    assert shapes == {R1: "[(1024, 1024), (1024, 1024)]", R2: "[(4096, 4096), (4096, 4096)]"}
+    assert shapes == {R1: "[(64, 4096), (64, 4096), (4096,)]", R2: "[(4096, 4096), (4096, 4096), (4096,)]"}
     # the config is the meta map's dict, compact and key-sorted, i.e. exactly what config_id hashes
     meta_configs = {cid: c for rec in meta_records(FIXTURE) for cid, c in rec["configs"].items()}
     for row in result.rows:
@@ -176,7 +177,7 @@ def test_tampered_config_id_in_meta_is_reported(tmp_path):
     records = meta_records(root)
     r2 = next(r for r in records if r["run_id"] == R2)
     f_id = next(c for c, cfg in r2["configs"].items()
-                if cfg["block_sizes"] == [64, 32] and cfg["num_stages"] == 2)
+                if cfg["block_sizes"] == [4] and cfg["num_stages"] == 2)
     r2["configs"][f_id]["num_warps"] = 32  # content edited, key kept
     write_meta(root, records)
     rep = ingest(root).report
@@ -223,7 +224,7 @@ def test_malformed_rows_and_meta_lines_are_reported(tmp_path):
     lines = csv_lines(root)
     lines[2] = lines[2].replace(",ok,", ",filtered,")  # never written by Helion
     lines[4] = lines[4][:40] + "\n"  # truncated
-    lines[8] = lines[8].replace(",ok,0.151552,", ",ok,0.000000,")  # R2's ok row: zero is no measurement
+    lines[8] = lines[8].replace(",ok,0.089088,", ",ok,0.000000,")  # R2's ok row: zero is no measurement
     (root / FIXTURE_CSV).write_text("".join(lines))
     with open(root / FIXTURE_META, "a") as fh:
         fh.write('{"run_id": "short"}\n{not json\n')
@@ -258,11 +259,11 @@ def test_unreadable_config_cell_joins_through_the_meta_map_and_is_counted(tmp_pa
 def test_records_of_one_run_id_that_disagree_are_named(tmp_path):
     root = fixture_trace(tmp_path)
     records = meta_records(root)
-    records[2]["hardware"] = "NVIDIA H100"  # a genuine record cannot differ: hardware is hashed into run_id
+    records[2]["hardware"] = "NVIDIA A100-SXM4-80GB"  # a genuine record cannot differ: hardware is hashed into run_id
     write_meta(root, records)
     result = ingest(root)
     assert result.report.context_conflicts == [R1]
-    assert {r.context.hardware for r in result.rows if r.run_id == R1} == {"NVIDIA A100-SXM4-80GB"}
+    assert {r.context.hardware for r in result.rows if r.run_id == R1} == {"NVIDIA H100"}
 
 
 # ---------------------------------------------------------------- statuses
@@ -289,11 +290,11 @@ def test_deduplicated_takes_its_representatives_value(tmp_path):
     (dedup,) = [r for rs in rows.values() for r in rs if r.status == "deduplicated"]
     (rep_row,) = [r for rs in rows.values() for r in rs if r.status == "ok"]
     assert dedup.config_id != rep_row.config_id
-    assert dedup.perf_ms == rep_row.perf_ms == 0.151552
+    assert dedup.perf_ms == rep_row.perf_ms == 0.089088
     assert dedup.compile_time_s is None  # an alias is never compiled
     # an alias row without the representative's value cannot be resolved from the main CSV
     root = fixture_trace(tmp_path)
-    text = (root / FIXTURE_CSV).read_text().replace(",deduplicated,0.151552,", ",deduplicated,,")
+    text = (root / FIXTURE_CSV).read_text().replace(",deduplicated,0.089088,", ",deduplicated,,")
     (root / FIXTURE_CSV).write_text(text)
     rep = ingest(root).report
     assert_accounted(rep)
@@ -386,3 +387,42 @@ def test_rows_validate_against_the_schema(tmp_path):
     assert not validator.is_valid({**ok, "status": "error"})
     assert not validator.is_valid({**ok, "perf_ms": None})
     assert not validator.is_valid({**ok, "status": "started", "perf_ms": None})
+
+
+def test_example_pair_is_about_the_examples_own_kernel_and_gpu():
+    """The embedded example is a fused add + RMSNorm (hidden 4096, bfloat16) on an H100: its telemetry
+    must be too, and its ids must be Helion's own formulas over its own content (§5)."""
+    from optrace.autotune import codegen_signature
+    from optrace.example_trace import EXAMPLE_DIR
+    from optrace.hardware import HardwareTable
+
+    definition = json.loads((EXAMPLE_DIR / "meta" / "definition.json").read_text())
+    solution = json.loads((EXAMPLE_DIR / "meta" / "solution.json").read_text())
+    table = HardwareTable.load(REPO / "config" / "targets.yaml")
+    (example_gpu,) = {table.match(h).product for h in solution["spec"]["target_hardware"]}
+    records = meta_records(FIXTURE)
+    assert len(records) == 3
+    for rec in records:
+        assert definition["name"].startswith(rec["kernel_name"])
+        assert table.match(rec["hardware"]).product == example_gpu
+        dtypes = {v["dtype"] for v in definition["inputs"].values()}
+        assert rec["dtypes"] == str([f"torch.{d}" for d in ["bfloat16"] * 3]) and dtypes == {"bfloat16"}
+        assert all(s[-1] == definition["axes"]["hidden_size"]["value"] for s in ast.literal_eval(rec["input_shapes"]))
+        parts = [rec["kernel_source"], codegen_signature(rec["settings"]), rec["input_shapes"], rec["dtypes"],
+                 rec["hardware"]]
+        assert hashlib.sha256("\x00".join(parts).encode()).hexdigest() == rec["run_id"]
+        assert all(config_id_of(c) == cid for cid, c in rec["configs"].items())
+
+
+def test_codegen_signature_recomputes_helions_run_id_on_the_shared_sample():
+    if not (SAMPLES / "autotune-add.meta.jsonl").is_file():
+        pytest.skip("shared Helion sample not present")
+    from optrace.autotune import codegen_signature
+
+    for line in (SAMPLES / "autotune-add.meta.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        parts = [rec["kernel_source"], codegen_signature(rec["settings"]), rec["input_shapes"], rec["dtypes"],
+                 rec["hardware"]]
+        assert hashlib.sha256("\x00".join(parts).encode()).hexdigest() == rec["run_id"]
+        rec["settings"]["static_shapes"] = not rec["settings"]["static_shapes"]
+        assert codegen_signature(rec["settings"]) != parts[1]

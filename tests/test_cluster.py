@@ -13,7 +13,7 @@ from optrace.tracebuild import make_bundle
 
 pytestmark = [pytest.mark.workflow, pytest.mark.cluster]
 COMPARED = ("staging/records", "staging/staged.json", "staging/README.md", "packets", "distilled", "work/011-iteration/segments.jsonl",
-            "work/012-horizon/segments.jsonl", "dataset/measurements.parquet", "dataset/runs.jsonl")
+            "work/012-horizon/segments.jsonl", "dataset/measurements.parquet", "dataset/runs.parquet")
 
 
 def tree(root):

@@ -106,9 +106,9 @@ def test_slurm_run_stages_exactly_what_a_local_run_stages(runs):
     assert "staging/records/index.json" in results and "dataset/measurements.parquet" in results
     assert results == tree(local / "results", NOT_COMPARED)
     # three traces, one submission for their chains (group-components packs up to 5), one for the
-    # dataset, one for stage + readme (group `store`)
+    # dataset tables, one for stage + readme
     assert out.count(SUBMITTED) == 3, out[-4000:]
-    assert "group_trace_chain" in out and "group_store" in out and "rule_dataset_build" in out
+    assert all(f"slurm_logs/group_{g}_" in out for g in ("trace_chain", "tables", "store")), out[-4000:]
     assert not list((cluster / "results").rglob(".optrace-bundle-*"))
 
 
@@ -138,23 +138,29 @@ def profile(name) -> dict:
     return yaml.safe_load((ROOT / "profiles" / name / "config.yaml").read_text())
 
 
-def job_rules(wd) -> set[str]:
-    """The rules that run as jobs for every target (a dry run's job stats): a target rule such as
-    `dataset` is no job and never gets a resource."""
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "dataset_csv"], cwd=wd,
+def job_counts(wd, config) -> dict[str, int]:
+    """Jobs per rule for every target (a dry run's job stats): a target rule such as `dataset` is no job
+    and never gets a resource."""
+    res = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "dataset_csv", *config], cwd=wd,
                          capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     table = res.stdout.split("Job stats:")[1].split("total")[0].splitlines()[3:]
-    return {line.split()[0] for line in table if line.strip()} - {"all"}
+    return {line.split()[0]: int(line.split()[1]) for line in table if line.strip()}
 
 
 @pytest.mark.workflow
 def test_cluster_profiles_name_only_rules_that_run_as_jobs(tmp_path):
     """Snakemake silently ignores a set-resources or groups entry naming no job (the slurm profile once
-    gave its memory to the target `dataset` instead of the job `dataset_build`)."""
-    jobs = job_rules(copy_workflow(tmp_path / "wf"))
+    gave its memory to the target `dataset` instead of the job `dataset_build`), and a per-trace rule
+    left out of the trace chain costs one more submission per trace."""
+    tracekit.iteration_era(tmp_path / GOOD[0])
+    tracekit.skill_era(tmp_path / GOOD[2])
+    config = ["--config", f"traces={sheet(tmp_path / 'traces.tsv', [(t, tmp_path / t) for t in (GOOD[0], GOOD[2])])}"]
+    counts = job_counts(copy_workflow(tmp_path / "wf"), config)
+    jobs = set(counts) - {"all"}
+    per_trace = {r for r, n in counts.items() if n == 2}
     assert {"dataset_build", "stage", "ingest_trace"} <= jobs and "dataset" not in jobs
-    per_trace = {r for r in jobs if r.endswith("_trace") and r != "example_trace"}
+    assert {"ingest_trace", "validate_trace"} <= per_trace and "stage" not in per_trace
     for name in ("slurm", "fakecluster"):
         p = profile(name)
         named = {*p.get("set-resources", {}), *p.get("set-threads", {}), *p.get("groups", {})}

@@ -113,7 +113,7 @@ def test_cache_entries_that_are_not_verdicts_are_judged_again(results):
     cache_file = results / "work" / SLUG / CACHE_NAME
     cache = json.loads(cache_file.read_text())
     for entry in cache["entries"].values():
-        entry["verdicts"] = {"schema": "not a list"}
+        entry["verdict"]["verdicts"] = {"schema": "not a list"}
     cache["facts"] = {"commits": ["not", "a", "map"], "usable_captures": []}
     cache_file.write_text(json.dumps(cache))
     again, checked = run(results)
@@ -263,3 +263,58 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
     assert f"FAIL distilled/{EXAMPLE}/{bad.name}" in res.stdout
     assert bad.name in report.read_text()  # the report was written before the target failed
     assert planned(workdir, "validate") == ["validate"]  # failing did not leave a job to redo
+
+
+# --- issue #10 class 8: the cache and the stage are bound to the bytes validated --------------------
+
+def test_a_forged_pass_in_the_cache_is_not_believed(results):
+    """Whoever writes work/ can compute every content hash, but not the HMAC under the key outside it."""
+    rel = sorted((results / "distilled" / SLUG).glob("*.json"))[0]
+    record = json.loads(rel.read_text())
+    run(results)
+    write_record(rel, {**record, "payload": {**record["payload"], "goal": record["payload"]["goal"] + " 87.6543%"}})
+    report, _ = run(results)
+    assert any(r["status"] == "FAIL" for r in report["records"])
+    cache_file = results / "work" / SLUG / CACHE_NAME
+    cache = json.loads(cache_file.read_text())
+    for entry in cache["entries"].values():  # the forger says PASS everywhere, keeping the old MAC
+        entry["verdict"]["verdicts"] = {g: [] for g in entry["verdict"]["verdicts"]}
+    cache_file.write_text(json.dumps(cache))
+    again, checked = run(results)
+    assert checked == report["counts"]["failed"] == 1 and again == report  # the forged entry, judged again
+
+
+def test_the_cache_key_lives_outside_the_results_tree(results, tmp_path, monkeypatch):
+    key = tmp_path / "elsewhere" / "cache.key"
+    monkeypatch.setenv(validate.CACHE_KEY_ENV, str(key))
+    run(results)
+    assert key.is_file() and (key.stat().st_mode & 0o077) == 0 and results not in key.parents
+    _, checked = run(results)
+    assert checked == 0
+    key.write_bytes(b"k" * 64)  # another key: no entry verifies, everything is judged again
+    report, checked = run(results)
+    assert checked == report["counts"]["records"]
+
+
+def test_the_report_names_the_sha256_of_the_bytes_judged(results):
+    import hashlib
+    report, _ = run(results)
+    for row in report["records"]:
+        assert row["sha256"] == hashlib.sha256((results / row["path"]).read_bytes()).hexdigest()
+
+
+def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(results):
+    import os
+    from optrace.stage import CHANGED, baseline_geomean, stage
+    report, _ = run(results)
+    summary = summarize([("r", report)])
+    victim = results / next(r["path"] for r in summary["by_record"] if r["status"] == "PASS")
+    st = victim.stat()
+    data = victim.read_bytes()
+    forged = data.replace(b'"active"', b'"ACTIVE"', 1)  # same size
+    assert len(forged) == len(data) and forged != data
+    victim.write_bytes(forged)
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    staged = stage(results, [SLUG], summary, baseline_geomean)
+    assert any(f["path"].endswith(victim.name) and f["gates"] == [CHANGED] for f in staged["failed"])
+    assert not any(s["id"] + ".json" == victim.name for s in staged["staged"])

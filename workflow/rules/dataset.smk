@@ -1,5 +1,27 @@
-# The cost-model dataset: ONE aggregate job over every trace's ingest outputs (DESIGN §4, §5).
-# Re-baselining comes from the ladder, so its thresholds are params: changing them re-runs this job.
+# The cost-model dataset (DESIGN §4, §5): one job per trace publishes its kernel sources (scrubbed,
+# so it needs the denylist), then ONE aggregate job over every trace builds the tables.
+# Re-baselining comes from the ladder, so its thresholds are params: changing them re-runs the build.
+
+
+rule dataset_sources:
+    input:
+        unpack(trace_inputs),
+        versions=rules.ingest_trace.output.versions,
+    output:
+        sources=f"{RESULTS}/work/{{slug}}/sources.json",
+    params:
+        trace=trace_path,
+        fingerprint=trace_fingerprint,
+        denylist_env=config["denylist_env"],
+        denylist=denylist_digest(),
+        code=code_digest("dataset"),
+    log:
+        f"{RESULTS}/logs/dataset/sources/{{slug}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dataset/sources/{{slug}}.tsv"
+    shell:
+        "{PY} -m optrace dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
+        "--denylist-env {params.denylist_env} > {log} 2>&1"
 
 
 rule dataset_build:
@@ -7,14 +29,19 @@ rule dataset_build:
         versions=per_trace(rules.ingest_trace.output.versions),
         meta=per_trace(rules.ingest_trace.output.meta),
         autotune=per_trace(rules.ingest_trace.output.autotune),
+        sources=per_trace(rules.dataset_sources.output.sources),
+        targets=config["targets"],
     output:
         measurements=f"{RESULTS}/dataset/measurements.parquet",
-        runs=f"{RESULTS}/dataset/runs.jsonl",
         autotune=f"{RESULTS}/dataset/autotune.parquet",
+        runs=f"{RESULTS}/dataset/runs.parquet",
+        kernels=f"{RESULTS}/dataset/kernels.parquet",
         readme=f"{RESULTS}/dataset/README.md",
     params:
         work_dirs=per_trace(f"{RESULTS}/work/{{slug}}"),
         ladder=ladder_args(),
+        denylist_env=config["denylist_env"],
+        denylist=denylist_digest(),
         code=code_digest("dataset"),
     log:
         f"{RESULTS}/logs/dataset/build.log",
@@ -22,7 +49,24 @@ rule dataset_build:
         f"{RESULTS}/benchmarks/dataset/build.tsv"
     shell:
         "{PY} -m optrace dataset build {params.work_dirs:q} --out-dir {RESULTS}/dataset {params.ladder} "
-        "> {log} 2>&1"
+        "--targets {input.targets:q} --denylist-env {params.denylist_env} > {log} 2>&1"
+
+
+# The split is its own job: a new fraction rewrites split.parquet and nothing else.
+rule dataset_split:
+    input:
+        runs=rules.dataset_build.output.runs,
+    output:
+        split=f"{RESULTS}/dataset/split.parquet",
+    params:
+        test_fraction=config["dataset"]["test_fraction"],
+        code=code_digest("dataset"),
+    log:
+        f"{RESULTS}/logs/dataset/split.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/dataset/split.tsv"
+    shell:
+        "{PY} -m optrace dataset split {RESULTS}/dataset --test-fraction {params.test_fraction} > {log} 2>&1"
 
 
 # CSV copies are a separate job derived from the parquet files, so outputs stay static and flipping
@@ -44,4 +88,6 @@ rule dataset_csv:
         "{PY} -m optrace dataset csv {input.measurements:q} {input.autotune:q} > {log} 2>&1"
 
 
-DATASET_TARGETS = [*rules.dataset_build.output] + ([*rules.dataset_csv.output] if config["dataset"]["csv"] else [])
+DATASET_TARGETS = [*rules.dataset_build.output, *rules.dataset_split.output] + (
+    [*rules.dataset_csv.output] if config["dataset"]["csv"] else []
+)

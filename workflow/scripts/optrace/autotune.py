@@ -49,6 +49,10 @@ RUN_ID = re.compile(r"[0-9a-f]{64}")
 CONFIG_ID = re.compile(r"[0-9a-f]{16}")
 # Identity fields of a meta record that a row needs; all are strings in the merged format.
 CONTEXT_KEYS = ("kernel_name", "input_shapes", "dtypes", "hardware")
+# The settings Helion hashes into run_id (`_CODEGEN_SETTINGS` at HEAD, reference/helion-telemetry.md §5).
+CODEGEN_SETTINGS = ("allow_warp_specialize", "backend", "debug_dtype_asserts", "dot_precision", "fast_math",
+                    "index_dtype", "pallas_collective_id", "pallas_interpret", "pallas_topk_recall_target",
+                    "persistent_reserved_sms", "static_shapes", "triton_do_not_specialize")
 
 EXCLUSION_REASONS = ("malformed", "no_run_id", "no_meta", "tampered_config_id", "config_not_in_meta",
                      "deduplicated_unresolved")
@@ -65,6 +69,12 @@ def compact_config(config: dict) -> str:
 
 def config_id_of(config: dict) -> str:
     return hashlib.sha256(compact_config(config).encode("utf-8")).hexdigest()[:16]
+
+
+def codegen_signature(settings: dict) -> str:
+    """Helion's `codegen_signature`: `name=str(value)` over the sorted codegen settings (missing = None);
+    JSON-decoded values print as Python's did (True, None, 0.99)."""
+    return ", ".join(f"{name}={settings.get(name)}" for name in CODEGEN_SETTINGS)
 
 
 def config_from_repr(text: str) -> dict | None:
@@ -244,6 +254,9 @@ class RunContext:
     dtypes: str
     hardware: str
     backend: str | None  # settings.backend, the codegen target (triton, pallas, cute, …)
+    # Not written to autotune.jsonl (one copy per run is enough); the dataset's kernel table reads them.
+    kernel_source: str = ""
+    codegen: str = ""  # codegen_signature(settings)
 
 
 @dataclass(frozen=True)
@@ -267,7 +280,7 @@ def parse_meta_record(where: str, rec: object) -> MetaRecord:
     run_id = rec.get("run_id")
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
         raise ValueError("run_id is not 64 lowercase hex")
-    for key in CONTEXT_KEYS:
+    for key in (*CONTEXT_KEYS, "kernel_source"):
         if not isinstance(rec.get(key), str):
             raise ValueError(f"{key} is not a string")
     settings = rec.get("settings")
@@ -290,7 +303,7 @@ def parse_meta_record(where: str, rec: object) -> MetaRecord:
             kept[stated] = config
         else:
             tampered.append(Tampered(f"{where}: configs", stated, actual))
-    context = RunContext(*(rec[k] for k in CONTEXT_KEYS), backend)
+    context = RunContext(*(rec[k] for k in CONTEXT_KEYS), backend, rec["kernel_source"], codegen_signature(settings))
     return MetaRecord(where, run_id, context, kept, tampered)
 
 

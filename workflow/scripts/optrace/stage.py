@@ -4,11 +4,17 @@ Agent-written records in distilled/ are never touched: the stage writes derived 
 staging/records/<type>/<vendor>/<arch>/<dsl>/<operator_family>/<id>.json with `worth.rank` computed
 from the worth formula (never self-scored) and a full `worth.track` block. Records that failed a gate
 are listed in staged.json, not staged. Copies of records that no longer pass are removed.
+
+Stage copies exactly the bytes that were validated: it reads each passing record's file once, and
+stages it only when the sha256 of those bytes is the one the validation summary names; a record
+edited after validation (same size, mtime restored or not) is listed as failed (`changed-since-
+validation`), never staged.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,6 +23,7 @@ from .jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from .ladder import run_ladder
 from .storegates.index import expected_entry
 from .storegates.model import RecordView
+from .storegates.store import MAX_RECORD_BYTES, parse_json_bytes
 from .worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 
 RECORD_KEY_ORDER = ("schema", "id", "type", "level", "status", "episode_key", "retrieval", "payload", "evidence", "worth")
@@ -93,14 +100,31 @@ def index_entry(record: dict, relpath: str) -> dict:
     return {"id": record["id"], **expected_entry(RecordView(record, relpath)), "title": title, "search_text": search}
 
 
-def split_by_verdict(summary: dict) -> tuple[dict[str, list[str]], list[dict]]:
-    """({slug: paths of records that passed every gate}, [records that did not, with their failed gates]).
-    The summary is the authority: it adds overlaps across traces to each trace's own report."""
-    passed: dict[str, list[str]] = {}
+CHANGED = "changed-since-validation"
+
+
+def validated_record(results: Path, path: str, sha256: str | None) -> dict | None:
+    """The record whose bytes are the ones validated (by sha256), parsed from those very bytes; None
+    when the file now holds other bytes or cannot be read."""
+    try:
+        with open(results / path, "rb") as fh:
+            data = fh.read(MAX_RECORD_BYTES + 1)
+    except OSError:
+        return None
+    if not isinstance(sha256, str) or hashlib.sha256(data).hexdigest() != sha256:
+        return None
+    record, error = parse_json_bytes(data)
+    return record if error is None and isinstance(record, dict) else None
+
+
+def split_by_verdict(summary: dict) -> tuple[dict[str, list[tuple]], list[dict]]:
+    """({slug: (path, sha256) of records that passed every gate}, [records that did not, with their
+    failed gates]). The summary is the authority: it adds overlaps across traces to each trace's report."""
+    passed: dict[str, list[tuple]] = {}
     failed = []
     for rec in summary["by_record"]:
         if rec["status"] == "PASS":
-            passed.setdefault(rec["slug"], []).append(rec["path"])
+            passed.setdefault(rec["slug"], []).append((rec["path"], rec.get("sha256"), rec["id"]))
         else:
             failed.append({"trace": rec["slug"], "path": rec["path"], "id": rec["id"], "gates": sorted(rec["failed"])})
     return passed, failed
@@ -115,8 +139,11 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of) -> dic
         manifest = read_json(results / "packets" / slug / "manifest.json")
         packets = {p["id"]: p["seg_id"] for p in manifest["packets"]}
         trace = trace_prior(rows)
-        for path in passed.get(slug, []):
-            record = read_json(results / path)
+        for path, sha256, rid in passed.get(slug, []):
+            record = validated_record(results, path, sha256)
+            if record is None:
+                failed.append({"trace": slug, "path": path, "id": rid, "gates": [CHANGED]})
+                continue
             packet = read_json(results / "packets" / slug / f"{packets[record['id']]}.json")
             scored = score(record, record_prior(record, packet, trace, baseline_of(rows)))
             rel = staged_path(scored)

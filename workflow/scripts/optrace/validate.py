@@ -15,17 +15,29 @@ content-hash cache; a summary over all traces; and the injection tests that prov
 
 The cache (`R/work/S/validation-cache.json`) maps sha256(context, record path and bytes, packet bytes,
 code bytes) to the record's per-record verdicts; the context digest covers the gates' source code,
-both schemas, ingest's versions.jsonl and profiles.jsonl and the denylist. A run keeps only the entries
-it used. Cross-record gates (relations, store-overlap) are recomputed every run from cached ids.
+both schemas, ingest's versions.jsonl, profiles.jsonl and meta.json and the denylist. A run keeps only
+the entries it used. Cross-record gates (relations, store-overlap) are recomputed every run from cached
+ids.
+
+Why the cache cannot be forged: each entry carries an HMAC-SHA256 of its key and verdicts under a
+secret key kept OUTSIDE the results tree (CACHE_KEY_ENV, default ~/.cache/optrace/validation-cache.key,
+created 0600 on first use). Whoever can write work/ and distilled/ -- the agent whose records are judged
+-- can compute every content hash, so a plain digest would let it write "PASS" for any bytes; it cannot
+compute the MAC without the key, and an entry whose MAC does not verify is judged again. When no key
+file can be kept, a per-process key is used: the cache then never hits, which is slow but never wrong.
+The report names each record's sha256, and stage copies a record only when the bytes it reads have it.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import sys
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +49,8 @@ from .storegates import FAIL, PASS
 from .storegates.runner import GATE_DEFS as STORE_GATE_DEFS
 from .storegates.schema import CONTRACT
 from .storegates.store import MAX_RECORD_BYTES, parse_json_bytes
+
+MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
 from .tracegates import (ALL_GATES, Claim, Judged, LiveStore, Packet, RecordVerdict, finish, judge, load_live_store,
                          overlaps, trace_context)
 from .tracegates.model import PROFILE, TraceContext
@@ -45,9 +59,11 @@ from .tracegates.runner import TRACE_GATE_DEFS
 REPORT_SCHEMA = "optrace-validation-1"
 SUMMARY_SCHEMA = "optrace-validation-summary-1"
 CACHE_NAME = "validation-cache.json"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+CACHE_KEY_ENV = "OPTRACE_CACHE_KEY"  # path of the cache's HMAC key file; default below
+DEFAULT_CACHE_KEY = Path("~/.cache/optrace/validation-cache.key")
 PKG = Path(__file__).resolve().parent
-GATE_SOURCES = ("storegates/*.py", "tracegates/*.py", "anonymize_patterns.py", "validate.py")
+GATE_SOURCES = ("storegates/*.py", "tracegates/*.py", "anonymize_patterns.py", "validate.py", "facts.py", "drafter.py")
 SHOWN_FAILURES = 20  # failing records `check` prints
 
 
@@ -132,6 +148,38 @@ def record_key(context: bytes, relpath: str, record: bytes, packet: bytes, code:
     return h.hexdigest()
 
 
+def cache_key_path() -> Path:
+    return Path(os.environ.get(CACHE_KEY_ENV) or DEFAULT_CACHE_KEY).expanduser()
+
+
+_PROCESS_KEY = secrets.token_bytes(32)
+
+
+def cache_secret() -> bytes:
+    """The HMAC key: read from (or created at) cache_key_path(), else a per-process key."""
+    path = cache_key_path()
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
+            key = fh.read(4096)
+        if len(key) >= 32:
+            return key
+    except OSError:
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        key = secrets.token_hex(32).encode()
+        with open(fd, "wb") as fh:
+            fh.write(key)
+        return key
+    except OSError:
+        return _PROCESS_KEY
+
+
+def entry_mac(secret: bytes, key: str, verdict: dict) -> str:
+    return hmac.new(secret, key.encode() + b"\0" + dumps_compact(verdict).encode(), hashlib.sha256).hexdigest()
+
+
 @dataclass
 class Cache:
     """What a previous run left: per-record verdicts by key, and ingest's facts for the context it ran in."""
@@ -153,26 +201,38 @@ def load_cache(path: Path) -> Cache:
     return Cache(data["entries"], str(data.get("context")), facts if isinstance(facts, dict) else None)
 
 
-def cached(entries: dict[str, Any], key: str) -> Judged | None:
+def cached(entries: dict[str, Any], key: str, secret: bytes) -> Judged | None:
+    """The verified entry for key, or None: absent, not what to_json wrote, or a MAC that does not verify
+    (an entry written by anyone but the validator) -- then the record is judged again."""
+    entry = entries.get(key)
+    if not (isinstance(entry, dict) and isinstance(entry.get("mac"), str) and isinstance(entry.get("verdict"), dict)):
+        return None
     try:
-        return Judged.from_json(entries[key])
-    except (KeyError, TypeError, ValueError):  # absent, or not what to_json wrote: judge it again
+        if not hmac.compare_digest(entry["mac"], entry_mac(secret, key, entry["verdict"])):
+            return None
+        return Judged.from_json(entry["verdict"])
+    except (TypeError, ValueError):
         return None
 
 
 # --- one trace -----------------------------------------------------------------------------------
 
 def facts_json(trace: TraceContext) -> dict:
-    return {"commits": dict(trace.commits), "usable_captures": sorted(trace.usable_captures)}
+    return {"commits": dict(trace.commits), "usable_captures": sorted(trace.usable_captures),
+            "capture_versions": dict(trace.capture_versions), "meta": dict(trace.meta)}
+
+
+def _str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
 def facts_from_json(slug: str, facts: dict, profile: str) -> TraceContext | None:
     """The cached facts, or None when they are not what facts_json wrote."""
-    commits, usable = facts.get("commits"), facts.get("usable_captures")
-    if not (isinstance(commits, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in commits.items())
+    commits, usable, versions, meta = (facts.get(k) for k in ("commits", "usable_captures", "capture_versions", "meta"))
+    if not (_str_map(commits) and _str_map(versions) and isinstance(meta, dict)
             and isinstance(usable, list) and all(isinstance(d, str) for d in usable)):
         return None
-    return TraceContext(slug, commits, frozenset(usable), profile)
+    return TraceContext(slug, commits, frozenset(usable), profile, versions, meta)
 
 
 @dataclass
@@ -188,15 +248,16 @@ class TraceRun:
         self.denylist = denylist_pattern(self.denylist_terms)
         self._packet_files: dict[str, tuple[bytes, bytes]] = {}
         self._trace: TraceContext | None = None
+        self.secret = cache_secret()
 
     def packet_files(self, seg_id: str, code_file: str | None) -> tuple[bytes, bytes]:
         if seg_id not in self._packet_files:
-            data, error = read_bytes(self.paths.packets / f"{seg_id}.json", MAX_RECORD_BYTES)
+            data, error = read_bytes(self.paths.packets / f"{seg_id}.json", MAX_PACKET_BYTES)
             if error is not None:
                 raise InputError(self.paths.packets / f"{seg_id}.json", f"packet {error}")
             code = b""
             if code_file:
-                code, error = read_bytes(self.paths.packets / code_file, MAX_RECORD_BYTES)
+                code, error = read_bytes(self.paths.packets / code_file, MAX_PACKET_BYTES)
                 if error is not None:
                     raise InputError(self.paths.packets / code_file, f"packet code {error}")
             self._packet_files[seg_id] = data, code
@@ -206,11 +267,13 @@ class TraceRun:
     def trace(self) -> TraceContext:
         if self._trace is None:  # parsing 3000 versions costs more than 10 records: only on a miss
             self._trace = trace_context(self.paths.slug, read_jsonl(self.paths.work / "versions.jsonl"),
-                                        read_jsonl(self.paths.work / "profiles.jsonl"), str(self.profile))
+                                        read_jsonl(self.paths.work / "profiles.jsonl"), str(self.profile),
+                                        read_json(self.paths.work / "meta.json"))
         return self._trace
 
     def context(self) -> bytes:
-        files = [self.profile, CONTRACT, self.paths.work / "versions.jsonl", self.paths.work / "profiles.jsonl"]
+        files = [self.profile, CONTRACT, self.paths.work / "versions.jsonl", self.paths.work / "profiles.jsonl",
+                 self.paths.work / "meta.json"]
         try:
             parts = [path.read_bytes() for path in files]
         except OSError as exc:
@@ -231,15 +294,20 @@ class TraceRun:
         target = self.targets.get(name[:-len(".json")])
         packet_bytes, code = self.packet_files(*target) if target else (b"", b"")
         key = record_key(context, relpath, data or (error or "").encode(), packet_bytes, code)
-        judged = cached(cache.entries, key)
+        judged = cached(cache.entries, key, self.secret)
+        if judged is not None:
+            used[key] = cache.entries[key]  # verified: kept as written
+            return judged
         if judged is None:
             record = None
             if error is None:
                 record, error = parse_json_bytes(data)
             packet = self.parse_packet(target, packet_bytes, code) if target else None
             judged = judge(relpath, record, error, packet, self.trace, self.denylist)
+            judged = dataclasses.replace(judged, sha256=hashlib.sha256(data).hexdigest() if data is not None else None)
             self.checked += 1
-        used[key] = judged.to_json()
+        verdict = judged.to_json()
+        used[key] = {"verdict": verdict, "mac": entry_mac(self.secret, key, verdict)}
         return judged
 
     def run(self, cache_path: Path) -> tuple[list[RecordVerdict], list[str]]:
@@ -294,8 +362,8 @@ def summarize(reports: list[tuple[str, dict]]) -> dict:
         cross_trace += new
         failed = rec["failed"] + (["store-overlap"] if new and "store-overlap" not in rec["failed"] else [])
         messages = [m for g in failed for m in rec["gates"][g]["messages"]] + new
-        records.append({"slug": slug, "path": rec["path"], "id": rec["id"], "status": FAIL if failed else PASS,
-                        "failed": failed, "messages": messages})
+        records.append({"slug": slug, "path": rec["path"], "id": rec["id"], "sha256": rec.get("sha256"),
+                        "status": FAIL if failed else PASS, "failed": failed, "messages": messages})
     traces = []
     for path, r in reports:
         mine = [rec for rec in records if rec["slug"] == r["slug"]]

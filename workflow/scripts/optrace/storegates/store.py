@@ -15,8 +15,13 @@ from typing import Any
 from ..errors import InputError
 
 INDEX_RELPATH = "records/index.json"
-# Shipped records are at most ~18 KB; anything far larger is not a record and is not parsed.
-MAX_RECORD_BYTES = 4 * 1024 * 1024
+# Limits on a record (issue #10 classes 9 and 10). The real store's 847 records are at most 17.6 KB,
+# their longest string 11 KB (a snippet) and their deepest nesting 5 levels: a record is at most
+# 256 KiB, no string or key is longer than 16 Ki characters, nothing is nested deeper than 32 levels.
+# Anything beyond is not a record and FAILs the schema gate by name, never a crash.
+MAX_RECORD_BYTES = 256 * 1024
+MAX_STRING_CHARS = 16 * 1024
+MAX_DEPTH = 32
 MAX_INDEX_BYTES = 256 * 1024 * 1024
 
 
@@ -40,13 +45,60 @@ class Store:
     index: IndexFile
 
 
-def parse_json_bytes(data: bytes) -> tuple[Any, str | None]:
+class NotJson(ValueError):
+    """A number JSON cannot hold: Infinity/NaN literals, or a float that overflows to inf."""
+
+
+def _no_constant(name: str):
+    raise NotJson(f"{name} is not a JSON number")
+
+
+def _finite(token: str) -> float:
+    value = float(token)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise NotJson(f"{token[:40]} overflows a double")
+    return value
+
+
+def loads_strict(data: bytes | str) -> Any:
+    """json.loads that refuses NaN/Infinity and numbers that overflow to inf; it raises ValueError
+    (NotJson, JSONDecodeError, UnicodeDecodeError, an over-long integer) or RecursionError."""
+    return json.loads(data, parse_constant=_no_constant, parse_float=_finite)
+
+
+def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_depth: int = MAX_DEPTH) -> str | None:
+    """Why a parsed value is not record-shaped (too deep, a string too long), or None; iterative."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > max_depth:
+            return f"nested deeper than {max_depth} levels"
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if max_string is not None and len(key) > max_string:
+                    return f"a key of {len(key)} characters, over the {max_string}-character limit"
+                stack.append((item, depth + 1))
+        elif isinstance(node, list):
+            stack.extend((item, depth + 1) for item in node)
+        elif isinstance(node, str) and max_string is not None and len(node) > max_string:
+            return f"a string of {len(node)} characters, over the {max_string}-character limit"
+    return None
+
+
+def parse_json_bytes(data: bytes, max_string: int | None = MAX_STRING_CHARS) -> tuple[Any, str | None]:
+    """(value, None) or (None, why not): any bytes at all give one of the two, never an exception."""
     try:
-        return json.loads(data), None
+        value = loads_strict(data)
     except UnicodeDecodeError:
         return None, "not valid UTF-8"
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+    except RecursionError:
+        return None, f"not a record: nested deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:  # NotJson, or an integer longer than Python converts
+        return None, f"not valid JSON ({str(exc)[:120]})"
+    problem = shape_problem(value, max_string)
+    return (None, f"not a record: {problem}") if problem else (value, None)
 
 
 def read_json_file(path: str, cap: int) -> tuple[Any, str | None]:

@@ -74,22 +74,23 @@ def mine_example(root: Path) -> Path:
     return root
 
 
-def workbench(root: Path) -> Workbench:
-    """Packets, facts and drafted records of a mined trace at root (packets/ and work/ of SLUG)."""
-    packets_dir, work = root / "packets" / SLUG, root / "work" / SLUG
+def workbench(root: Path, slug: str = SLUG) -> Workbench:
+    """Packets, facts and drafted records of a mined trace at root (packets/ and work/ of slug)."""
+    packets_dir, work = root / "packets" / slug, root / "work" / slug
     packets = {}
     for entry in json.loads((packets_dir / "manifest.json").read_text(encoding="utf-8"))["packets"]:
         code_file = entry.get("code_file")
         code = (packets_dir / code_file).read_bytes() if code_file else None
         packets[entry["id"]] = Packet.from_bytes(entry["seg_id"], (packets_dir / f"{entry['seg_id']}.json").read_bytes(),
                                                  code, code_file)
-    trace = trace_context(SLUG, read_jsonl(work / "versions.jsonl"), read_jsonl(work / "profiles.jsonl"))
+    trace = trace_context(slug, read_jsonl(work / "versions.jsonl"), read_jsonl(work / "profiles.jsonl"),
+                          meta=json.loads((work / "meta.json").read_text(encoding="utf-8")))
     records = []
     for rid, packet in sorted(packets.items()):
         record, _ = draft_record(packet.data, packet.code)
         if record is not None:
-            records.append((f"distilled/{SLUG}/{rid}.json", record))
-    return Workbench(SLUG, packets, trace, tuple(records))
+            records.append((f"distilled/{slug}/{rid}.json", record))
+    return Workbench(slug, packets, trace, tuple(records))
 
 
 # --- trace-gate cases ----------------------------------------------------------------------------
@@ -186,6 +187,11 @@ def _invent_gain(record: dict) -> None:
     gain["pct"] = gain["metrics"][0]["delta_pct"] = 87.6543
 
 
+def _flip_gain(record: dict) -> None:
+    gain = record["worth"]["gain"]
+    gain["pct"] = gain["metrics"][0]["delta_pct"] = -gain["pct"]
+
+
 def _other_version_commit(p: Planted) -> None:
     mine = p.record["evidence"]["raw"]["version"]
     p.record["evidence"]["raw"]["git_commit"] = next(sha for v, sha in sorted(p.bench.trace.commits.items()) if v != mine)
@@ -235,6 +241,8 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
     TraceInjection("layout", "episode_key of another technique", _any,
                    _edit(lambda r: r.update(episode_key=r["episode_key"].replace("|operator", "_x|operator")))),
     TraceInjection("layout", "filed under another trace's directory", _any, _other_trace),
+    TraceInjection("layout", "another architecture in problem.target", _any,
+                   _edit(lambda r: r["payload"]["problem"].update(target="the nvidia blackwell GPU"))),
     TraceInjection("verbatim", "diff line without its +/- marker", _diff_snippet, _edit_snippet(_unmark)),
     TraceInjection("verbatim", "fragment of a diff line", _diff_snippet, _edit_snippet(_halve)),
     TraceInjection("verbatim", "quoted lines out of order", _two_distinct_lines, _edit_snippet(_swap)),
@@ -245,6 +253,8 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
     TraceInjection("no-fabrication", "small integer the packet never states", _any,
                    _append_to_goal(_missing_small_integer)),
     TraceInjection("no-fabrication", "gain pct not in the packet", _measured_gain, _edit(_invent_gain)),
+    TraceInjection("no-fabrication", "gain with its sign flipped", _measured_gain, _edit(_flip_gain)),
+    TraceInjection("no-fabrication", "number glued to a word", _any, _append_to_goal(lambda p: "speedup37.77%")),
     TraceInjection("provenance", "commit of another version", _any, _other_version_commit),
     TraceInjection("provenance", "commit unknown to the trace", _any, _edit(lambda r: _raw(r).update(git_commit="0" * 40))),
     TraceInjection("provenance", "version not the packet's", _any, _edit(lambda r: _raw(r).update(version="v999"))),
@@ -254,6 +264,8 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
                    _edit(lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound"))),
     TraceInjection("ncu-attribution", "mechanism metrics without a usable capture", _no_capture,
                    _edit(lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"}))),
+    TraceInjection("ncu-attribution", "profiler named without a usable capture", _no_capture,
+                   _append_to_goal(lambda p: "Nsight Compute shows it.")),
     TraceInjection("store-overlap", "id already in the live store", _any, _live_store_holds_id),
     TraceInjection("store-overlap", "episode already in the live store", _any, _live_store_holds_episode),
 )

@@ -4,14 +4,42 @@ A distilled record lives at `distilled/{slug}/<id>.json` (its packet's target.ou
 a staged copy at `records/<type>/<vendor>/<arch>/<dsl>/<operator_family | misc>/<id>.json`. Either way
 the id, episode_key, level, type and every scope field the target names are the target's: an agent
 cannot rename, re-scope or re-key what the partition decided.
+
+The facts that are not numbers are the packet's and meta.json's too (rules for mined records; this is
+a trace gate):
+- the packet's target scope is the trace's hardware (meta.json target: vendor, arch, product);
+- retrieval.scope.shape_signature holds only the operator's constants (fixed_axes), with their values;
+  scope.architectures is absent or exactly [scope.arch]; scope.operators names only the operator
+  (its family or meta.json's operator name);
+- retrieval.generality is the scope's: arch = scope.arch (never widened to `any`), language = scope.dsl,
+  workload_family = the target's;
+- payload.problem.target is the packet's GPU, problem.operator its family, problem.dsl its dsl;
+  evidence.summary.measured_on holds only gpu, harness and track, and they are the packet's;
+- every GPU product, architecture, ISA and dtype a string of the record names (HARDWARE_WORDS; code
+  quoted verbatim aside) is one the packet's text names too: A800 -> B200 or bf16 -> fp8 fails;
+- an established fact's condition is within the scope: sm_arch is the packet's ISA (operator.isa, or
+  the ISA of the scope's arch when the packet names none), and no architecture or product other than
+  the scope's appears in any condition value.
 """
 
 from __future__ import annotations
 
+import re
+
+from ..drafter import ARCH_ISA  # the ISA of an arch: the drafter's fallback condition, judged the same way
 from ..storegates.model import Gate, RecordView, obj
 from .model import Evidence, Packet, needs_packet
+from .ncu_attribution import strings
 
 NO_FAMILY = "misc"  # the store's directory for records without an operator family
+PRODUCT = (r"[abhlv]\d{2,3}[a-z]?|gb\d{3}|rtx\s?\d{4}(?:\s?ti)?|mi\d{3}[a-z]?|t4|p100")
+ARCH = r"hopper|blackwell(?:-ultra|-geforce)?|ampere|ada|lovelace|volta|turing|pascal|cdna\d|rdna\d"
+ISA = r"sm_?\d{2,3}a?|gfx\d{3,4}|compute_\d{2,3}"
+DTYPE = (r"bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int4|int8|e4m3|e5m2|e2m1|bfloat16|float16|float32|float64"
+         r"|float8\w*|nvfp4|mxfp\d")
+HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE})\b", re.I)
+SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
+MEASURED_ON_KEYS = ("gpu", "harness", "track")
 
 
 def staged_path(packet: Packet) -> str:
@@ -39,6 +67,83 @@ def field_mismatches(record: dict, packet: Packet) -> list[tuple[str, object, ob
     return [(name, got, want) for name, got, want in pairs if got != want]
 
 
+def word(text: str) -> str:
+    return re.sub(r"[\s_]", "", text.lower())
+
+
+def hardware_words(texts) -> set[str]:
+    return {word(m.group(0)) for t in texts for m in HARDWARE_WORDS.finditer(t)}
+
+
+def packet_texts(packet: Packet) -> list[str]:
+    texts = [t for _, t in strings(packet.agent_facing)] + [t for _, t in strings(packet.target)]
+    return texts + ([packet.code] if packet.code else [])
+
+
+def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
+    """What the record says about hardware, shapes, dtype and scope that the packet and meta.json do not."""
+    target, scope_t = packet.target, obj(packet.target, "scope")
+    op = obj(packet.agent_facing, "operator")
+    scope = obj(record, "retrieval", "scope")
+    out = []
+    hw = obj(meta, "target")
+    out += [f"packet target scope.{k}: {scope_t.get(k)!r} is not meta.json's {hw.get(k)!r}"
+            for k in ("vendor", "arch", "product") if hw and k in hw and scope_t.get(k) != hw.get(k)]
+    fixed = obj(op, "fixed_axes")
+    for k, v in obj(scope, "shape_signature").items():
+        if k not in fixed or fixed[k] != v or type(fixed[k]) is not type(v):
+            out.append(f"retrieval.scope.shape_signature.{k}: {v!r} is not a constant of the operator {fixed}")
+    if "architectures" in scope and scope["architectures"] != [scope_t.get("arch")]:
+        out.append(f"retrieval.scope.architectures: {scope['architectures']!r} widens the scope {scope_t.get('arch')!r}")
+    names = {scope_t.get("operator_family"), meta.get("operator_name"), meta.get("operator_slug")} - {None}
+    if "operators" in scope and not (isinstance(scope["operators"], list) and set(scope["operators"]) <= names):
+        out.append(f"retrieval.scope.operators: {scope['operators']!r} names operators other than {sorted(names)}")
+    gen = obj(record, "retrieval", "generality")
+    for key, want in (("arch", scope_t.get("arch")), ("language", scope_t.get("dsl")),
+                      ("workload_family", target.get("workload_family"))):
+        if (key in gen or key != "workload_family") and gen.get(key) != want:
+            out.append(f"retrieval.generality.{key}: {gen.get(key)!r} is not the packet's {want!r}")
+    problem = obj(record, "payload", "problem")
+    for key, want in (("target", op.get("gpu")), ("operator", scope_t.get("operator_family")), ("dsl", scope_t.get("dsl"))):
+        if key in problem and problem[key] != want:
+            out.append(f"payload.problem.{key}: {problem[key]!r} is not the packet's {want!r}")
+    measured_on = obj(record, "evidence", "summary", "measured_on")
+    wanted = {"gpu": op.get("gpu"), "harness": op.get("harness"), "track": f"{scope_t.get('arch')}/{scope_t.get('dsl')}"}
+    for key, value in measured_on.items():
+        if key not in MEASURED_ON_KEYS or value != wanted[key]:
+            out.append(f"evidence.summary.measured_on.{key}: {value!r} is not the packet's {wanted.get(key)!r}")
+    known = hardware_words(packet_texts(packet))
+    for path, text in strings(record):
+        if path[:2] == ("evidence", "raw") and len(path) == 3 and path[2] in ("git_commit", "source_repo", "version"):
+            continue  # provenance binds these to the trace
+        alien = sorted(hardware_words([text]) - known)
+        if alien:
+            where = ".".join(map(str, path)) or "<top>"
+            out.append(f"{where}: names {', '.join(alien)}, which the packet never names")
+    out += condition_mismatches(record, packet)
+    return out
+
+
+def condition_mismatches(record: dict, packet: Packet) -> list[str]:
+    condition = obj(record, "payload", "established_fact", "condition")
+    if not condition:
+        return []
+    scope_t = obj(packet.target, "scope")
+    isa = obj(packet.agent_facing, "operator").get("isa") or ARCH_ISA.get(scope_t.get("arch"))
+    own = {word(str(v)) for v in (scope_t.get("arch"), scope_t.get("product"), isa) if v}
+    out = []
+    sm_arch = condition.get("sm_arch")
+    if sm_arch is not None and (not isinstance(sm_arch, str) or word(sm_arch) != word(str(isa))):
+        out.append(f"payload.established_fact.condition.sm_arch: {sm_arch!r} is not the scope's ISA {isa!r}")
+    for key, value in condition.items():
+        if isinstance(value, str):
+            outside = sorted({word(m.group(0)) for m in SCOPE_WORDS.finditer(value)} - own)
+            if outside:
+                out.append(f"payload.established_fact.condition.{key}: names {', '.join(outside)}, outside the "
+                           f"record's scope")
+    return out
+
+
 @needs_packet
 def check(view: RecordView, ev: Evidence) -> list[str]:
     rel = view.relpath
@@ -46,8 +151,10 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
     out = [] if rel == want else [f"{rel}: filed at the wrong place; its packet's target is {want}"]
     out += [f"{rel}: {name}: {got!r} is not the packet's target {want!r}"
             for name, got, want in field_mismatches(view.record, ev.packet)]
+    out += [f"{rel}: {m}" for m in fact_mismatches(view.record, ev.packet, dict(ev.trace.meta))]
     return out
 
 
-GATE = Gate("layout", "each record is its packet's target (id, episode_key, level, type, scope) at its path",
+GATE = Gate("layout", "each record is its packet's target (id, episode_key, level, type, scope) at its path, "
+            "on the packet's hardware, dtype, shapes and generality",
             check=check)

@@ -7,13 +7,13 @@ gets the record's `Evidence`: its packet (None when no packet targets the record
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
 from typing import Any, Callable, Mapping
 
 from .. import SCHEMAS
 from ..storegates.model import RecordView, obj
+from ..storegates.store import parse_json_bytes
 
 PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
 
@@ -32,7 +32,10 @@ class Packet:
 
     @classmethod
     def from_bytes(cls, seg_id: str, data: bytes, code: bytes | None, code_file: str | None) -> "Packet":
-        parsed = json.loads(data)
+        """ValueError when data is not a packet's JSON (no string-length limit: packets quote prose)."""
+        parsed, error = parse_json_bytes(data, max_string=None)
+        if error is not None:
+            raise ValueError(error)
         return cls(seg_id, parsed if isinstance(parsed, dict) else {},
                    code.decode("utf-8", errors="replace") if code is not None else None, code_file)
 
@@ -58,19 +61,32 @@ class TraceContext:
     commits: Mapping[str, str] = field(default_factory=dict)  # version -> sha (versions.jsonl)
     usable_captures: frozenset[str] = frozenset()  # profile dirs that captured the kernel under test
     profile: str = str(PROFILE)
+    capture_versions: Mapping[str, str] = field(default_factory=dict)  # usable dir -> the version it captured
+    meta: Mapping[str, Any] = field(default_factory=dict)  # meta.json's facts (META_FACTS), {} when unknown
 
     @cached_property
     def versions_of(self) -> dict[str, str]:
         return {sha: version for version, sha in self.commits.items()}
 
 
-def trace_context(slug: str, versions: list[Any], profiles: list[Any], profile: str = str(PROFILE)) -> TraceContext:
-    """Facts from ingest's rows (versions.jsonl, profiles.jsonl); rows of an unexpected shape are ignored."""
+# What the gates take from meta.json: the hardware, the operator's constants and its names.
+META_FACTS = ("target", "axes", "workload_family", "operator_name", "operator_slug", "source_label", "harness")
+
+
+def meta_facts(meta: Any) -> dict:
+    return {k: meta[k] for k in META_FACTS if k in meta} if isinstance(meta, dict) else {}
+
+
+def trace_context(slug: str, versions: list[Any], profiles: list[Any], profile: str = str(PROFILE),
+                  meta: Any = None) -> TraceContext:
+    """Facts from ingest's rows (versions.jsonl, profiles.jsonl, meta.json); rows of an unexpected shape
+    are ignored."""
     rows = [r for r in versions if isinstance(r, dict)]
     commits = {r["version"]: r["sha"] for r in rows if isinstance(r.get("version"), str) and isinstance(r.get("sha"), str)}
-    usable = frozenset(p["dir"] for p in profiles if isinstance(p, dict) and p.get("usable") is True
-                       and isinstance(p.get("dir"), str))
-    return TraceContext(slug, commits, usable, profile)
+    usable_rows = [p for p in profiles if isinstance(p, dict) and p.get("usable") is True and isinstance(p.get("dir"), str)]
+    usable = frozenset(p["dir"] for p in usable_rows)
+    versions_of = {p["dir"]: p["version"] for p in usable_rows if isinstance(p.get("version"), str)}
+    return TraceContext(slug, commits, usable, profile, versions_of, meta_facts(meta))
 
 
 @dataclass(frozen=True)

@@ -1,42 +1,142 @@
-"""Gate `ncu-attribution`: profiler claims need a capture of the kernel under test.
+"""Gate `ncu-attribution`: a profiler claim needs a usable capture of the version the record is about.
 
-A capture is usable when ingest found that it measured the kernel under test (not a harness kernel
-such as torch's RNG fill): the packet says so (profiler.ncu_measured_the_kernel_under_test) and one of
-its capture_dirs is usable in ingest's profiles.jsonl. Without one, bottleneck_evidence.basis cannot be
-`profiler`, and the fields only a profiler can establish -- retrieval.signals.bottleneck and
-evidence.summary.mechanism_metrics -- must be null or absent. The reference checked the basis only.
+A capture is usable for a record when ingest found that it measured the kernel under test (not a
+harness kernel such as torch's RNG fill): the packet says so (profiler.ncu_measured_the_kernel_under_test),
+one of its capture_dirs is usable in ingest's profiles.jsonl, and profiles.jsonl says that capture is
+of one of the record's own versions (the packet's provenance version and occurrences): a capture of
+another version does not count. This is a trace gate: it judges mined records only.
+
+Without such a capture a record states nothing a profiler establishes:
+- evidence.summary.bottleneck_evidence: basis `bench-only` or `none`, no tool;
+- payload.problem.bottleneck, retrieval.signals.bottleneck and evidence.summary.mechanism_metrics are
+  null or absent, and retrieval.signals.metrics is empty (its metrics are profiler counters);
+- no string of the record (code quoted verbatim aside) names a profiler or a profiler metric: ncu,
+  Nsight, nsys, rocprof, omniperf, CUPTI, "profiler shows", counter names such as `dram__bytes` or
+  `dram_throughput_pct`, "achieved occupancy".
+Whatever the capture, basis `microbenchmark` fails (a trace holds no microbenchmark) and so does
+`asserted` (an assertion is not evidence).
+With the capture, the claims must agree with it: payload.problem.bottleneck and bottleneck_evidence.note
+are text of the capture's conclusion (whitespace and case aside), a tool is Nsight Compute's (`ncu`),
+and retrieval.signals.bottleneck names a class the conclusion gives evidence for (BOTTLENECK_EVIDENCE).
 """
 
 from __future__ import annotations
 
-from ..storegates.model import Gate, RecordView, obj
+import re
+
+from ..storegates.model import Gate, RecordView, format_loc, obj
 from .model import Evidence, needs_packet
+
+PROFILER_TEXT = re.compile(
+    r"\b(?:ncu|nsight|nsys|rocprof\w*|omniperf|cupti|nvprof)\b|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
+    r"confirms?|reveals?|indicates?|data|trace|capture|run|counters?)\b"
+    r"|\b(?:dram|lts|l1tex|smsp|sm|gpu|gpc|fbpa)__\w+|\b(?:dram|l2|l1|sm|memory)_throughput\w*"
+    r"|\bachieved[_ ]occupancy\b|\b(?:warp|stall)_\w*(?:reason|cycles)\b", re.I)
+BOTTLENECK_EVIDENCE = {
+    "launch-overhead": r"launch", "host-sync-stall": r"sync|host", "store-bandwidth-bound": r"bandwidth|memory[- ]bound|dram",
+    "alu-saturated": r"alu|compute[- ]bound|fma|pipe", "tiny-m-gemm": r"gemm|small[- ]m|tiny",
+    "occupancy-register-capped": r"occupancy|register", "precision-gate-failure": r"precision|accura|toleran",
+    "vendor-library-floor": r"cublas|cudnn|library|vendor", "tail-effect": r"tail|wave",
+    "moe-load-imbalance": r"imbalanc|expert",
+}
+NO_CAPTURE_BASES = ("bench-only", "none")
+NEVER_BASES = ("microbenchmark", "asserted")
+PROFILER_TOOLS = ("ncu", "nsight compute")
+QUOTED_CODE = (("payload", "implementation", "snippet"), ("payload", "implementation", "dispatch_snippet"))
+
+
+def record_versions(ev: Evidence) -> set[str]:
+    prov = ev.packet.provenance
+    versions = {o.get("version") for o in prov.get("occurrences") or [] if isinstance(o, dict)}
+    return {v for v in versions | {prov.get("version")} if isinstance(v, str)}
 
 
 def has_usable_capture(ev: Evidence) -> bool:
-    packet = ev.packet
+    packet, trace = ev.packet, ev.trace
     dirs = packet.provenance.get("capture_dirs")
+    mine = record_versions(ev)
     return (obj(packet.agent_facing, "profiler").get("ncu_measured_the_kernel_under_test") is True
-            and isinstance(dirs, list) and any(isinstance(d, str) and d in ev.trace.usable_captures for d in dirs))
+            and isinstance(dirs, list)
+            and any(isinstance(d, str) and d in trace.usable_captures and trace.capture_versions.get(d) in mine
+                    for d in dirs))
+
+
+def collapsed(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def strings(value, path: tuple = ()):
+    """(path, string) for every string and key of a JSON value, iteratively (depth is capped upstream)."""
+    stack = [(path, value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                yield where, key
+                stack.append((where + (key,), item))
+        elif isinstance(node, list):
+            stack.extend((where + (i,), item) for i, item in enumerate(node))
+        elif isinstance(node, str) and where not in QUOTED_CODE:
+            yield where, node
+
+
+def without_capture(record: dict) -> list[str]:
+    summary, signals = obj(record, "evidence", "summary"), obj(record, "retrieval", "signals")
+    be = obj(summary, "bottleneck_evidence")
+    out = []
+    if be.get("basis") not in NO_CAPTURE_BASES + NEVER_BASES and "basis" in be:
+        out.append(f"evidence.summary.bottleneck_evidence.basis: {be.get('basis')!r}, but the packet has no usable "
+                   "capture of this version")
+    if be.get("tool") is not None:
+        out.append(f"evidence.summary.bottleneck_evidence.tool: {be.get('tool')!r} without a usable capture of this version")
+    if obj(record, "payload", "problem").get("bottleneck") is not None:
+        out.append("payload.problem.bottleneck: set without a usable capture of this version")
+    if signals.get("bottleneck") is not None:
+        out.append("retrieval.signals.bottleneck: set without a usable capture of this version")
+    if signals.get("metrics"):
+        out.append("retrieval.signals.metrics: profiler metrics without a usable capture of this version")
+    metrics = summary.get("mechanism_metrics")
+    if metrics is not None and not (isinstance(metrics, dict) and all(v is None for v in metrics.values())):
+        out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
+    for path, text in strings(record):
+        m = PROFILER_TEXT.search(text)
+        if m and path[:3] != ("evidence", "raw", "git_commit"):
+            out.append(f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
+                       "of this version")
+    return out
+
+
+def with_capture(record: dict, conclusion: str) -> list[str]:
+    be = obj(record, "evidence", "summary", "bottleneck_evidence")
+    said = collapsed(conclusion)
+    out = []
+    for where, value in (("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck")),
+                         ("evidence.summary.bottleneck_evidence.note", be.get("note"))):
+        if value is not None and not (isinstance(value, str) and collapsed(value) in said):
+            out.append(f"{where}: not what the capture's conclusion says")
+    tool = be.get("tool")
+    if tool is not None and not (isinstance(tool, str) and tool.strip().casefold() in PROFILER_TOOLS):
+        out.append(f"evidence.summary.bottleneck_evidence.tool: {tool!r}, but the capture is Nsight Compute's (ncu)")
+    label = obj(record, "retrieval", "signals").get("bottleneck")
+    if label is not None and not (isinstance(label, str) and label in BOTTLENECK_EVIDENCE
+                                  and re.search(BOTTLENECK_EVIDENCE[label], said)):
+        out.append(f"retrieval.signals.bottleneck: {label!r} is not what the capture's conclusion gives evidence for")
+    return out
 
 
 @needs_packet
 def check(view: RecordView, ev: Evidence) -> list[str]:
+    record = view.record
+    basis = obj(record, "evidence", "summary", "bottleneck_evidence").get("basis")
+    out = [f"evidence.summary.bottleneck_evidence.basis: {basis!r}: a trace holds no microbenchmark, and an "
+           "assertion is not evidence"] if basis in NEVER_BASES else []
     if has_usable_capture(ev):
-        return []
-    rel, record = view.relpath, view.record
-    summary = obj(record, "evidence", "summary")
-    out = []
-    if obj(summary, "bottleneck_evidence").get("basis") == "profiler":
-        out.append(f"{rel}: evidence.summary.bottleneck_evidence.basis: 'profiler', but the packet has no usable "
-                   "capture of the kernel under test")
-    if obj(record, "retrieval", "signals").get("bottleneck") is not None:
-        out.append(f"{rel}: retrieval.signals.bottleneck: set without a usable capture of the kernel under test")
-    metrics = summary.get("mechanism_metrics")
-    if metrics is not None and not (isinstance(metrics, dict) and all(v is None for v in metrics.values())):
-        out.append(f"{rel}: evidence.summary.mechanism_metrics: set without a usable capture of the kernel under test")
-    return out
+        conclusion = obj(ev.packet.agent_facing, "profiler").get("conclusion")
+        out += with_capture(record, conclusion if isinstance(conclusion, str) else "")
+    else:
+        out += without_capture(record)
+    return [f"{view.relpath}: {m}" for m in out]
 
 
-GATE = Gate("ncu-attribution", "profiler basis, bottleneck and mechanism metrics only with a usable capture",
-            check=check)
+GATE = Gate("ncu-attribution", "profiler fields and phrases only with a usable capture of this version, "
+            "and consistent with it", check=check)

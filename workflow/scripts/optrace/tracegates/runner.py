@@ -41,16 +41,17 @@ class Judged:
     episode_key: str | None
     links: dict = field(default_factory=dict)  # retrieval.links as written
     verdicts: dict[str, list[str]] = field(default_factory=dict)  # gate -> messages, for gates that judged it
+    sha256: str | None = None  # of the bytes judged: stage copies only bytes with this hash
 
     def to_json(self) -> dict:
         return {"relpath": self.relpath, "seg_id": self.seg_id, "id": self.id, "episode_key": self.episode_key,
-                "links": self.links, "verdicts": self.verdicts}
+                "links": self.links, "verdicts": self.verdicts, "sha256": self.sha256}
 
     @classmethod
     def from_json(cls, data: dict) -> "Judged":
         """The inverse of to_json; ValueError on anything to_json could not have written."""
         judged = cls(**data)
-        optional = (judged.seg_id, judged.id, judged.episode_key)
+        optional = (judged.seg_id, judged.id, judged.episode_key, judged.sha256)
         if not (isinstance(judged.relpath, str) and all(v is None or isinstance(v, str) for v in optional)
                 and isinstance(judged.links, dict) and isinstance(judged.verdicts, dict)
                 and all(isinstance(m, list) and all(isinstance(x, str) for x in m) for m in judged.verdicts.values())):
@@ -69,7 +70,7 @@ class RecordVerdict:
 
     def to_json(self) -> dict:
         j = self.judged
-        return {"path": j.relpath, "id": j.id, "episode_key": j.episode_key, "seg_id": j.seg_id,
+        return {"path": j.relpath, "id": j.id, "episode_key": j.episode_key, "seg_id": j.seg_id, "sha256": j.sha256,
                 "status": FAIL if self.failed else PASS, "failed": self.failed,
                 "gates": {g: {"status": s, "messages": m} for g, (s, m) in self.gates.items()}}
 

@@ -1,0 +1,1 @@
+"""Planted-defect suite: fabrications every gate must catch, benign rewrites every gate must pass."""

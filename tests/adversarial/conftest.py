@@ -1,0 +1,44 @@
+"""Shared, built once per session: the example trace and a realistic FlashInfer-Bench trace (A800, CUDA),
+mined into packets and drafted into records that pass all 16 gates."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from fib_trace import NAME, build_fib_trace  # noqa: E402
+from optrace.cli import main as optrace  # noqa: E402
+from optrace.tracegates.injection import mine_example, workbench  # noqa: E402
+
+SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+
+
+def mine(trace: Path, root: Path, slug: str) -> Path:
+    work, packets = root / "work" / slug, root / "packets" / slug
+    with contextlib.redirect_stdout(io.StringIO()):
+        for argv in (["ingest", str(trace), "--out-dir", str(work)],
+                     ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
+                     ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug]):
+            assert optrace(argv) == 0, argv
+    return root
+
+
+@pytest.fixture(scope="session")
+def mined_roots(tmp_path_factory):
+    """slug -> results root holding work/<slug> and packets/<slug>."""
+    out = {"example": mine_example(tmp_path_factory.mktemp("adv-example"))}
+    if SHARED_DATA.is_dir():
+        root = tmp_path_factory.mktemp("adv-fib")
+        out["fib"] = mine(build_fib_trace(root / NAME, SHARED_DATA), root, "fib")
+    return out
+
+
+@pytest.fixture(scope="session")
+def benches(mined_roots):
+    return {slug: workbench(root, slug) for slug, root in mined_roots.items()}
