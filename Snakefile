@@ -8,6 +8,11 @@ min_version("9.23")
 configfile: "config/config.yaml"
 
 
+# `snakemake --report report.html`: the ladder plot, recon and partition reports of each trace and the
+# staging and dataset READMEs, with the captions in workflow/report/.
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/report.smk"
@@ -17,6 +22,7 @@ include: "workflow/rules/distill.smk"
 include: "workflow/rules/validate.smk"
 include: "workflow/rules/staging.smk"
 include: "workflow/rules/dataset.smk"
+include: "workflow/rules/admission.smk"
 
 
 rule all:
@@ -52,15 +58,19 @@ rule distill:
         per_trace(rules.distill_trace.output.report),
 
 
-# Prints the validation summary; exits 1 when a record fails, after every report is written. No output,
-# so it runs whenever asked and leaves nothing for Snakemake to delete or redo (see validate.smk).
+# After an agent batch: re-validates the traces whose records changed, restages, rewrites the index and
+# the README; the run summary (onsuccess) then exits 1 when a record fails. No output, so nothing for
+# Snakemake to delete or redo (see validate.smk); a command that does nothing, because a rule with
+# neither output nor command is skipped when its inputs are up to date, and then no summary is printed.
 rule validate:
     input:
         reports=per_trace(rules.validate_trace.output.report),
         summary=rules.validate_summary.output.summary,
+        index=rules.stage.output.index,
+        readme=rules.readme.output.readme,
     localrule: True
     shell:
-        "{PY} -m optrace validate check {input.summary}"
+        "true"
 
 
 rule staging:
@@ -72,3 +82,15 @@ rule staging:
 rule dataset:
     input:
         DATASET_TARGETS,
+
+
+# The run summary (optrace.summary): per trace and in total, what was staged, what failed and why, and
+# where the results are. `strict: true` (or the `validate` target) turns a failing record into exit 1.
+onsuccess:
+    status = run_summary(run_failed=False)
+    if status:
+        raise SystemExit(status)
+
+
+onerror:
+    run_summary(run_failed=True)

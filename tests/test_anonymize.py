@@ -42,8 +42,8 @@ PROSE = [
     ("denylisted host", f"Measured on {HOST} overnight.", "Measured on a private identifier overnight."),
     ("denylisted host, mixed case", "GPU-Node7 was busy", "a private identifier was busy"),
     ("longest term first", f"ssh {HOST}.corp.example", "ssh a private identifier"),
-    ("denylisted name inside an identifier", "alice_runs and ALICE",
-     "a private identifier_runs and a private identifier"),
+    ("denylisted name inside an identifier: the whole token goes", "alice_runs and ALICE",
+     "a private identifier and a private identifier"),
     # leak shapes
     ("home path holding a denylisted user", "see /home/alice/runs/x.py.", "see a local path."),
     ("file:// path", "open file:///Users/bob/trace/REPORT.md now", "open a local path now"),
@@ -97,9 +97,10 @@ def test_prose(scrubber, text, expected):
     assert_clean(scrubber, out)
 
 
-def test_denylist_matches_whole_terms_only(scrubber):
-    assert scrubber.text("gpu-node70 ran Alicevision") == "gpu-node70 ran Alicevision"
-    assert scrubber.leaks("gpu-node70 ran Alicevision") == []
+def test_denylist_matches_any_substring(scrubber):
+    """Issue #13: a term inside a longer word leaks as much as the word alone."""
+    assert scrubber.text("gpu-node70 ran Alicevision.") == "a private identifier ran a private identifier."
+    assert scrubber.leaks("gpu-node70 ran Alicevision") == ["denylisted term #1", "denylisted term #2"]
 
 
 def test_none_stays_none(scrubber):
@@ -190,7 +191,7 @@ def test_leaks_name_each_match_left_to_right(scrubber):
     raw = (f"v3 on {HOST} at /home/alice/x, mail bob@corp.io, see REPORT.md; deadbeef {UUID_B} {SHA} "
            "17.9 us on H100")
     assert scrubber.leaks(raw) == [
-        "version id 'v3'", "denylisted term 'gpu-node7'", "local path '/home/alice'",
+        "version id 'v3'", "denylisted term #1", "local path '/home/alice'",
         "e-mail address 'bob@corp.io'", "markdown page 'REPORT.md'", "hex id 'deadbeef'",
         f"uuid '{UUID_B}'", f"hex id '{SHA}'",
     ]
@@ -234,7 +235,7 @@ def test_scrub_check_leaking_files(scrubber, tmp_path, capsys):
     notes.write_text("see REPORT.md\n")
     assert cli.main(["scrub-check", str(packet), str(code), str(diff), str(notes)]) == 1
     assert capsys.readouterr().out.splitlines() == [
-        f"{packet}: version id 'v3'", f"{packet}: denylisted term 'gpu-node7'", f"{packet}: uuid '{UUID_B}'",
+        f"{packet}: version id 'v3'", f"{packet}: denylisted term #1", f"{packet}: uuid '{UUID_B}'",
         f"{code}: local path '/home/bob'", f"{diff}: version id 'v7'", f"{notes}: markdown page 'REPORT.md'",
     ]
 

@@ -215,10 +215,11 @@ def test_denylisted_terms_fail_anywhere_in_the_record(tmp_path, monkeypatch, cap
     monkeypatch.setenv(DENYLIST_ENV, str(deny))
     root = specimen_store(tmp_path / "store", edit_strategy(
         lambda r: r["evidence"]["raw"].update(source_repo="acmecorp-kernels")))
-    assert check_store.main([str(root)]) == 1
+    assert check_store.main([str(root), "--all"]) == 1
     out = capsys.readouterr().out
-    assert "evidence.raw.source_repo: denylisted term 'acmecorp'" in out
-    assert "<file path>: denylisted term 'hopper.triton.fused'" in out  # every specimen's id and path
+    assert "evidence.raw.source_repo: denylisted term #1" in out  # named by its place, never repeated
+    assert "<file path>: denylisted term #2" in out  # every specimen's id and path
+    assert "'acmecorp'" not in out.lower() and "'hopper.triton.fused'" not in out
 
 
 def test_without_a_denylist_the_same_store_passes(tmp_path, monkeypatch):
@@ -237,6 +238,7 @@ def test_unreadable_denylist_is_an_input_error(tmp_path, monkeypatch):
 def test_denylist_matches_case_insensitively_longest_first():
     pattern = denylist_pattern(("Acme", "acme labs"))
     assert [m.group(0) for m in pattern.finditer("ACME LABS and acme")] == ["ACME LABS", "acme"]
+    assert pattern.label("ACME LABS") == "term #1" and pattern.label("acme") == "term #1"
 
 
 # --- raw-isolation -----------------------------------------------------------------------------------

@@ -109,3 +109,22 @@ def test_scrubbed_text_reaches_ids(tmp_path):
     segs = segments_of(tmp_path / "t", scrub=lambda s: s.replace("split-K", "a private identifier"))
     assert all("split" not in s["id"] for s in segs)
     assert any("a-private-identifier" in s["id"] for s in segs)
+
+
+def test_lever_names_in_the_report_are_never_cut_mid_word(tmp_path):
+    from optrace.ladder import run_ladder
+    from optrace.partition import render_md
+
+    build_example(tmp_path / example_name())
+    rows, profiles, meta, _ = ingest(tmp_path / example_name(), label=None, table=TABLE, over=Overrides(),
+                                     non_target=DEFAULT_NON_TARGET)
+    segs, steps = build_segments(rows, meta, Thresholds(), same)
+    md = render_md(segs, steps, [p.to_row() if hasattr(p, "to_row") else p for p in profiles], meta)
+    table = md.split("## Failed levers and pitfalls")[1].split("Flagged")[0]
+    cells = [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[4:] if line.startswith("| ")]
+    texts = {" ".join(s["lever"]["text"].split()).replace("|", "/") for s in segs if s["record_type"] == "anti-strategy"}
+    assert any(c.endswith(" …") for c in cells)  # the example has levers longer than the column
+    for cell in cells:
+        kept = cell.removesuffix(" …")
+        full = next(t for t in texts if t.startswith(kept))
+        assert len(cell) <= 80 and (full == kept or full[len(kept)] == " "), (cell, full)

@@ -319,13 +319,23 @@ def test_a_capture_ingest_found_unusable_backs_nothing(bench):
 
 # --- store-overlap ---------------------------------------------------------------------------------
 
-def test_an_id_or_episode_the_live_store_holds_fails(bench):
+def test_an_id_the_live_store_holds_for_another_episode_fails(bench):
     rel, record = bench.records[0]
-    found = failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=LiveStore(ids=frozenset({record["id"]})))
-    assert list(found) == ["store-overlap"] and "already in the live store" in found["store-overlap"][0]
-    live = LiveStore(episodes={record["episode_key"]: "nvidia.hopper.triton.x.y-z"})
+    live = LiveStore({record["id"]: "hopper|triton|misc|another_lever|operator"})
     found = failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=live)
-    assert list(found) == ["store-overlap"] and "a confirm or conflict" in found["store-overlap"][0]
+    assert list(found) == ["store-overlap"] and "it would overwrite that record" in found["store-overlap"][0]
+    found = failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=LiveStore({record["id"]: None}))
+    assert list(found) == ["store-overlap"]
+
+
+def test_a_held_episode_or_the_already_admitted_record_passes_for_gate_match(bench):
+    """A held episode is a confirm or conflict (gate match proposes it), and the record admitted by
+    `gate commit-all` holds its own id and episode: neither is a validation failure."""
+    rel, record = bench.records[0]
+    held_episode = LiveStore({"nvidia.hopper.triton.x.y-z": record["episode_key"]})
+    admitted = LiveStore({record["id"]: record["episode_key"]})
+    for live in (held_episode, admitted):
+        assert failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=live) == {}
 
 
 def test_every_holder_of_a_duplicate_claim_fails():

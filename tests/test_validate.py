@@ -134,7 +134,7 @@ def test_cross_record_gates_are_recomputed_from_the_cache(results, mined, tmp_pa
     rel, record = mined[1].records[0]
     index = tmp_path / "index.json"
     index.write_text(json.dumps({"schema": "clean-1.3", "count": 1, "records": [
-        {"id": "nvidia.hopper.triton.misc.older-x1", "episode_key": record["episode_key"]}]}))
+        {"id": record["id"], "episode_key": "hopper|triton|misc|another_lever|operator"}]}))
     report, checked = run(results, live_index=index)
     assert checked == 0
     failing = [r for r in report["records"] if r["status"] == "FAIL"]
@@ -256,8 +256,8 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
 
     bad = workdir / "results/distilled" / EXAMPLE / "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1.json"
     write_record(bad, {"id": "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"})
-    # a new record re-runs only this trace's validation (and the summary), never distill or the stages before
-    assert planned(workdir, "validate") == ["validate", "validate_summary", "validate_trace"]
+    # a new record re-runs only this trace's validation, the summary, stage and README; never distill or before
+    assert planned(workdir, "validate") == ["readme", "stage", "validate", "validate_summary", "validate_trace"]
     res = snakemake(workdir, "validate")
     assert res.returncode == 1
     assert f"FAIL distilled/{EXAMPLE}/{bad.name}" in res.stdout

@@ -9,14 +9,26 @@ from snakemake.utils import validate
 import yaml
 
 from optrace import codedigest
-from optrace.configcheck import coerce_numbers
+from optrace.configcheck import coerce_numbers, config_problem, trace_problem
 from optrace.errors import InputError
 from optrace.example_trace import EXAMPLE_DIR, example_name, source_digest
 from optrace.sheet import fingerprint, select_traces
 
+
+def stop(message):
+    """Bad config or trace list: one line, before any job runs (a WorkflowError adds file and line)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
 with open(Path(workflow.basedir) / "schemas" / "config.schema.yaml") as fh:
-    config.update(coerce_numbers(dict(config), yaml.safe_load(fh)))
-validate(config, "../../schemas/config.schema.yaml")
+    CONFIG_SCHEMA = yaml.safe_load(fh)
+config.update(coerce_numbers(dict(config), CONFIG_SCHEMA))
+if problem := config_problem(config, CONFIG_SCHEMA):
+    stop(problem)
+validate(config, "../../schemas/config.schema.yaml")  # fills the defaults
+if config["trace"] and (problem := trace_problem(config["trace"])):
+    stop(f"config: `trace`: {config['trace']}: {problem}")
 
 RESULTS = config["results"].rstrip("/")
 PY = sys.executable
@@ -28,7 +40,7 @@ EXAMPLE_PATH = f"{RESULTS}/example/{EXAMPLE_NAME}"
 try:
     TRACES = {t.slug: t for t in select_traces(config, EXAMPLE_PATH, EXAMPLE_NAME)}
 except InputError as exc:
-    raise WorkflowError(f"{exc.where}: {exc.problem}") from None
+    stop(f"{exc.where}: {exc.problem}")
 SLUGS = sorted(TRACES)
 LIVE_INDEX = f"{config['live_store'].rstrip('/')}/records/index.json" if config["live_store"] else ""
 
@@ -103,3 +115,27 @@ def denylist_digest():
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     except OSError:
         return f"unreadable:{path}"
+
+
+def run_summary(run_failed):
+    """Print the run summary (optrace.summary) and return the exit status it asks for. Never raises:
+    a summary that cannot be made must not hide how the run itself ended."""
+    from optrace import summary
+
+    validate_target = "validate" in (getattr(workflow.dag_settings, "targets", None) or ())
+    exits_because = "strict: true" if config["strict"] else "`snakemake validate`" if validate_target else ""
+    per_trace_rules = (rules.ingest_trace, rules.recon_trace, rules.partition_trace, rules.packets_trace,
+                       rules.distill_trace, rules.validate_trace)
+    try:
+        stages = [summary.StageFiles(r.rule.name.removesuffix("_trace"), str(r.log[0]), tuple(map(str, r.output)))
+                  for r in per_trace_rules]
+        places = summary.Places(
+            validation_summary=Path(rules.validate_summary.output.summary), staged=Path(rules.stage.output.summary),
+            staging_readme=Path(rules.readme.output.readme), dataset=Path(rules.dataset_build.output.readme),
+            trace_report=str(rules.validate_trace.output.report))
+        result = summary.collect(SLUGS, stages, places)
+        print(summary.render(result, exits_because, need_records=validate_target), flush=True)
+        return 0 if run_failed else summary.exit_status(result, exits_because, need_records=validate_target)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        print(f"run summary unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 0

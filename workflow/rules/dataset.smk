@@ -36,7 +36,8 @@ rule dataset_build:
         autotune=f"{RESULTS}/dataset/autotune.parquet",
         runs=f"{RESULTS}/dataset/runs.parquet",
         kernels=f"{RESULTS}/dataset/kernels.parquet",
-        readme=f"{RESULTS}/dataset/README.md",
+        readme=report(f"{RESULTS}/dataset/README.md", caption="../report/dataset.rst", category="Results",
+                      labels={"item": "dataset README"}),
     params:
         work_dirs=per_trace(f"{RESULTS}/work/{{slug}}"),
         ladder=ladder_args(),

@@ -5,7 +5,8 @@ rule partition_trace:
         meta=rules.ingest_trace.output.meta,
     output:
         segments=f"{RESULTS}/work/{{slug}}/segments.jsonl",
-        report=f"{RESULTS}/staging/reports/{{slug}}/partition.md",
+        report=report(f"{RESULTS}/staging/reports/{{slug}}/partition.md", caption="../report/partition.rst",
+                      category="Traces", subcategory="{slug}", labels={"trace": "{slug}", "item": "partition"}),
     params:
         ladder=ladder_args(),
         denylist_env=config["denylist_env"],

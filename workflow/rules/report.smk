@@ -5,12 +5,16 @@ rule recon_trace:
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
     output:
-        md=f"{RESULTS}/staging/reports/{{slug}}/recon.md",
+        md=report(f"{RESULTS}/staging/reports/{{slug}}/recon.md", caption="../report/recon.rst",
+                  category="Traces", subcategory="{slug}", labels={"trace": "{slug}", "item": "recon"}),
         json=f"{RESULTS}/staging/reports/{{slug}}/recon.json",
-        svg=f"{RESULTS}/staging/reports/{{slug}}/ladder.svg",
+        svg=report(f"{RESULTS}/staging/reports/{{slug}}/ladder.svg", caption="../report/ladder.rst",
+                   category="Traces", subcategory="{slug}", labels={"trace": "{slug}", "item": "ladder plot"}),
     params:
         ladder=ladder_args(),
         live_store=live_store_arg,
+        denylist_env=config["denylist_env"],
+        denylist=denylist_digest(),
         code=code_digest("recon"),
     log:
         f"{RESULTS}/logs/recon/{{slug}}.log",
@@ -19,4 +23,4 @@ rule recon_trace:
     shell:
         "{PY} -m optrace recon --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "
-        "{params.live_store} > {log} 2>&1"
+        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"

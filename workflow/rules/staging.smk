@@ -20,17 +20,20 @@ rule stage:
 
 rule readme:
     input:
+        unpack(live_store_inputs),
         index=rules.stage.output.index,
         summary=rules.stage.output.summary,
         metas=per_trace(rules.ingest_trace.output.meta),
         segments=per_trace(rules.partition_trace.output.segments),
         ladders=per_trace(rules.recon_trace.output.svg),
     output:
-        readme=f"{RESULTS}/staging/README.md",
+        readme=report(f"{RESULTS}/staging/README.md", caption="../report/staging.rst", category="Results",
+                      labels={"item": "staging README"}),
     params:
         slugs=" ".join(SLUGS),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
+        live_store=live_store_arg,
         code=code_digest("readme"),
     log:
         f"{RESULTS}/logs/readme.log",
@@ -38,4 +41,4 @@ rule readme:
         f"{RESULTS}/benchmarks/readme.tsv"
     shell:
         "{PY} -m optrace readme --results {RESULTS} --out {output.readme} "
-        "--denylist-env {params.denylist_env} {params.slugs} > {log} 2>&1"
+        "--denylist-env {params.denylist_env} {params.live_store} {params.slugs} > {log} 2>&1"

@@ -9,6 +9,11 @@ spans are replaced in one pass: where two overlap, the wider wins (ties go to th
 sequential rewrite would break a token in two — a denylisted user name inside `/home/alice/x`
 would turn into `/home/a private identifier/x`, whose path no longer matches whole. The neutral
 words never match a rule, so scrubbing scrubbed text changes nothing.
+
+A denylisted term, in any spelling `anonymize_patterns.Denylist` folds, takes its whole token in
+prose (`<term>ics` -> "a private identifier") and, in code outside comments and strings, becomes
+`redacted` in the term's case (`get<Term>Grid` -> `getRedactedGrid`): a pure function of the
+spelling, so both sides of a diff rename alike. Every scan is linear in the text.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ from __future__ import annotations
 import os
 import re
 import sys
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from .anonymize_patterns import (DENYLIST_ENV, EXPONENT, HARDWARE_NAMES, PYTHON_DSLS, denylist_pattern,
-                                 emails, local_paths, markdown_pages, prose_spans, read_denylist, uuids, version_ids)
+from .anonymize_patterns import (DENYLIST_ENV, HARDWARE_NAMES, PYTHON_DSLS, compat, compile_denylist, emails, hex_runs,
+                                 local_paths, markdown_pages, outermost, prose_spans, read_denylist, uuids, version_ids,
+                                 Leak)
 from .errors import InputError
 from .jsonio import read_json, read_jsonl
 
@@ -46,8 +53,8 @@ def _spans_of(matches: Callable[[str], Iterator[tuple[int, str]]], phrase: str) 
     return lambda text: ((start, start + len(token), phrase) for start, token in matches(text))
 
 # Local paths run on through later segments; a sentence's full stop is not part of a path.
-_PATH_CHARS = "_.~+@%=/-"
-_PATH_RIGHT = re.compile(r"[\w.~+@%=/-]*")
+_PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~+@%=/\\:-")
+_PATH_RIGHT = re.compile(r"[\w.~+@%=/\\-]*")
 _TRAILING_PUNCT = ".,;:!?"
 _EMAIL_TAIL = re.compile(r"(?:\.[A-Za-z0-9-]+)*")  # alice@mail.corp.example.com: the whole domain
 
@@ -58,18 +65,28 @@ def _trim(text: str, start: int, end: int) -> int:
     return end
 
 
-def _path_start(text: str, start: int) -> int:
-    """Start of the path holding text[start], by a backwards scan (an end-anchored search is quadratic)."""
+def _run_back(text: str, start: int, chars, floor: int) -> int:
+    """Start of the run of `chars` ending at `start`, never before `floor`."""
     i = start
-    while i > 0 and (text[i - 1].isalnum() or text[i - 1] in _PATH_CHARS):
+    while i > floor and (text[i - 1] in chars or not text[i - 1].isascii() and text[i - 1].isalnum()):
         i -= 1
-    return i - 5 if text[max(0, i - 5):i] == "file:" else i
+    return i
 
 
 def _local_path_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """Whole paths. A match inside the path just found is skipped, and the backwards scan stops where
+    the previous path ended, so every character is scanned a bounded number of times (140 KB of
+    `/home/u/home/u...` is one path, found in one pass)."""
+    reach = 0
     for start, token in local_paths(text):
+        if start < reach:
+            continue
         end = _PATH_RIGHT.match(text, start + len(token)).end()
-        yield _path_start(text, start), _trim(text, start, end), "a local path"
+        lead = _run_back(text, start, _PATH_CHARS, reach)
+        if text[max(reach, lead - 5):lead] == "file:":
+            lead -= 5
+        reach = end
+        yield lead, _trim(text, start, end), "a local path"
 
 
 def _email_spans(text: str) -> Iterator[tuple[int, int, str]]:
@@ -82,7 +99,7 @@ def _markdown_spans(text: str) -> Iterator[tuple[int, int, str]]:
     for start, token in markdown_pages(text):
         lead = start
         if text[start - 1:start] == "/":
-            while lead > 0 and text[lead - 1] in "./~":
+            while lead > 0 and start - lead < 64 and text[lead - 1] in "./~":
                 lead -= 1
         yield lead, start + len(token), "a document"
 
@@ -111,23 +128,6 @@ def _trace_path_spans(text: str) -> Iterator[tuple[int, int, str]]:
                 yield m.start(), _trim(text, m.start(), m.end()), phrase
 
 
-# Hex ids: lowercase hex words with a letter (a run of digits is a number). Not a decimal fraction's
-# digits (1.662843e-02), a mantissa before its exponent, or the tail of a dashed token: a record id's
-# content hash (`...-s1a2b3c`) names no run, and the store's gate skips those too.
-_HEX_WORD = re.compile(r"\b[0-9a-f]{7,64}\b")
-
-
-def hex_ids(text: str) -> Iterator[tuple[int, str]]:
-    for m in _HEX_WORD.finditer(text):
-        token, a, b = m.group(0), m.start(), m.end()
-        before = text[max(0, a - 2):a]
-        if token.isdigit() or before.endswith("-") or (before[-1:] == "." and before[:1].isdigit()):
-            continue
-        if token.endswith("e") and EXPONENT.match(text, b):
-            continue
-        yield a, token
-
-
 def _hex_phrase(token: str) -> str:
     n = len(token)
     if n == 32:
@@ -138,29 +138,42 @@ def _hex_phrase(token: str) -> str:
 
 
 def _hex_spans(text: str) -> Iterator[tuple[int, int, str]]:
-    for start, token in hex_ids(text):
+    # Prose has no all-letter hex words worth keeping, so "deadbeef" goes too (the gate needs a digit).
+    for start, token in hex_runs(text, need_digit=False):
         yield start, start + len(token), _hex_phrase(token)
 
 
 # Versions: "v12: " opening a line is a commit-subject prefix and goes; runs of ids joined by
-# list words become one phrase. version_ids already spares vector widths and V100.
+# list words become one phrase. version_ids already spares vector widths and V100. An id glued into
+# an identifier (kernel_v7, v7_fast, pack_v4) loses only its number: `kernel_vN` still reads as the
+# identifier it was, where a phrase inside it would not.
 _LINE_PREFIX = re.compile(r"^[ \t]*([vV]\d+(?:_(?:rerun|baseline|base)\d*)?):[ \t]*", re.M)
 _LIST_GAP = re.compile(r"[ \t]*(?:,|/|&|\+|->|-|–|—|\.\.|to\b|and\b|or\b|vs\.?|through\b)?"
                        r"[ \t]*(?:(?:and|or)\b[ \t]*)?")
+_LIST_GAP_MAX = 24  # longer gaps are prose, and a fullmatch over a huge gap would backtrack
+GLUED_VERSION = "vN"
 
 
 def _version_spans(text: str) -> Iterator[tuple[int, int, str]]:
     for m in _LINE_PREFIX.finditer(text):
         if m.group(1) not in HARDWARE_NAMES:
             yield m.start(1), m.end(), ""
-    found = [(start, start + len(token), token) for start, token in version_ids(text)]
+    found = []
+    for start, token in version_ids(text):
+        end = start + len(token)
+        if text[start - 1:start] == "_" or text[end:end + 1] == "_":
+            yield start, end, GLUED_VERSION
+        else:
+            found.append((start, end, token))
     i = 0
     while i < len(found):
         j = i
-        while j + 1 < len(found) and _LIST_GAP.fullmatch(text, found[j][1], found[j + 1][0]):
+        while (j + 1 < len(found) and found[j + 1][0] - found[j][1] <= _LIST_GAP_MAX
+               and _LIST_GAP.fullmatch(text, found[j][1], found[j + 1][0])):
             j += 1
         token = found[i][2]
-        phrase = "earlier steps" if j > i else "a re-measurement" if "_" in token else "an earlier step"
+        several = j > i or token.lower().startswith("versions")
+        phrase = "earlier steps" if several else "a re-measurement" if "_re" in token or "_base" in token else "an earlier step"
         yield found[i][0], found[j][1], phrase
         i = j + 1
 
@@ -220,11 +233,11 @@ def _apply(text: str, spans: list[Span]) -> str:
 
 
 _INNER_SPACES = re.compile(r"(?<=\S)[ \t]{2,}")
-_LINE_END_SPACES = re.compile(r"[ \t]+$", re.M)
 
 
 def _tidy(text: str) -> str:
-    return _LINE_END_SPACES.sub("", _INNER_SPACES.sub(" ", text)).strip()
+    # line ends by split, not by a `[ \t]+$` search, which backtracks over every long run of spaces
+    return "\n".join(line.rstrip(" \t") for line in _INNER_SPACES.sub(" ", text).split("\n")).strip()
 
 
 # --- shape labels --------------------------------------------------------------------------------
@@ -292,25 +305,45 @@ def code_language(source: str, dsl: str) -> str:
     raise ValueError(f"unknown dsl {dsl!r}")
 
 
-def _outermost(found: list[tuple[int, int, str, str]]) -> list[tuple[int, int, str, str]]:
-    """Drop finds inside another find (a uuid's first 8 hex are not a second leak)."""
-    kept, reach = [], -1
-    for f in sorted(found, key=lambda f: (f[0], -f[1])):
-        if f[1] > reach:
-            kept.append(f)
-            reach = f[1]
-    return kept
+# --- the denylist: prose and code -----------------------------------------------------------------
+
+# A denied term takes its whole token in prose: `<term>ics`, `get<Term>Grid`, a host name under a
+# denylisted domain (gpu-node-17.<domain>) or a path through a denylisted directory; a sentence's
+# full stop stays.
+_TOKEN_STOPS = frozenset("()[]{}<>\"'`,;!?|")
+_PRIVATE_PHRASES = ("a private identifier", "a private name", "a withheld name", "a name")
+# In code a denied term becomes a word that keeps the identifier valid; the same spelling always gets
+# the same word, so both sides of a diff rename alike.
+_IDENTIFIER_WORDS = ("redacted", "anon", "priv", "xx", "q")
+
+
+def _token_around(text: str, a: int, b: int, floor: int) -> tuple[int, int]:
+    """The token holding text[a:b], not reaching back before `floor`."""
+    lead, end, n = a, b, len(text)
+    while lead > floor and not text[lead - 1].isspace() and text[lead - 1] not in _TOKEN_STOPS:
+        lead -= 1
+    while end < n and not text[end].isspace() and text[end] not in _TOKEN_STOPS:
+        end += 1
+    return lead, max(b, _trim(text, lead, end))
+
+
+def _styled(word: str, like: str) -> str:
+    letters = [c for c in like if c.isalpha()]
+    if len(letters) > 1 and all(c.isupper() for c in letters):
+        return word.upper()
+    return word.capitalize() if letters and letters[0].isupper() else word
 
 
 class Scrubber:
-    """Rewrites leaks into neutral words: prose with `text`, code's comments and strings with `code`."""
+    """Rewrites leaks into neutral words: prose with `text`, code with `code` (comments and strings
+    rewritten like prose, denied terms in identifiers renamed)."""
 
     def __init__(self, denylist: Iterable[str] = ()):
         self.denylist = tuple(denylist)
-        pattern = denylist_pattern(self.denylist)
-        # Whole terms only: a denylisted "ann" must not eat "annotate"; `_` and `.` still separate.
-        self._denied = pattern and re.compile(rf"(?<![^\W_])(?:{pattern.pattern})(?![^\W_])", re.I)
-        self._denied_spans = _spans_of(self.denied_terms, "a private identifier")
+        self._deny = compile_denylist(self.denylist)
+        # the replacement words must not hold a term themselves (a denylisted "act" is in "redacted")
+        self._phrase = next((p for p in _PRIVATE_PHRASES if not self._deny.contains(p)), "")
+        self._word = next((w for w in _IDENTIFIER_WORDS if not self._deny.contains(w)), "_")
 
     @classmethod
     def from_env(cls, env_var: str = DENYLIST_ENV, environ=os.environ) -> "Scrubber":
@@ -318,48 +351,118 @@ class Scrubber:
         path = environ.get(env_var)
         return cls(read_denylist({DENYLIST_ENV: path} if path else {}))
 
+    def denied_terms(self, text: str) -> Iterator[tuple[int, str]]:
+        """(start, spelling) of every denied term in `text`, in any spelling `Denylist` sees."""
+        for a, b in self._deny.spans(text):
+            yield a, text[a:b]
+
+    def _denied_spans(self, text: str) -> Iterator[tuple[int, int, str]]:
+        reach = 0  # a token is expanded once, however many terms it holds (linear in the text)
+        for a, b in self._deny.spans(text):
+            if a < reach:
+                continue
+            a, b = _token_around(text, a, b, reach)
+            reach = b
+            yield a, b, self._phrase
+
+    def _clear(self, out: str, rewrite: Callable[[str], str]) -> str:
+        """`out` with no denied term left, even one that a replacement formed with its neighbours."""
+        for _ in range(3):
+            if not self._deny.spans(out):
+                return out
+            out = rewrite(out)
+        spans = self._deny.spans(out)
+        return "".join(out[a:b] for a, b in zip([0] + [e for _, e in spans], [s for s, _ in spans] + [len(out)]))
+
+    def _private_rewrite(self, s: str) -> str:
+        return _apply(s, _resolve(Span(a, b, phrase, 0) for a, b, phrase in self._denied_spans(s)))
+
     def private(self, s: str | None) -> str | None:
         """Only denylisted terms replaced: for human-facing reports, where labels and versions belong."""
-        return self._denied.sub("a private identifier", s) if s and self._denied else s
+        if not s or not self._deny:
+            return s
+        return self._clear(self._private_rewrite(s), self._private_rewrite)
 
-    def denied_terms(self, text: str) -> Iterator[tuple[int, str]]:
-        if self._denied:
-            for m in self._denied.finditer(text):
-                yield m.start(), m.group(0)
+    def private_json(self, value):
+        """A JSON value with `private` applied to every string, object keys included: for reports."""
+        if not self._deny:
+            return value
+        if isinstance(value, str):
+            return self.private(value)
+        if isinstance(value, dict):
+            return {self.private(k) if isinstance(k, str) else k: self.private_json(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.private_json(v) for v in value]
+        return value
 
     def _finders(self, shapes: ShapeLabels | None) -> list[Finder]:
-        """In rule order: earlier rules win ties between identical spans."""
-        return [self._denied_spans, _local_path_spans, _email_spans, _markdown_spans, _trace_path_spans,
+        """In rule order: earlier rules win ties between identical spans (a path through a denied
+        directory reads "a local path"; any denied term a later rule would leave is then cleared)."""
+        return [_local_path_spans, _email_spans, _markdown_spans, _trace_path_spans, self._denied_spans,
                 *([shapes.spans] if shapes else []), _spans_of(uuids, "a shape"), _hex_spans, _version_spans]
 
     def _rewrite(self, s: str, shapes: ShapeLabels | None = None) -> str:
-        spans = (Span(a, b, phrase, rank) for rank, finder in enumerate(self._finders(shapes))
-                 for a, b, phrase in finder(s))
-        return _apply(s, _resolve(spans))
+        finders = self._finders(shapes)
+        spans = [Span(a, b, phrase, rank) for rank, finder in enumerate(finders) for a, b, phrase in finder(s)]
+        view, starts, ends = compat(s)
+        if starts is not None:  # full-width, escaped or look-alike spellings of a path, address, hash...
+            spans += [Span(starts[a], ends[b - 1], phrase, rank) for rank, finder in enumerate(finders)
+                      if finder != self._denied_spans for a, b, phrase in finder(view) if b > a]
+        chosen = _resolve(spans)
+        out = _apply(s, chosen)
+        # unchanged text was just searched; a replacement may join its neighbours into a term
+        return self._clear(out, self._private_rewrite) if self._deny and chosen else out
 
     def text(self, s: str | None, shapes: ShapeLabels | None = None) -> str | None:
         """Scrubbed prose with tidied whitespace; None stays None."""
         return None if s is None else _tidy(self._rewrite(s, shapes))
 
-    def code(self, s: str, dsl: str) -> str:
-        """`s` with only its comments and string literals scrubbed; layout is left alone."""
+    def _rename(self, code: str, keep: list[tuple[int, int]]) -> str:
+        """Denied terms outside the `keep` spans (comments and strings) replaced by an identifier word."""
+        starts = [a for a, _ in keep]
         out, pos = [], 0
-        for a, b in prose_spans(s, code_language(s, dsl)):
+        for a, b in self._deny.spans(code):
+            i = bisect_right(starts, a) - 1
+            if i >= 0 and b <= keep[i][1]:
+                continue  # prose: rewritten as prose
+            out += [code[pos:a], _styled(self._word, code[a:b])]
+            pos = b
+        out.append(code[pos:])
+        return "".join(out)
+
+    def code(self, s: str, dsl: str) -> str:
+        """`s` with its comments and string literals scrubbed and denied terms in identifiers renamed;
+        layout is left alone."""
+        language = code_language(s, dsl)
+        if self._deny:
+            s = self._rename(s, prose_spans(s, language))
+        out, pos = [], 0
+        for a, b in prose_spans(s, language):
             out += [s[pos:a], self._rewrite(s[a:b])]
             pos = b
         out.append(s[pos:])
-        return "".join(out)
+        result = "".join(out)
+        return self._clear(result, lambda c: self._rename(c, [])) if self._deny else result
 
     def code_leaks(self, s: str, dsl: str) -> list[str]:
-        """`leaks` of the comments and string literals `code` would scrub."""
-        return [leak for a, b in prose_spans(s, code_language(s, dsl)) for leak in self.leaks(s[a:b])]
+        """What `code` would still change: leaks of comments and strings, denied terms anywhere."""
+        found = [leak for a, b in prose_spans(s, code_language(s, dsl)) for leak in self.leaks(s[a:b], denied=False)]
+        return found + [f"denylisted {self._deny.label(spelling)}" for _, spelling in self.denied_terms(s)]
 
-    def leaks(self, s: str) -> list[str]:
-        """What still leaks in (scrubbed) text, left to right, as `<kind> '<match>'`."""
-        finders = (("denylisted term", self.denied_terms), ("local path", local_paths), ("e-mail address", emails),
-                   ("markdown page", markdown_pages), ("uuid", uuids), ("hex id", hex_ids), ("version id", version_ids))
-        found = [(a, a + len(token), kind, token) for kind, finder in finders for a, token in finder(s)]
-        return [f"{kind} {token!r}" for _, _, kind, token in _outermost(found)]
+    def leaks(self, s: str, denied: bool = True) -> list[str]:
+        """What still leaks in (scrubbed) text, left to right, as `<kind> '<match>'`; a denied term as
+        `denylisted term #k` (its place in the list), since leak reports land in logs."""
+        finders = ((("denylisted term", self.denied_terms),) if denied else ()) + (
+            ("local path", local_paths), ("e-mail address", emails), ("markdown page", markdown_pages),
+            ("uuid", uuids), ("hex id", lambda t: hex_runs(t, need_digit=False)), ("version id", version_ids))
+        found = [Leak(kind, token, a) for kind, finder in finders for a, token in finder(s)]
+        view, starts, ends = compat(s)
+        if starts is not None:
+            found += [Leak(kind, s[starts[a]:ends[a + len(token) - 1]], starts[a]) for kind, finder in (finders[1:] if denied else finders)
+                      for a, token in finder(view)]
+        found = outermost(found)
+        return [f"denylisted {self._deny.label(leak.token)}" if leak.kind == "denylisted term" else f"{leak.kind} {leak.token!r}"
+                for leak in found]
 
 
 # --- scrub-check ---------------------------------------------------------------------------------
@@ -378,26 +481,28 @@ def _read_text(path: Path) -> str:
         raise InputError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def _json_strings(obj) -> Iterator[str]:
-    """Every string in a JSON document, keys included (a table keyed by a uuid leaks it)."""
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for k, v in obj.items():
-            yield k
-            yield from _json_strings(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _json_strings(v)
+def json_strings(obj) -> list[str]:
+    """Every string in a JSON document in document order, keys included (a table keyed by a uuid
+    leaks it); iterative, since packets are walked by the thousand and records may nest deep."""
+    out, stack = [], [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed([part for pair in value.items() for part in pair]))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+    return out
 
 
 def prose_of_file(path: Path) -> Iterator[str]:
     """The parts of a file an agent reads as prose: JSON strings, code comments and strings, or all text."""
     suffix = path.suffix.lower()
     if suffix == ".json":
-        yield from _json_strings(read_json(path))
+        yield from json_strings(read_json(path))
     elif suffix == ".jsonl":
-        yield from _json_strings(read_jsonl(path))
+        yield from json_strings(read_jsonl(path))
     elif suffix in _FILE_LANGUAGES or suffix in (".diff", ".patch"):
         text = _read_text(path)
         yield from (text[a:b] for a, b in prose_spans(text, _FILE_LANGUAGES.get(suffix) or _shown_language(text)))

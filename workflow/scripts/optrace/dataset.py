@@ -1,4 +1,4 @@
-"""Dataset: every trace's ingest outputs -> the lean cost-model dataset (DESIGN §5 "Dataset").
+"""Dataset: every trace's ingest outputs -> the lean cost-model dataset (README "What it produces").
 
 `sources` (one job per trace) reads the kernel sources the trace's samples measured (kernel.py blobs,
 Helion's `kernel_source`), scrubs them like packets and writes `work/<slug>/sources.json`.
@@ -797,12 +797,10 @@ def main(argv: list[str]) -> int:
     s.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST", help="env var naming the denylist file")
     b = sub.add_parser("build", help="measurements, autotune, runs, kernels (.parquet) and README.md")
     b.add_argument("work_dirs", nargs="*", type=Path, help="ingest output directories (work/<slug>)")
-    b.add_argument("--out-dir", required=True, type=Path)
+    b.add_argument("--out-dir", required=True, type=Path, help="the dataset directory to write")
     b.add_argument("--targets", type=Path, help="hardware table (default: config/targets.yaml)")
     b.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST", help="env var naming the denylist file")
-    b.add_argument("--milestone-pct", type=float, default=Thresholds.milestone_pct)
-    b.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct)
-    b.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor)
+    Thresholds.add_arguments(b)
     sp = sub.add_parser("split", help="split.parquet: train/test by group")
     sp.add_argument("dataset_dir", type=Path, nargs="?", default=Path("results/dataset"),
                     help="the built dataset (default: results/dataset)")
@@ -836,7 +834,7 @@ def main(argv: list[str]) -> int:
     from .hardware import HardwareTable
 
     table = HardwareTable.load(args.targets or REPO_ROOT / "config" / "targets.yaml")
-    thresholds = Thresholds(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
+    thresholds = Thresholds.from_args(args)
     ds = build([read_trace(d) for d in args.work_dirs], thresholds, scrubber, table)
     write_dataset(ds, args.out_dir, thresholds)
     excluded = sum(sum(s.excluded.values()) for s in ds.summaries.values())

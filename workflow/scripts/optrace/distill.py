@@ -191,9 +191,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--packets", required=True, type=Path, help="one trace's packets directory (holds manifest.json)")
     ap.add_argument("--out", required=True, type=Path, help="the results root; records go to <out>/<target.output>")
     ap.add_argument("--report", required=True, type=Path, help="distill.json to write")
-    ap.add_argument("--mode", required=True, choices=MODES)
+    ap.add_argument("--mode", required=True, choices=MODES, help="draft: the deterministic drafter; agent: run --command; none: write nothing")
     ap.add_argument("--command", default="", help="agent mode: command template with {brief}, {packet}, {out}")
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=8, help="agent mode: packets per batch")
     ap.add_argument("--jobs", type=int, default=1, help="agent mode: batches run at once")
     args = ap.parse_args(argv)
     if args.batch_size < 1 or args.jobs < 1:

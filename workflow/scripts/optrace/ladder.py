@@ -20,6 +20,20 @@ class Thresholds:
     mega_pct: float = 20.0
     rebaseline_factor: float = 5.0
 
+    @staticmethod
+    def add_arguments(parser) -> None:
+        """The ladder's thresholds as options, for every stage that runs the ladder."""
+        parser.add_argument("--milestone-pct", type=float, default=Thresholds.milestone_pct,
+                            help="a version must beat the floor by this %% to claim a milestone")
+        parser.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct,
+                            help="... and by this %% to be a mega milestone")
+        parser.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor,
+                            help="a jump beyond this factor is the harness changing, not the kernel")
+
+    @classmethod
+    def from_args(cls, args) -> "Thresholds":
+        return cls(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
+
 
 @dataclass(frozen=True)
 class Step:

@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from .anonymize import Scrubber, ShapeLabels
+from .anonymize import Scrubber, ShapeLabels, json_strings
 from .gitlog import KERNEL_FILE, open_trace
 from .jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
 from .tracefiles import read_text
@@ -164,23 +164,13 @@ class PacketBuilder:
         return packet, code, suffix
 
 
-def _strings(obj):
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for v in obj.values():
-            yield from _strings(v)
-    elif isinstance(obj, list):
-        for v in obj:
-            yield from _strings(v)
-
-
 def packet_leaks(packet: dict, code: str | None, scrubber: Scrubber, seen: dict | None = None) -> list[str]:
-    """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code.
-    `seen` caches verdicts of strings already checked (most prose recurs across a trace's packets)."""
+    """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code,
+    object keys included. `seen` caches verdicts of strings already checked (most prose recurs across
+    a trace's packets)."""
     seen = {} if seen is None else seen
     found = []
-    for s in _strings({"agent_facing": packet["agent_facing"], "target": packet["target"]}):
+    for s in json_strings({"agent_facing": packet["agent_facing"], "target": packet["target"]}):
         if s not in seen:
             seen[s] = scrubber.leaks(s)
         found += seen[s]
@@ -223,10 +213,10 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace packets", description=__doc__)
     ap.add_argument("trace", help="the trace (work tree or .bundle) the segments came from")
-    ap.add_argument("--work-dir", required=True, type=Path)
-    ap.add_argument("--out-dir", required=True, type=Path)
-    ap.add_argument("--slug", required=True)
-    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST")
+    ap.add_argument("--work-dir", required=True, type=Path, help="ingest and partition outputs of the trace")
+    ap.add_argument("--out-dir", required=True, type=Path, help="where manifest.json and the packets go")
+    ap.add_argument("--slug", required=True, help="the trace's slug")
+    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST", help="variable naming the private denylist file")
     args = ap.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     count, failures = build_packets(args.out_dir, args.trace, args.work_dir, args.slug, Scrubber.from_env(args.denylist_env))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import re
+import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -241,7 +242,7 @@ def render_md(segments: list[dict], steps: list[Step], profiles: list[dict], met
             lv = s["lever"]
             occ = ", ".join(o["version"] for o in lv["occurrences"])
             pc = lv["fact_precheck"]
-            out.append(f"| {lv['text'][:80].replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |")
+            out.append(f"| {textwrap.shorten(lv['text'], 80, placeholder=' …', break_on_hyphens=False).replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |")
     flagged = sum(1 for s in segments if s["record_type"] == "anti-strategy" and s["lever"]["fact_precheck"]["verdict"] == "flag")
     out += ["", f"Flagged (kept, for the distiller to judge): {flagged}", "", "## Reference kernels", ""]
     out += [f"- {s['seg_id']}: {s['version']} (`{s['id']}`)" for s in segments if s["record_type"] == "reference-kernel"] or ["- none"]
@@ -259,21 +260,19 @@ def main(argv: list[str]) -> int:
     from .anonymize import Scrubber
 
     ap = argparse.ArgumentParser(prog="optrace partition", description=__doc__)
-    ap.add_argument("--work-dir", required=True, type=Path)
+    ap.add_argument("--work-dir", required=True, type=Path, help="ingest outputs of one trace (segments.jsonl is written here)")
     ap.add_argument("--report", required=True, type=Path, help="partition.md to write")
-    ap.add_argument("--milestone-pct", type=float, default=Thresholds.milestone_pct)
-    ap.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct)
-    ap.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor)
-    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST")
+    Thresholds.add_arguments(ap)
+    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST", help="variable naming the private denylist file")
     args = ap.parse_args(argv)
     rows = read_jsonl(args.work_dir / "versions.jsonl")
     meta = read_json(args.work_dir / "meta.json")
     profiles = read_jsonl(args.work_dir / "profiles.jsonl")
     scrubber = Scrubber.from_env(args.denylist_env)
-    segments, steps = build_segments(rows, meta, Thresholds(args.milestone_pct, args.mega_pct, args.rebaseline_factor),
+    segments, steps = build_segments(rows, meta, Thresholds.from_args(args),
                                      scrubber.text)
     write_jsonl(args.work_dir / "segments.jsonl", segments)
-    write_text_atomic(args.report, render_md(segments, steps, profiles, meta))
+    write_text_atomic(args.report, scrubber.private(render_md(segments, steps, profiles, meta)))  # a report: no term
     kinds = Counter(s["record_type"] for s in segments)
     print(f"partition: {meta['slug']}: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     return 0

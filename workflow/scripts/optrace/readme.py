@@ -92,12 +92,18 @@ def _first_regression(gain: dict) -> str:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace readme", description=__doc__)
-    ap.add_argument("--results", required=True, type=Path)
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST")
-    ap.add_argument("slugs", nargs="+")
+    ap.add_argument("--results", required=True, type=Path, help="the results root")
+    ap.add_argument("--out", required=True, type=Path, help="README.md to write")
+    ap.add_argument("--denylist-env", default="ATREX_WIKI_DENYLIST", help="variable naming the private denylist file")
+    ap.add_argument("--live-store", type=Path, help="the live store's records/index.json: say what admission would do")
+    ap.add_argument("slugs", nargs="+", help="the traces the store was staged from")
     args = ap.parse_args(argv)
     scrubber = Scrubber.from_env(args.denylist_env, os.environ)
-    write_text_atomic(args.out, render(args.results, args.slugs, scrubber.private))
+    text = render(args.results, args.slugs, scrubber.private)
+    if args.live_store:
+        from .gate import readme_section
+
+        text += "\n" + readme_section(args.results / "staging", args.live_store)
+    write_text_atomic(args.out, text)
     print(f"readme: {args.out}")
     return 0

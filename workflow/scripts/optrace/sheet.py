@@ -139,7 +139,7 @@ def _common_dir(gitdir: Path) -> Path:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace sheet", description="check a trace sheet and list its traces")
-    ap.add_argument("sheet")
+    ap.add_argument("sheet", help="a TSV sheet: label, path and optional override columns")
     args = ap.parse_args(argv)
     for e in read_sheet(args.sheet):
         state = "ok" if Path(e.path).exists() else "MISSING"

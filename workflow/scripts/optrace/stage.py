@@ -71,7 +71,11 @@ def record_prior(record: dict, packet: dict, trace: dict, baseline_us: float | N
 
 def score(record: dict, prior: dict) -> dict:
     """A copy of the record with a full track block and the rank the formula gives."""
-    track = {"counters": {k: 0 for k in COUNTERS}, "prior": prior, "confirm_keys": []}
+    return scored_with(record, {"counters": {k: 0 for k in COUNTERS}, "prior": prior, "confirm_keys": []})
+
+
+def scored_with(record: dict, track: dict) -> dict:
+    """A copy of the record carrying `track` and the rank the formula gives for it (admission rescores)."""
     r = rank(record["type"], record["worth"]["gain"].get("basis", ""), track)
     worth = {**record["worth"], "rank": {"score": r.score, "tier": r.tier, "formula": FORMULA,
                                          "components": r.components, "builder_version": BUILDER_VERSION},
@@ -179,7 +183,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--results", required=True, type=Path, help="the results root")
     ap.add_argument("--validation", required=True, type=Path, help="validation-summary.json")
     ap.add_argument("--summary", required=True, type=Path, help="staged.json to write")
-    ap.add_argument("slugs", nargs="+")
+    ap.add_argument("slugs", nargs="+", help="the traces to stage (slugs under work/ and packets/)")
     args = ap.parse_args(argv)
     try:
         summary = stage(args.results, args.slugs, read_json(args.validation), baseline_geomean)

@@ -7,13 +7,12 @@ becomes a FAIL message, never a traceback.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable
 
-from ..anonymize_patterns import code_language, prose_spans
+from ..anonymize_patterns import Denylist, code_language, prose_spans
 
 # Run order of the store's checker; every gate has an injection case (storegates.injection).
 GATES = ("schema", "ids", "anonymization", "raw-isolation", "relations", "index", "self-contained",
@@ -38,7 +37,7 @@ class GateContext:
     """What a per-record gate needs beyond the record: the ids it may link to and the denylist."""
 
     known_ids: frozenset[str] = frozenset()
-    denylist: re.Pattern | None = None
+    denylist: Denylist | None = None  # anonymize_patterns.denylist_pattern: folded, any substring
 
 
 def obj(value: Any, *keys: str) -> dict:

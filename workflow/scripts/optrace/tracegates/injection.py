@@ -202,11 +202,11 @@ def _no_capture(p: Planted) -> bool:
 
 
 def _live_store_holds_id(p: Planted) -> None:
-    p.live = LiveStore(ids=frozenset({p.record["id"]}))
+    p.live = LiveStore({p.record["id"]: "hopper|triton|misc|another_lever|operator"})
 
 
-def _live_store_holds_episode(p: Planted) -> None:
-    p.live = LiveStore(episodes={p.record["episode_key"]: "nvidia.hopper.triton.misc.an-earlier-record-x1"})
+def _live_store_holds_id_without_episode(p: Planted) -> None:
+    p.live = LiveStore({p.record["id"]: None})
 
 
 def _edit(change: Callable[[dict], None]) -> Callable[[Planted], None]:
@@ -266,8 +266,8 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
                    _edit(lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"}))),
     TraceInjection("ncu-attribution", "profiler named without a usable capture", _no_capture,
                    _append_to_goal(lambda p: "Nsight Compute shows it.")),
-    TraceInjection("store-overlap", "id already in the live store", _any, _live_store_holds_id),
-    TraceInjection("store-overlap", "episode already in the live store", _any, _live_store_holds_episode),
+    TraceInjection("store-overlap", "id the live store holds for another episode", _any, _live_store_holds_id),
+    TraceInjection("store-overlap", "id the live store holds with no episode", _any, _live_store_holds_id_without_episode),
 )
 
 

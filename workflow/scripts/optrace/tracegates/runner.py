@@ -13,12 +13,12 @@ it judges the staged store (check-store), so in a trace's validation it is SKIP.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..storegates import FAIL, GATES, PASS, SKIP, GateContext, RecordView, check_record
 from ..storegates import relations
+from ..anonymize_patterns import Denylist
 from ..storegates.model import obj
 from ..storegates.runner import applicable, check_view, run_check
 from . import fabrication, layout, ncu_attribution, profile, provenance, store_overlap, verbatim
@@ -80,7 +80,7 @@ def _string(value: Any) -> str | None:
 
 
 def judge(relpath: str, record: Any, error: str | None, packet: Packet | None, trace: TraceContext,
-          denylist: re.Pattern | None) -> Judged:
+          denylist: Denylist | None) -> Judged:
     """The per-record verdicts; `error` is why the file could not be parsed (then record is None)."""
     seg_id = packet.seg_id if packet else None
     if error is not None:
@@ -97,7 +97,7 @@ def judge(relpath: str, record: Any, error: str | None, packet: Packet | None, t
 
 
 def finish(judged: list[Judged], live: LiveStore) -> list[RecordVerdict]:
-    ctx = GateContext(known_ids=frozenset(j.id for j in judged if j.id) | live.ids)
+    ctx = GateContext(known_ids=frozenset(j.id for j in judged if j.id) | frozenset(live.episode_of))
     overlap = overlaps([Claim(j.relpath, j.id, j.episode_key) for j in judged], live)
     out = []
     for j in judged:

@@ -3,8 +3,11 @@
 Claims are checked against the live store's index (when `live_store` is configured) and across the
 whole staging area: within a trace by the trace's validation, across traces by the validation summary
 (ids are content-derived, so two traces collide only on episodes: the same lever on the same operator
-and arch). An id the live store holds would overwrite a record; an episode it holds is a confirm or a
-conflict for `optrace gate match`, not a new record. Every holder of a duplicate fails, so a verdict
+and arch). Against the live store: an id it holds for ANOTHER episode fails (staging or admitting it
+would overwrite a different record). An episode it holds is not a failure: that record is a confirm or
+a conflict, which `optrace gate match` proposes and the staging README lists, so it must be staged; and
+an id it holds for the same episode is the record already admitted (re-running after `gate commit-all`
+must not fail what was just admitted). Every holder of a duplicate inside staging fails, so a verdict
 never depends on which trace was validated first. The reference checked ids against the live store only,
 merely noted episode keys, and never looked across the records it was about to stage.
 """
@@ -33,8 +36,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class LiveStore:
-    ids: frozenset[str] = frozenset()
-    episodes: Mapping[str, str] = field(default_factory=dict)  # episode_key -> the id that holds it
+    episode_of: Mapping[str, str | None] = field(default_factory=dict)  # id -> its episode_key (None: unstated)
 
 
 def load_live_store(index_path: str | os.PathLike) -> LiveStore:
@@ -45,21 +47,18 @@ def load_live_store(index_path: str | os.PathLike) -> LiveStore:
     if problems and not entries:
         raise InputError(index_path, "; ".join(problems))
     rows = [(e.get("id"), e.get("episode_key")) for e in entries if isinstance(e, dict)]
-    return LiveStore(frozenset(i for i, _ in rows if isinstance(i, str)),
-                     {k: i for i, k in rows if isinstance(k, str) and isinstance(i, str)})
+    return LiveStore({i: k if isinstance(k, str) else None for i, k in rows if isinstance(i, str)})
 
 
 def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
-    """Messages per claiming record path, for every record whose id or episode is already held."""
+    """Messages per claiming record path: an id the live store holds for another episode, or an id or
+    episode claimed twice in staging."""
     out: dict[str, list[str]] = defaultdict(list)
     holders: dict[tuple[str, str], list[str]] = defaultdict(list)
     for c in claims:
-        if c.id in live.ids:
-            out[c.relpath].append(f"{c.relpath}: id {c.id!r} is already in the live store")
-        if c.episode_key in live.episodes:
-            out[c.relpath].append(f"{c.relpath}: episode_key {c.episode_key!r} is already held by "
-                                  f"{live.episodes[c.episode_key]!r} in the live store (a confirm or conflict, "
-                                  "not a new record)")
+        if c.id in live.episode_of and (live.episode_of[c.id] is None or live.episode_of[c.id] != c.episode_key):
+            out[c.relpath].append(f"{c.relpath}: id {c.id!r} is already in the live store for episode "
+                                  f"{live.episode_of[c.id]!r}, not {c.episode_key!r}: it would overwrite that record")
         for kind, value in (("id", c.id), ("episode_key", c.episode_key)):
             if value is not None:
                 holders[kind, value].append(c.relpath)
@@ -70,4 +69,4 @@ def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
     return dict(out)
 
 
-GATE = Gate("store-overlap", "no id or episode_key already in the live store or claimed twice in staging")
+GATE = Gate("store-overlap", "no id the live store holds for another episode; no id or episode_key claimed twice in staging")
