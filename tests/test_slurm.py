@@ -43,7 +43,7 @@ def default_partition() -> str | None:
 def needs_slurm():
     if default_partition() is None:
         pytest.skip("no Slurm answers here (`sinfo` fails); CI starts one with .ci/slurm/start")
-    pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install -e '.[dev]' brings the slurm plugin")
+    pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install -e '.[dev,slurm]' brings the slurm plugin (CI does)")
 
 
 def site_args(*extra) -> list[str]:
