@@ -87,12 +87,12 @@ rule dataset:
 # The run summary (optrace.summary): per trace and in total, what was staged, what failed and why, and
 # where the results are. `strict: true` (or the `validate` target) turns a failing record into exit 1.
 onsuccess:
-    stop_rescheduling()
+    end_of_run()
     status = run_summary(run_failed=False)
     if status:
         raise SystemExit(status)
 
 
 onerror:
-    stop_rescheduling()
+    end_of_run()
     run_summary(run_failed=True)

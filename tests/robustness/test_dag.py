@@ -156,7 +156,10 @@ def _ancestor_running(pid: int, needle: str) -> int:
     raise AssertionError(f"no ancestor runs {needle}")
 
 
-def test_killed_distill_resumes_without_unlock_and_equals_a_clean_run(tmp_path):
+@pytest.mark.parametrize("killed", ["job", "controller"])
+def test_killed_distill_resumes_without_unlock_and_equals_a_clean_run(tmp_path, killed):
+    """SIGKILL of the distill job (OOM, scancel), or of the whole run, Snakemake's controller included
+    (its locks stay on disk): the next plain run resumes, with the same report as a clean run."""
     wd = copy_workflow(tmp_path / "wf")
     tracekit.iteration_era(tmp_path / "kernel_opt_041_kill")
     sheet = tmp_path / "traces.tsv"
@@ -172,21 +175,27 @@ def test_killed_distill_resumes_without_unlock_and_equals_a_clean_run(tmp_path):
 
     hang.write_text("")
     proc = subprocess.Popen([sys.executable, "-m", "snakemake", "-c2", *target], cwd=wd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
     while not reached.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert reached.exists(), proc.communicate()[0][-2000:]
     agent = int(reached.read_text())
-    job = _ancestor_running(agent, "optrace.pertrace")
-    os.kill(job, signal.SIGKILL)
-    os.kill(agent, signal.SIGKILL)
+    if killed == "job":
+        job = _ancestor_running(agent, "optrace.pertrace")
+        os.kill(job, signal.SIGKILL)
+        os.kill(agent, signal.SIGKILL)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)  # the controller, the job and the agent at once
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0 and not (wd / "results/staging/reports/041-kill/distill.json").exists()
+    if killed == "controller":
+        assert list((wd / ".snakemake" / "locks").glob("*.lock"))  # what used to need --unlock
 
     hang.unlink()
     res = snakemake(wd, *target)  # no --unlock, no --rerun-incomplete
     assert "cannot be locked" not in res.stdout + res.stderr
+    assert ("removed the lock left by a killed run" in res.stderr) == (killed == "controller")
     resumed = json.loads((wd / "results/staging/reports/041-kill/distill.json").read_text())
     assert resumed == clean
     leftovers = [p for p in (wd / "results").rglob("*") if p.name.endswith(".draft") or ".draft." in p.name

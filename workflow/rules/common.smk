@@ -12,6 +12,7 @@ import yaml
 from optrace import codedigest
 from optrace.configcheck import coerce_numbers, config_problem, trace_problem
 from optrace.errors import InputError
+from optrace import runlock
 from optrace.example_trace import EXAMPLE_DIR, example_name, source_digest
 from optrace.sheet import fingerprint, select_traces
 
@@ -34,6 +35,17 @@ if config["trace"] and (problem := trace_problem(config["trace"])):
 RESULTS = config["results"].rstrip("/")
 PY = sys.executable
 PKG = Path(workflow.basedir) / "workflow" / "scripts" / "optrace"
+
+# A controller killed with SIGKILL leaves Snakemake's locks behind; clear them only when this host
+# knows their owner is dead (optrace.runlock), so resuming needs no --unlock. Job steps on a cluster
+# parse this file too: only the main process takes part.
+CONTROLLER = None
+if workflow.is_main_process:
+    _note = runlock.clear_stale_locks(Path(".snakemake"))
+    if _note:
+        print(f"note: {_note}", file=sys.stderr)
+    if not workflow.dryrun:
+        CONTROLLER = runlock.register(Path(".snakemake"))
 
 EXAMPLE_NAME = example_name()
 EXAMPLE_PATH = f"{RESULTS}/example/{EXAMPLE_NAME}"
@@ -158,6 +170,13 @@ def run_summary(run_failed):
     except Exception as exc:  # noqa: BLE001 - see the docstring
         print(f"run summary unavailable: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0
+
+
+def end_of_run():
+    """The run is over: forget this controller (optrace.runlock) and stop rescheduling."""
+    if CONTROLLER is not None:
+        runlock.unregister(CONTROLLER)
+    stop_rescheduling()
 
 
 def stop_rescheduling():

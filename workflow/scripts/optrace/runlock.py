@@ -1,0 +1,83 @@
+"""Stale Snakemake locks after a killed controller.
+
+Snakemake locks a working directory by writing `.snakemake/locks/<n>.{input,output}.lock` and removes
+them when it ends. A controller killed with SIGKILL never removes them, so the next run stops with
+"Directory cannot be locked" until someone runs `--unlock`. The lock files name no owner, so each of our
+controllers records itself (`.snakemake/optrace-controllers/<host>-<pid>.json`, with the process's
+start time so a reused pid is not taken for it). Before Snakemake checks the locks, a new controller
+clears them only when every recorded controller ran on this host and none of them is still alive; a
+live run, or a run on another host sharing the directory, keeps its lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+from pathlib import Path
+
+CONTROLLERS = "optrace-controllers"
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (Linux), or None when it is not running."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            return "unknown"
+        return "unknown"  # alive, but no /proc to tell a reused pid from it
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def alive(entry: dict, host: str) -> bool:
+    if entry.get("host") != host:
+        return True  # another host's run: never judged from here
+    pid = entry.get("pid")
+    if not isinstance(pid, int):
+        return False
+    now = start_time(pid)
+    return now is not None and (now == "unknown" or now == entry.get("start"))
+
+
+def clear_stale_locks(snakemake_dir: Path, host: str | None = None) -> str | None:
+    """Remove the locks of controllers that were killed on this host; returns a note when it did."""
+    host = host or socket.gethostname()
+    locks, registry = snakemake_dir / "locks", snakemake_dir / CONTROLLERS
+    entries = []
+    for path in sorted(registry.glob("*.json")) if registry.is_dir() else []:
+        try:
+            entries.append((path, json.loads(path.read_text())))
+        except (OSError, ValueError):
+            entries.append((path, {}))
+    dead = [(path, e) for path, e in entries if not alive(e, host)]
+    for path, _ in dead:
+        path.unlink(missing_ok=True)
+    if not locks.is_dir() or not any(locks.glob("*.lock")):
+        return None
+    if len(dead) < len(entries) or not dead:
+        return None  # a live controller holds the lock, or nothing says who took it
+    shutil.rmtree(locks, ignore_errors=True)
+    pids = ", ".join(str(e.get("pid")) for _, e in dead)
+    return f"removed the lock left by a killed run (controller pid {pids} on {host})"
+
+
+def register(snakemake_dir: Path, host: str | None = None) -> Path:
+    """Record this controller; `unregister` removes it when the run ends."""
+    host, pid = host or socket.gethostname(), os.getpid()
+    registry = snakemake_dir / CONTROLLERS
+    registry.mkdir(parents=True, exist_ok=True)
+    path = registry / f"{host}-{pid}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"host": host, "pid": pid, "start": start_time(pid)}))
+    os.replace(tmp, path)
+    return path
+
+
+def unregister(path: Path) -> None:
+    path.unlink(missing_ok=True)
