@@ -118,23 +118,23 @@ def test_slurm_run_stages_exactly_what_a_local_run_stages(runs):
 @pytest.mark.workflow
 @pytest.mark.slurm
 def test_failing_trace_fails_alone_and_is_named(runs, traces, tmp_path):
+    """A trace that cannot be read is data, not a failed job: packed with a good trace in one
+    submission, it is named with its one-line reason and the good trace is staged as in a local run."""
     local, _, _ = runs
     wd = copy_workflow(tmp_path / "wf")
     rows = [(GOOD[0], traces[GOOD[0]]), (BROKEN, traces[BROKEN])]
-    # one job per trace: a pack runs its members without --keep-going (see profiles/slurm)
-    res = snakemake(wd, *site_args("--config", f"traces={sheet(tmp_path / 'traces.tsv', rows)}", "--keep-going",
-                                   "--group-components", "trace_chain=1"))
+    res = snakemake(wd, *site_args("--config", f"traces={sheet(tmp_path / 'traces.tsv', rows)}", "--keep-going"))
     out = res.stdout + res.stderr
-    assert res.returncode != 0, out[-3000:]
-    assert out.count(SUBMITTED) == 2, out[-4000:]  # the two chains; the aggregates need every trace
-    errors = out[out.index("Error in rule"):]  # Snakemake's failure report, after the jobs' own listings
-    assert "results/logs/ingest/014-broken.log" in errors and "011-iteration" not in errors
-    assert "not a git work tree" in errors  # the log's one line, shown (show-failed-logs)
-    for part in ("work/011-iteration", "packets/011-iteration", "distilled/011-iteration",
-                 "staging/reports/011-iteration"):
+    assert res.returncode == 0, out[-3000:]
+    assert out.count(SUBMITTED) == 3, out[-4000:]  # one pack of both chains, the dataset job, the store job
+    staged = json.loads((wd / "results/staging/staged.json").read_text())
+    failed = {f["trace"]: f for f in staged["failed_traces"]}
+    assert set(failed) == {"014-broken"} and "not a git work tree" in failed["014-broken"]["reason"]
+    assert "014-broken" in out and "FAILED at ingest" in out  # the run summary names it
+    assert {s["trace"] for s in staged["staged"]} == {"011-iteration"}
+    for part in ("work/011-iteration", "packets/011-iteration", "distilled/011-iteration"):
         assert tree(wd / "results" / part), part
         assert tree(wd / "results" / part, NOT_COMPARED) == tree(local / "results" / part, NOT_COMPARED), part
-    assert not (wd / "results/staging/records/index.json").exists()
 
 
 def profile(name) -> dict:
