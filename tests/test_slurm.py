@@ -5,6 +5,7 @@ fails) the `slurm` tests skip. They share one local run and one Slurm run of a t
 (~4-5 min on 2 loaded cores). The profile's rule names are checked everywhere, without a cluster.
 """
 
+import json
 import shutil
 import subprocess
 import sys
