@@ -79,14 +79,18 @@ def loads_strict(data: bytes | str) -> Any:
 
 
 SURROGATE = re.compile("[\ud800-\udfff]")  # a lone \\ud800 escape: valid JSON, but no text (cannot be UTF-8)
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _not_text(s: str) -> bool:
     return not s.isascii() and SURROGATE.search(s) is not None
 
 
-def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_depth: int = MAX_DEPTH) -> str | None:
-    """Why a parsed value is not record-shaped (too deep, a string too long), or None; iterative."""
+def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_depth: int = MAX_DEPTH,
+                  surrogates: bool = True) -> str | None:
+    """Why a parsed value is not record-shaped (too deep, a string too long, a lone surrogate), or None;
+    iterative. `surrogates=False` when the source text holds no surrogate escape."""
+    not_text = _not_text if surrogates else (lambda s: False)
     stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -96,7 +100,7 @@ def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_dep
             for key, item in node.items():
                 if max_string is not None and len(key) > max_string:
                     return f"a key of {len(key)} characters, over the {max_string}-character limit"
-                if _not_text(key):
+                if not_text(key):
                     return "a key holds a lone surrogate (\\ud800-\\udfff), which is not text"
                 stack.append((item, depth + 1))
         elif isinstance(node, list):
@@ -104,7 +108,7 @@ def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_dep
         elif isinstance(node, str):
             if max_string is not None and len(node) > max_string:
                 return f"a string of {len(node)} characters, over the {max_string}-character limit"
-            if _not_text(node):
+            if not_text(node):
                 return "a string holds a lone surrogate (\\ud800-\\udfff), which is not text"
     return None
 
@@ -121,7 +125,12 @@ def parse_json_bytes(data: bytes, max_string: int | None = MAX_STRING_CHARS) -> 
         return None, f"not a record: nested deeper than {MAX_DEPTH} levels"
     except ValueError as exc:  # NotJson, or an integer longer than Python converts
         return None, f"not valid JSON ({str(exc)[:120]})"
-    problem = shape_problem(value, max_string)
+    # A lone surrogate can only come from a \\uD800-\\uDFFF escape (UTF-8 cannot carry one), and no string
+    # is longer than the text it came from: skip those checks when the bytes rule them out.
+    if max_string is not None and len(data) <= max_string:
+        max_string = None
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
+    problem = shape_problem(value, max_string, surrogates=SURROGATE_ESCAPE.search(raw) is not None)
     return (None, f"not a record: {problem}") if problem else (value, None)
 
 
