@@ -279,10 +279,12 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
         marker, colour, label = REVERTED
         ax.scatter([s.n for s in back], [floors.get(s.n, s.geomean_us) for s in back], marker=marker, c=colour,
                    s=40, label=label, zorder=4)
-        for s in (s for s in back if s.n in floors):
-            if s.geomean_us is not None:
-                ax.plot([s.n, s.n], [floors[s.n], s.geomean_us], ls=":", c=colour, lw=1, zorder=2)
-                ax.scatter([s.n], [s.geomean_us], marker="o", facecolors="none", edgecolors=colour, s=22, zorder=3)
+        stems = [s for s in back if s.n in floors and s.geomean_us is not None]
+        if stems:  # one collection each, not an artist per revert: long traces revert thousands of times
+            ax.vlines([s.n for s in stems], [floors[s.n] for s in stems], [s.geomean_us for s in stems],
+                      linestyles=":", colors=colour, lw=1, zorder=2)
+            ax.scatter([s.n for s in stems], [s.geomean_us for s in stems], marker="o", facecolors="none",
+                       edgecolors=colour, s=22, zorder=3)
     floor = [(s.n, s.geomean_us) for s in steps if s.outcome in FLOOR_OUTCOMES and s.geomean_us is not None]
     if floor:
         last = max(s.n for s in steps)
@@ -318,7 +320,7 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
     ax.set_ylabel("geomean latency (µs, log scale)")
     ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="upper right")  # "best" tests every point of a long trace for overlap
     fig.subplots_adjust(left=0.08, right=0.98, top=0.92, bottom=0.12)  # fixed: tight_layout measures text twice
 
 
