@@ -114,8 +114,11 @@ def test_a_revert_is_drawn_at_the_floor_it_went_back_to_not_as_a_faster_version(
     assert {r["version"]: r["verdict"] for r in rows}["v2"] == "reverted"
     assert series(ax, "reverted") == [(2.0, floor_at(steps)[2])] == [(2.0, 30.0)]
     # its own (faster) number stays visible only as a dotted stem from the floor
-    stems = [l for l in ax.lines if l.get_linestyle() == ":"]
-    assert [tuple(l.get_ydata()) for l in stems] == [(30.0, 25.0)]
+    from matplotlib.collections import LineCollection
+
+    stems = [seg for c in ax.collections if isinstance(c, LineCollection) and c.get_linestyle()[0][1] is not None
+             for seg in c.get_segments()]
+    assert [tuple(map(tuple, seg)) for seg in stems] == [((2.0, 30.0), (2.0, 25.0))]
 
 
 def test_a_version_without_a_number_is_marked_on_the_axis(plotted):
