@@ -64,8 +64,9 @@ WORDS = {21: "twenty-one", 22: "twenty-two", 23: "twenty-three", 24: "twenty-fou
 
 
 def goal_plus(text_of):
+    """Append to payload.goal: a fixed text, or one made from the bench and the record's index."""
     def mutate(r, bench, i):
-        r["payload"]["goal"] += " " + text_of(bench, i)
+        r["payload"]["goal"] += " " + (text_of(bench, i) if callable(text_of) else text_of)
     return mutate
 
 

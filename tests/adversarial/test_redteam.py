@@ -25,6 +25,7 @@ from optrace.tracegates.injection import validate_records, workbench
 from .b200_trace import NAME as B200_NAME, build_b200_trace
 from .conftest import mine
 from .test_planted_defects import CRASH, measurements, packet, pick, setter, verdicts_after, with_capture
+from .test_planted_defects import goal_plus as goal
 
 S, A, R = "strategy", "anti-strategy", "reference-kernel"
 FAB, LAY, NCU, VERB = "no-fabrication", "layout", "ncu-attribution", "verbatim"
@@ -40,12 +41,6 @@ def all_benches(benches, tmp_path_factory):
 
 def fmt(v) -> str:
     return f"{v:g}"
-
-
-def goal(text_of):
-    def mutate(r, bench, i):
-        r["payload"]["goal"] += " " + (text_of(bench, i) if callable(text_of) else text_of)
-    return mutate
 
 
 def m(bench, i, key):
