@@ -7,7 +7,6 @@ rules must still let through; the byte- and file-level cases must FAIL by name, 
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import subprocess
