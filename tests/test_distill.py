@@ -215,3 +215,33 @@ def test_snakemake_agent_mode_passes_the_command_template_through(workdir, tmp_p
     outcomes = by_seg(report)
     assert report["mode"] == "agent" and outcomes[failing]["outcome"] == "agent-failed"
     assert report["counts"]["agent-wrote"] >= 10
+
+
+def test_a_record_written_by_a_killed_run_before_its_outcome_was_journaled_is_set_aside_and_redone(tmp_path):
+    """The kill can fall between the agent writing its record and the job journaling the outcome: the
+    resumed job keeps that file aside and works the packet again, so its outcome is a clean run's."""
+    import json as _json
+
+    from optrace.distill import Journal
+
+    packet = {"seg_id": "anti-abc123", "target": {"output": "distilled/t/x.json"}}
+    out = tmp_path / "distilled" / "t" / "x.json"
+    first = Journal(tmp_path, "t")
+    # as the killed job left it: started with no record there, the record written, no outcome
+    first._append({"seg_id": "anti-abc123", "started": True, "existed": False})
+    out.parent.mkdir(parents=True)
+    out.write_text('{"written": "by the killed run"}')
+    calls = []
+
+    def work(p, k):
+        calls.append(k["seg_id"])
+        out.write_text('{"written": "again"}')
+        return {"seg_id": k["seg_id"], "outcome": "agent-wrote", "output": "distilled/t/x.json"}
+
+    resumed = Journal(tmp_path, "t").run(tmp_path / "p.json", packet, work)
+    assert calls == ["anti-abc123"] and resumed["outcome"] == "agent-wrote"
+    assert _json.loads((tmp_path / "work/t/distill-tmp/interrupted/x.json").read_text()) == {"written": "by the killed run"}
+    # a record that was there before the run started is never set aside
+    again = Journal(tmp_path, "t")
+    again._append({"seg_id": "other", "started": True, "existed": True})
+    assert "other" not in Journal(tmp_path, "t").started

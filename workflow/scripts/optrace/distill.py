@@ -135,8 +135,11 @@ class Journal:
 
     A job killed mid-way leaves it behind; the resumed job replays every journaled outcome whose record
     is still there (a record is never rewritten, so re-drafting it would say `skipped-exists`), which
-    makes its report equal a clean run's. A completed job removes it. Only one job per trace runs at a
-    time, so the job also clears its predecessor's temp files on start.
+    makes its report equal a clean run's. A packet is journaled as started before its work runs: one
+    started with no record there and never finished may have written its record without its outcome
+    (the kill came between the two), so that record is moved aside to `distill-tmp/interrupted/` (kept, never deleted) and the
+    packet is worked again. A completed job removes the journal. Only one job per trace runs at a time,
+    so the job also clears its predecessor's temp files on start.
     """
 
     REPLAYED = ("drafted", "agent-wrote", "skipped-thin")
@@ -147,11 +150,15 @@ class Journal:
         self.out_root = out_root
         self._lock = threading.Lock()
         self.done: dict[str, dict] = {}
+        self.started: set[str] = set()  # begun with no record there yet, and never journaled as done
         if self.path.is_file():
             for line in self.path.read_text(encoding="utf-8", errors="replace").splitlines():
                 entry, problem = parse_untrusted(line)  # the last line may be torn by the kill
                 if problem is None and isinstance(entry, dict) and isinstance(entry.get("seg_id"), str):
-                    self.done[entry["seg_id"]] = entry
+                    if entry.get("started") is True and entry.get("existed") is False:
+                        self.started.add(entry["seg_id"])
+                    elif isinstance(entry.get("outcome"), str):
+                        self.done[entry["seg_id"]] = entry
         for folder, pattern in ((self.tmp_dir, "*.draft"), (out_root / "distilled" / slug, ".*.draft*")):
             for leftover in folder.glob(pattern) if folder.is_dir() else []:
                 if leftover.is_file():
@@ -163,13 +170,28 @@ class Journal:
         old = self.done.get(seg)
         if old is not None and (old["outcome"] == "skipped-thin" or (self.out_root / old["output"]).exists()):
             return old
+        if old is None and seg in self.started:
+            self._set_aside(packet_path, packet)
+        existed = record_path(self.out_root, packet, packet_path).exists()  # a record from before: never set aside
+        self._append({"seg_id": seg, "started": True, "existed": existed})
         result = work(packet_path, packet)
         if result["outcome"] in self.REPLAYED:
-            with self._lock:
-                self.tmp_dir.mkdir(parents=True, exist_ok=True)
-                with open(self.path, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(result, ensure_ascii=False, sort_keys=True) + "\n")
+            self._append(result)
         return result
+
+    def _set_aside(self, packet_path: Path, packet: dict) -> None:
+        """The record an interrupted run may have written without its outcome: kept, out of the way."""
+        written = record_path(self.out_root, packet, packet_path)
+        if written.is_file():
+            aside = self.tmp_dir / "interrupted" / written.name
+            aside.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(written, aside)
+
+    def _append(self, entry: dict) -> None:
+        with self._lock:
+            self.tmp_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
 
     def complete(self) -> None:
         self.path.unlink(missing_ok=True)
