@@ -1,0 +1,224 @@
+"""Mutation testing of the modules whose mistakes would let a wrong record through (docs/mutation.md).
+
+    python tools/mutation.py                       # every module below, one after the other
+    python tools/mutation.py --module ladder --module memory
+    python tools/mutation.py --hand-only           # only the hand-made mutants (seconds)
+
+Two kinds of mutant, each run against only the module's own fast unit tests
+(`pytest -x -q -m "not workflow and not cluster" <files>`):
+- mutmut's (operators, comparisons, constants and strings inside functions), and
+- HAND_MADE: edits mutmut cannot make (module-level regexes and dataclass defaults) or that a review
+  asked for by name (issue #16). Each is one exact text replacement that must occur once.
+
+mutmut 3 imports mutated code only from `./`, `src/` or `source/`, and the package lives in
+`workflow/scripts/optrace/`; so every module runs in a staged copy of the repository with the package
+at `src/optrace` (the work tree is never touched). `shared` beside the staged copy links to the real
+`../shared`, so tests that read the real data do not skip. Runs are `nice -n 19` (the machine is shared).
+Results: a table on stdout, `<out>/summary.json`, and each survivor's diff in `<out>/<module>.survivors.txt`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = Path("workflow/scripts/optrace")
+FAST = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not workflow and not cluster"]
+# Copied beside the mutated package: what the fast tests read from the repository root.
+ALSO_COPY = ["schemas", "config", "resources", "workflow", "Snakefile", "profiles"]
+
+
+@dataclass(frozen=True)
+class Target:
+    files: tuple[str, ...]  # relative to the package
+    tests: tuple[str, ...]
+
+
+TARGETS = {
+    "ladder": Target(("ladder.py",), ("tests/test_ladder.py",)),
+    "grammar": Target(("grammar.py",), ("tests/test_grammar.py",)),
+    "gitlog": Target(("gitlog.py",), ("tests/test_ingest.py",)),
+    "memory": Target(("memory.py",), ("tests/test_memory.py",)),
+    "anonymize": Target(("anonymize.py", "anonymize_patterns.py"),
+                        ("tests/test_anonymize.py", "tests/test_anonymize_hostile.py")),
+    "tracegates.numbers": Target(("tracegates/numbers.py",), ("tests/test_trace_gates.py",)),
+    "tracegates.fabrication": Target(("tracegates/fabrication.py",), ("tests/test_trace_gates.py",)),
+    "storegates": Target(("storegates/ids.py", "storegates/self_contained.py", "storegates/anonymization.py"),
+                         ("tests/test_store_injection.py", "tests/test_anonymize_hostile.py")),
+}
+
+
+@dataclass(frozen=True)
+class HandMutant:
+    module: str  # a TARGETS key
+    file: str
+    old: str
+    new: str
+    what: str
+
+
+HAND_MADE = [
+    HandMutant("ladder", "ladder.py", "if improve >= t.milestone_pct and", "if improve > t.milestone_pct and",
+               "a version exactly at the milestone threshold claims no milestone"),
+    HandMutant("ladder", "ladder.py", "milestone_pct: float = 1.5", "milestone_pct: float = 2.0",
+               "the default milestone threshold moves"),
+    HandMutant("ladder", "ladder.py", "mega_pct: float = 20.0", "mega_pct: float = 25.0",
+               "the default mega threshold moves"),
+    HandMutant("ladder", "ladder.py", "rebaseline_factor: float = 5.0", "rebaseline_factor: float = 4.0",
+               "the default re-baseline factor moves"),
+    HandMutant("ladder", "ladder.py", "REFERENCE_MOVE = 1.25", "REFERENCE_MOVE = 1.5",
+               "the reference must move further to count as a re-baseline"),
+    HandMutant("gitlog", "gitlog.py", "parent=parents.split()[0] if", "parent=parents.split()[-1] if",
+               "a merge commit's parent is its last parent, not its first"),
+    HandMutant("memory", "memory.py", 'if carried and carried != f"v{n}":', "if carried:",
+               "a record whose carried_from_version names itself loses its own number"),
+    HandMutant("memory", "memory.py", 'carried_from=carried if carried != f"v{n}" else None',
+               "carried_from=carried", "a self-reference is reported as carried from itself"),
+    HandMutant("memory", "memory.py", r'VERSION_FILE_RE = re.compile(r"^v(\d{1,9})\.json$")',
+               r'VERSION_FILE_RE = re.compile(r"^v(\d+)\.json$")',
+               "a version file name of any length is a version"),
+    HandMutant("anonymize", "anonymize_patterns.py", r'EMAIL_DOMAIN = re.compile(r"@[\w-]+(?:',
+               r'EMAIL_DOMAIN = re.compile(r"@\w+(?:', "an e-mail domain's first label cannot hold a hyphen"),
+    HandMutant("anonymize", "anonymize_patterns.py", r'(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")',
+               r'(?:\.\w+)*\.[A-Za-z]{2,}\b")', "an e-mail subdomain cannot hold a hyphen"),
+    HandMutant("grammar", "grammar.py", r'NUM = r"(\d{1,9})(?!\d)"', r'NUM = r"(\d{1,9})"',
+               "a 10-digit version number is read as its first nine digits"),
+    HandMutant("grammar", "grammar.py", r'|\bblocked\b|', r'|blocked|',
+               "`blocked` matches inside a word (BlockedLayout)"),
+]
+
+
+def staged_copy(dest: Path, src_layout: bool) -> Path:
+    """The repository's tracked files (as in the work tree) under dest/repo; returns that root.
+
+    src_layout: the package at src/optrace (for mutmut). The package finds schemas/ and config/ at
+    parents[3] of its modules, which is then the staged root itself, where mutmut is started.
+    `shared` (the real ../shared) is linked beside the root the tests see: dest/repo for the original
+    layout, dest/repo/mutants (mutmut's copy, which the tests run in) for the src layout."""
+    repo = dest / "repo"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for rel in filter(None, listed.decode().split("\0")):
+        src = ROOT / rel
+        if not src.is_file():
+            continue
+        path = Path(rel)
+        if src_layout and path.is_relative_to(PACKAGE):
+            path = "src/optrace" / path.relative_to(PACKAGE)
+        target = repo / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)  # the work tree's version: uncommitted tests count
+    if (ROOT.parent / "shared").is_dir():
+        (repo / "shared" if src_layout else dest / "shared").symlink_to(ROOT.parent / "shared")
+    return repo
+
+
+def mutmut_config(target: Target, basetemp: Path) -> str:
+    def toml_list(xs):
+        return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
+    return ("\n[tool.mutmut]\n"
+            'source_paths = ["src"]\n'
+            f"only_mutate = {toml_list(['src/optrace/' + f for f in target.files])}\n"
+            f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}\n"
+            # a private basetemp: the default one is shared by every pytest on the machine and its cleanup
+            # of old runs takes seconds per start
+            f"pytest_add_cli_args = {toml_list(FAST + ['--basetemp', str(basetemp)])}\n"
+            f"also_copy = {toml_list(ALSO_COPY)}\n")
+
+
+def run_mutmut(name: str, target: Target, work: Path, out: Path, children: int) -> dict:
+    repo = staged_copy(work / name, src_layout=True)
+    with (repo / "pyproject.toml").open("a") as f:
+        f.write(mutmut_config(target, work / name / "basetemp"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    start = time.monotonic()
+    run = subprocess.run(["nice", "-n", "19", sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
+                         cwd=repo, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=repo, env=env,
+                             capture_output=True, text=True).stdout
+    status: dict[str, str] = {}
+    for line in listing.splitlines():
+        if m := re.match(r"^\s*(\S+): (.+)$", line):
+            status[m.group(1)] = m.group(2).strip()
+    if not status:
+        raise SystemExit(f"mutation: mutmut found no mutants for {name}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+    counts: dict[str, int] = {}
+    for s in status.values():
+        counts[s] = counts.get(s, 0) + 1
+    survivors = sorted(m for m, s in status.items() if s in ("survived", "no tests"))
+    with (out / f"{name}.survivors.txt").open("w") as f:
+        for mutant in survivors:
+            shown = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=repo, env=env,
+                                   capture_output=True, text=True).stdout
+            f.write(f"## {mutant} ({status[mutant]})\n{shown}\n")
+    detected = counts.get("killed", 0) + counts.get("timeout", 0)
+    total = sum(counts.values()) - counts.get("skipped", 0)
+    return {"mutants": total, "killed": detected, "survived": counts.get("survived", 0),
+            "no_tests": counts.get("no tests", 0), "other": {k: v for k, v in counts.items()
+                                                            if k not in ("killed", "timeout", "survived", "no tests")},
+            "score": round(detected / total, 3) if total else None, "seconds": round(seconds, 1)}
+
+
+def run_hand_made(name: str, target: Target, work: Path) -> list[dict]:
+    """Each hand-made mutant applied to a fresh staged package, the module's fast tests run against it."""
+    results = []
+    repo = staged_copy(work / f"{name}-hand", src_layout=False)
+    package = repo / PACKAGE
+    pristine = {f: (package / f).read_text() for f in target.files}
+    for mutant in (h for h in HAND_MADE if h.module == name):
+        text = pristine[mutant.file]
+        if text.count(mutant.old) != 1:
+            raise SystemExit(f"mutation: hand-made mutant {mutant.what!r}: {mutant.old!r} occurs "
+                             f"{text.count(mutant.old)} times in {mutant.file} (update HAND_MADE)")
+        (package / mutant.file).write_text(text.replace(mutant.old, mutant.new))
+        env = {**os.environ, "PYTHONPATH": str(repo / PACKAGE.parent)}  # before the editable install's path
+        res = subprocess.run(["nice", "-n", "19", sys.executable, "-m", "pytest", *FAST, "--basetemp",
+                              str(work / f"{name}-hand-bt"), *target.tests], cwd=repo, env=env,
+                             capture_output=True, text=True)
+        (package / mutant.file).write_text(text)
+        results.append({"what": mutant.what, "file": mutant.file,
+                        "killed": res.returncode == 1, "returncode": res.returncode})
+        if res.returncode not in (0, 1):
+            raise SystemExit(f"mutation: the tests could not run against {mutant.what!r}:\n{res.stdout[-2000:]}")
+    return results
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--module", action="append", choices=sorted(TARGETS), help="default: all")
+    p.add_argument("--hand-only", action="store_true", help="only the hand-made mutants")
+    p.add_argument("--children", type=int, default=2, help="parallel mutmut workers (default 2)")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "mutation")
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    summary = {}
+    with tempfile.TemporaryDirectory(prefix="optrace-mutation-") as tmp:
+        for name in args.module or list(TARGETS):
+            target = TARGETS[name]
+            row = {} if args.hand_only else run_mutmut(name, target, Path(tmp), args.out, args.children)
+            hand = run_hand_made(name, target, Path(tmp))
+            row["hand_made"] = {"killed": sum(h["killed"] for h in hand), "total": len(hand),
+                                "survivors": [h["what"] for h in hand if not h["killed"]]}
+            summary[name] = row
+            mm = (f"{row['killed']}/{row['mutants']} killed ({row['score']:.1%}), {row['survived']} survived, "
+                  f"{row['no_tests']} not reached, {row['seconds']} s" if "mutants" in row else "mutmut not run")
+            print(f"{name:24s} {mm}; hand-made {row['hand_made']['killed']}/{row['hand_made']['total']} killed",
+                  flush=True)
+            for what in row["hand_made"]["survivors"]:
+                print(f"{'':24s} hand-made survivor: {what}")
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
