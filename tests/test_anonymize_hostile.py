@@ -63,7 +63,8 @@ SHAPES = [
     ("upper-case TLD", "mail BOB@CORP.COM now", "CORP.COM"),
     ("one-letter local part", "write to j@corp.io", "j@corp.io"),
     ("hyphenated domain", "write to jo@my-corp.com", "my-corp"),
-    ("hyphenated subdomain", "write to jo@mail.my-corp.com", "my-corp"),
+    ("hyphenated subdomain", "write to jo@mail.my-corp.com", "my-corp.com"),  # the whole domain, not `@mail.my`
+    ("hyphens in several labels", "write to jo@eu-west.mail.my-corp.co.uk", "corp.co.uk"),
     ("spelled-out e-mail", "write to bob at example dot com", "example dot com"),
     ("bracketed e-mail", "write to bob [at] example [dot] org", "example"),
     ("upper-case markdown page", "see NOTES.MD", "NOTES"),

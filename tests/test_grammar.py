@@ -33,6 +33,14 @@ def test_version_key_is_zero_stripped():
     assert parse_subject("v03: committed (+2%)").version == 3
 
 
+@pytest.mark.parametrize("subject", ["v1234567890: committed (+2%)", "episode 1234567890: promote x",
+                                     "v1234567890 trial 1: x"])
+def test_a_ten_digit_number_names_no_version(subject):
+    # never read as its first nine digits (v123456789 is another version)
+    claim = parse_subject(subject)
+    assert claim.version is None and claim.episode is None
+
+
 def test_pin_and_record_commits_are_neutral():
     assert parse_subject("v1: pin framework baseline 1a2b3c4d").neutral
     assert parse_subject("V0: record baseline measurement").neutral

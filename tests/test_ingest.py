@@ -67,6 +67,12 @@ def test_long_horizon_era_and_first_parent_only(tmp_path):
     # the pin commit is metadata only: v1 keeps its kernel, the pin does not decide the verdict
     assert rows["v1"]["verdict_basis"] == "subject: framework baseline"
     assert rows["v1"]["sha"] != rows["v0"]["sha"] and rows["v1"]["kernel_changed"]
+    # a merge commit's parent is the trace's previous commit (its first parent), never the merged branch's tip
+    assert rows["v4"]["parent"] == rows["v3"]["sha"]
+    branch_tip = subprocess.run(["git", "rev-parse", f"{rows['v4']['sha']}^2"], cwd=tmp_path / "t",
+                                capture_output=True, text=True, check=True).stdout.strip()
+    assert branch_tip != rows["v3"]["sha"]
+    assert rows["v3"]["parent"] == rows["v2"]["sha"] and rows["v0"]["parent"] is None
 
 
 def test_carried_forward_and_incomplete_numbers_are_not_claimed(tmp_path):

@@ -117,3 +117,38 @@ def test_rebaseline_only_from_evidence_and_it_moves_the_floor(evidence, why):
 def test_a_reference_that_stayed_put_is_no_rebaseline():
     rows = [row(0, 86.0, "baseline", speedup_vs_ref=1.0), row(1, 13.3, speedup_vs_ref=6.46)]
     assert run_ladder(rows)[1].outcome == "mega"
+
+
+def test_the_default_thresholds_are_the_workflows():
+    # a stage run by hand (its CLI defaults) ranks a trace exactly as the workflow does (config/config.yaml)
+    import yaml
+    from pathlib import Path
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "config.yaml").read_text())
+    assert Thresholds() == Thresholds(**config["ladder"]) == Thresholds(1.5, 20.0, 5.0)
+
+
+@pytest.mark.parametrize("geo,outcome", [
+    (98.5, "milestone"),   # exactly 1.5 % faster: at the threshold is enough
+    (98.51, "floor"),      # 1.49 %: under it, the floor moves without a claim
+    (80.0, "mega"),        # exactly 20 %
+    (80.01, "milestone"),  # 19.99 %
+])
+def test_default_thresholds_at_their_boundaries(geo, outcome):
+    steps = run_ladder([row(0, 100.0, "baseline"), row(1, geo)])
+    assert (steps[1].outcome, steps[1].final) == (outcome, True)
+
+
+@pytest.mark.parametrize("geo,flagged", [(20.0, False), (19.9, True), (500.0, False), (501.0, True)])
+def test_default_review_factor_at_its_boundary(geo, flagged):
+    # a jump of exactly 5x is still plausible; beyond it, in either direction, a person looks
+    assert bool(run_ladder([row(0, 100.0, "baseline"), row(1, geo)])[1].review) is flagged
+
+
+@pytest.mark.parametrize("ref_now_us,outcome", [
+    (125.0, "rebaseline"),  # 2x slower and the reference 1.25x slower with it: the harness moved
+    (120.0, "flat"),        # the reference moved less than 1.25x: the version is only slower
+])
+def test_reference_move_threshold(ref_now_us, outcome):
+    # the reference's latency is geomean x speedup_vs_ref: 100 us before, ref_now_us now
+    rows = [row(0, 100.0, "baseline", speedup_vs_ref=1.0), row(1, 200.0, speedup_vs_ref=ref_now_us / 200.0)]
+    assert run_ladder(rows)[1].outcome == outcome

@@ -50,6 +50,24 @@ def test_carried_forward_numbers_are_never_claimed():
     assert rec.number_note == "numbers carried forward from v6" and rec.by_shape_us == {}
 
 
+@pytest.mark.parametrize("ref", ["v7", "V7", 7, "07"])
+def test_carried_from_itself_is_its_own_number(ref):
+    # an agent that fills carried_from_version with the version it measured copied nothing
+    rec = parse_record(7, "f", {"performance": {"latency_us_geomean": 21.2, "carried_from_version": ref,
+                                                "latency_us_by_shape": {"a": 20.0}}})
+    assert rec.geomean_us == 21.2 and rec.number_note is None and rec.by_shape_us == {"a": 20.0}
+    assert rec.carried_from is None
+
+
+def test_a_ten_digit_version_file_is_no_version(tmp_path):
+    # grammar.NUM: a version number has at most 9 digits, in a file name as in a subject
+    _write(tmp_path, "v1234567890.json", {"performance": {"latency_us_geomean": 10.0}})
+    _write(tmp_path, "v123456789.json", {"performance": {"latency_us_geomean": 10.0}})
+    scan = scan_memory(WorkTreeFiles(tmp_path))
+    assert sorted(scan.records) == [123456789]
+    assert scan.variants == [{"file": "memory/v1234567890.json", "why": "not a version name"}]
+
+
 def test_incomplete_measurement_is_no_number():
     rec = parse_record(4, "f", {"performance": {"latency_us_geomean": 9.0, "measurement_status": "not_evaluated_or_incomplete"}})
     assert rec.geomean_us is None and rec.number_note == "measurement incomplete"
