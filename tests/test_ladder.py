@@ -152,3 +152,129 @@ def test_reference_move_threshold(ref_now_us, outcome):
     # the reference's latency is geomean x speedup_vs_ref: 100 us before, ref_now_us now
     rows = [row(0, 100.0, "baseline", speedup_vs_ref=1.0), row(1, 200.0, speedup_vs_ref=ref_now_us / 200.0)]
     assert run_ladder(rows)[1].outcome == outcome
+
+
+def test_every_step_of_the_series_in_full():
+    # what recon, partition and the dataset read from each step: its number, the floor it was compared
+    # with, its gain, why, and what a person should review
+    got = [(s.version, s.n, s.outcome, s.geomean_us, s.improve_pct, s.floor_before_us, s.final, s.reason, s.review)
+           for s in run_ladder(SERIES)]
+    review = "6.0x slower than the floor with no re-baseline evidence (reference, harness files, text): review"
+    assert got == [
+        ("v0", 0, "baseline", 100.0, None, None, False, "first surviving version", None),
+        ("v1", 1, "flat", 600.0, -500.0, 100.0, False, "no improvement over the floor (-500.00%)", review),
+        ("v2", 2, "milestone", 97.0, 3.0, 100.0, False, "3.00% faster than the floor", None),
+        ("v3", 3, "flat", 97.5, -0.52, 97.0, False, "no improvement over the floor (-0.52%)", None),
+        ("v4", 4, "floor", 96.0, 1.03, 97.0, False,
+         "took the floor by 1.03% without a claim: its subject says it changed nothing", None),
+        ("v5", 5, "mega", 70.0, 27.08, 96.0, False, "27.08% faster than the floor", None),
+        ("v6", 6, "rejected", 60.0, None, 70.0, False, "reverted (test)", None),
+        ("v7", 7, "rejected", 50.0, None, 70.0, False, "incorrect (correctness FAIL)", None),
+        ("v8", 8, "rejected", 55.0, None, 70.0, False, "quality gate failed", None),
+        ("v9", 9, "rejected", 58.0, None, 70.0, False, "infrastructure failure", None),
+        ("v10", 10, "rejected", None, None, 70.0, False, "no genuine number (no geomean recorded)", None),
+        ("v11", 11, "floor", 69.5, 0.71, 70.0, False,
+         "took the floor by 0.71% without a claim: under the 1.5% milestone threshold", None),
+        ("v12", 12, "rebaseline", 13.0, 81.29, 69.5, False,
+         "harness re-baseline (5.3x faster): its commit changed the harness (workload.jsonl); the floor moves, no claim",
+         None),
+        ("v13", 13, "milestone", 12.5, 3.85, 13.0, True, "3.85% faster than the floor", None),
+        ("v14", 14, "rejected", 12.4, None, 12.5, False, "not a kept change (test)", None),
+    ]
+
+
+def test_an_empty_trace_has_no_steps():
+    assert run_ladder([]) == []
+
+
+@pytest.mark.parametrize("last,outcome", [
+    (row(2, 95.0, harness_files=["definition.json"]), "rebaseline"),
+    (row(2, 99.0), "floor"),
+])
+def test_the_last_version_to_move_the_floor_is_final_whatever_its_kind(last, outcome):
+    steps = run_ladder([row(0, 100.0, "baseline"), row(1, 99.5), last])
+    assert [(s.outcome, s.final) for s in steps] == [("baseline", False), ("floor", False), (outcome, True)]
+
+
+def test_a_version_equal_to_the_floor_does_not_take_it():
+    steps = run_ladder([row(0, 100.0, "baseline"), row(1, 100.0)])
+    assert [(s.outcome, s.final) for s in steps] == [("baseline", True), ("flat", False)]
+
+
+def test_the_outcome_agrees_with_the_gain_as_reported():
+    # 1.499 % is reported as 1.50 %: at the threshold, as the reader sees it
+    step = run_ladder([row(0, 100.0, "baseline"), row(1, 98.501)])[1]
+    assert (step.improve_pct, step.outcome) == (1.5, "milestone")
+
+
+@pytest.mark.parametrize("gate", ["FAIL", "TIMEOUT_FAIL", "fail", "timeout_fail"])
+def test_a_failed_quality_gate_in_any_case_is_rejected(gate):
+    assert rejection(row(1, 9.0, quality_gate={"result": gate})) == "quality gate failed"
+
+
+def test_infrastructure_on_a_kept_version_is_rejected_as_such():
+    assert rejection(row(1, 9.0, infrastructure=True)) == "infrastructure failure"
+
+
+@pytest.mark.parametrize("geo,ref_now_us,why", [
+    (200.0, 125.0, "moved 1.2x with the latency"),      # slower together
+    (50.0, 75.0, "moved 1.3x down with the latency"),  # faster together
+    (150.0, 300.0, "moved 3.0x with the latency"),
+])
+def test_the_reference_moving_with_the_latency_either_way_is_a_rebaseline(geo, ref_now_us, why):
+    rows = [row(0, 100.0, "baseline", speedup_vs_ref=1.0), row(1, geo, speedup_vs_ref=ref_now_us / geo)]
+    step = run_ladder(rows)[1]
+    assert step.outcome == "rebaseline" and why in step.reason
+
+
+def test_a_reference_that_moved_without_the_latency_is_no_rebaseline():
+    # same latency, the reference 1.5x slower: the kernel did not get faster or slower, nothing to re-baseline
+    rows = [row(0, 100.0, "baseline", speedup_vs_ref=1.0), row(1, 100.0, speedup_vs_ref=1.5)]
+    assert run_ladder(rows)[1].outcome == "flat"
+
+
+def test_rebaseline_reason_says_how_far_and_which_way():
+    rows = [row(0, 100.0, "baseline"), row(1, 150.0, harness_files=["a/bench.py", "b/bench.py", "c/bench.py",
+                                                                       "d/bench.py"])]
+    reason = run_ladder(rows)[1].reason
+    assert reason.startswith("harness re-baseline (1.5x slower): ")
+    assert "(a/bench.py, b/bench.py, c/bench.py)" in reason  # the first three files, not a wall of them
+
+
+def test_rebaseline_text_in_the_body_counts():
+    rows = [row(0, 100.0, "baseline"), row(1, 30.0, subject="v1: committed", body="re-baselined on the new workloads")]
+    assert run_ladder(rows)[1].outcome == "rebaseline"
+
+
+def test_a_no_change_version_far_faster_than_the_floor_is_flagged():
+    # it takes the floor without a claim, and a 6x jump still goes to a person
+    step = run_ladder([row(0, 100.0, "baseline"), row(1, 16.0, no_change=True)])[1]
+    assert step.outcome == "floor" and "6.2x faster" in step.review
+
+
+def test_thresholds_as_cli_options():
+    import argparse
+    parser = argparse.ArgumentParser()
+    Thresholds.add_arguments(parser)
+    assert Thresholds.from_args(parser.parse_args([])) == Thresholds()
+    args = parser.parse_args(["--milestone-pct", "2", "--mega-pct", "30", "--rebaseline-factor", "4"])
+    assert Thresholds.from_args(args) == Thresholds(2.0, 30.0, 4.0)
+    assert "--milestone-pct" in parser.format_help()
+
+
+@pytest.mark.parametrize("path,harness", [
+    ("definition.json", True), ("workload.jsonl", True), ("harness/run.py", True), ("benchmarks/sizes.yaml", True),
+    ("bench/x.cu", True), ("my_bench.py", True), ("run_benchmark.sh", True), ("test_kernel.py", True),
+    ("kernel.py", False), ("memory/v3.json", False), ("src/bench.py", False), ("notes/benchmark.md", False),
+    ("bench.md", False), ("old/definition.json", False),
+])
+def test_harness_files(path, harness):
+    from optrace.ladder import harness_file
+    assert harness_file(path) is harness
+
+
+def test_a_step_row_carries_every_field():
+    step = run_ladder([row(0, 100.0, "baseline")])[0]
+    assert step.to_row() == {"version": "v0", "n": 0, "outcome": "baseline", "reason": "first surviving version",
+                             "geomean_us": 100.0, "improve_pct": None, "floor_before_us": None, "final": True,
+                             "review": None}
