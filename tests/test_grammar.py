@@ -95,3 +95,59 @@ def test_no_change_phrases(text, expected):
 ])
 def test_infrastructure_words_match_whole_words(text, expected):
     assert has_infra(text) is expected
+
+
+BODY_ITEMS = "dead-end recorded: tile 256, swizzle 128B"
+
+
+@pytest.mark.parametrize("subject,body,claim", [
+    ("V0: baseline kernel", "", ("version", 0, None, "baseline", "version 0", False, None, None, ())),
+    ("V0: record baseline measurement", "",
+     ("version", 0, None, "baseline", "baseline measurement record", True, None, None, ())),
+    ("v2: record baseline measurement", "",  # a later re-measurement of the baseline decides nothing
+     ("version", 2, None, None, "baseline measurement record", True, None, None, ())),
+    ("V5: revert V4 (occupancy 25% -> 12%)", "",
+     ("version", 5, None, "reverted", "revert marker (undoes v4)", False, 4, None, ())),
+    ("v4: committed (+3.2%)", BODY_ITEMS, ("version", 4, None, "kept", "subject: committed", False, None, None, ())),
+    ("v7: reverted (smem overflow) — dead-end recorded: split-K, fp32 smem accumulate", "",
+     ("version", 7, None, "reverted", "subject: dead-end recorded", False, None, None, ("split-K", "fp32 smem accumulate"))),
+    ("v7: reverted (smem overflow) — Dead-End Recorded", "",
+     ("version", 7, None, "reverted", "subject: dead-end recorded", False, None, None, ())),
+    ("v3: conversion reverted (layout mismatch)", BODY_ITEMS,
+     ("version", 3, None, "reverted", "subject: reverted", False, None, None, ("tile 256", "swizzle 128B"))),
+    ("v6: dead-end recorded: a lever, b lever", BODY_ITEMS,  # the subject's own list wins over the body's
+     ("version", 6, None, "reverted", "subject: dead-end recorded", False, None, None, ("a lever", "b lever"))),
+    ("v1: framework baseline (TRITON)", "", ("version", 1, None, "kept", "subject: framework baseline", False, None, None, ())),
+    ("v1: pin framework baseline 1a2b3c4d", "",
+     ("version", 1, None, None, "framework pin (metadata only)", True, None, None, ())),
+    ("episode 5: promote verified long-horizon candidate", BODY_ITEMS,
+     ("promote", None, 5, "kept", "episode promote commit", False, None, None, ("tile 256", "swizzle 128B"))),
+    ("v9: long-horizon episode 8 Candidate_Ready", BODY_ITEMS,
+     ("version", 9, 8, "reverted", "long-horizon outcome Candidate_Ready", False, None, "candidate_ready",
+      ("tile 256", "swizzle 128B"))),
+    ("v9 trial 2: fast kernel candidate", "", ("trial", 9, None, None, "episode-branch trial commit", False, None, None, ())),
+    ("chore(007): tidy", "", ("other", None, None, None, "", False, None, None, ())),
+    ("dead-end recorded: a lever, another lever. Next: x", "",
+     ("untagged", None, None, "reverted", "subject: dead-end recorded", False, None, None, ("a lever", "another lever"))),
+    ("v2: triton->gluon conversion (no opt, perf parity)", BODY_ITEMS,
+     ("version", 2, None, None, "subject states no verdict", False, None, None, ("tile 256", "swizzle 128B"))),
+])
+def test_each_subject_read_in_full(subject, body, claim):
+    # the basis becomes the version's verdict_basis, the items its dead ends: both reach the records
+    c = parse_subject(subject, body)
+    assert (c.kind, c.version, c.episode, c.verdict, c.basis, c.neutral, c.reverts, c.outcome, c.deadend_items) == claim
+
+
+@pytest.mark.parametrize("text,items", [
+    ("dead-end recorded: a lever, b lever Next: c lever", ["a lever", "b lever"]),  # `Next:` ends it mid-line
+    ("dead-end recorded: a lever, b lever. Then c lever", ["a lever", "b lever"]),  # so does a sentence
+    ("dead-end recorded: a lever, b lever. then c lever", ["a lever", "b lever"]),
+    ("dead-end recorded: tiles (256 (wide), 128), split-K", ["tiles (256 (wide), 128)", "split-K"]),  # nested
+    ("dead-end recorded: split-K (XOR, atomics), fp32 acc", ["split-K (XOR, atomics)", "fp32 acc"]),
+    ("dead-end recorded: XOR16 swizzle, split-K", ["XOR16 swizzle", "split-K"]),
+    ("dead-end recorded: a lever, wider tiles )", ["a lever", "wider tiles"]),  # stray closer, then its space
+    ("dead-end recorded: cp.async with BLOCK_X, split-K.", ["cp.async with BLOCK_X", "split-K"]),
+    ("dead-end recorded: smem, ab, tma", ["smem"]),  # 4 characters is a lever, fewer is not
+])
+def test_deadend_list_edges(text, items):
+    assert deadend_items(text) == items
