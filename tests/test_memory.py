@@ -102,3 +102,70 @@ def test_both_pitfall_dialects_strings_and_nulls():
 def test_non_dict_sections_do_not_crash():
     rec = parse_record(1, "f", {"performance": "fast", "correctness": None, "quality_gate": [], "pitfalls_and_fixes": "x"})
     assert rec.geomean_us is None and rec.correctness["status"] is None and rec.pitfalls == ()
+
+
+def test_a_full_record_in_full():
+    # every field the later stages read, from a record with each section present and some of it drifted
+    rec = parse_record(5, "memory/v5.json", {
+        "performance": {"latency_us_geomean": 0.5, "latency_us_by_shape": {"4096": 0.4, "8192": "0.6"},
+                        "speedup_vs_ref_geomean": 1.8},
+        "correctness": {"status": " PASS ", "max_abs_err": 0.001, "max_rel_err": 10 ** 400},
+        "quality_gate": {"result": "PASS", "failure_reason": "  "},
+        "optimization": {"action_category": "memory", "action_description": "hoist the loads", "expected_impact": "+3%"},
+        "pitfalls_and_fixes": [
+            {"error_type": "Smem overflow.", "error_message": "SMEM overflow", "root_cause": "3 stages",
+             "lesson": "tune BLOCK_X", "fix_applied": "2 stages"},
+            {"explanation": "occupancy 1 CTA/SM", "fix": "fewer registers"},  # one half of the other dialect
+            42,
+            "bank conflicts",
+        ],
+        "open_directions": [{"direction": "split-K", "rationale": "long K"}, "  warp specialise ", {"direction": " "},
+                            "", 3, {"direction": "TMA loads"}],
+        "long_horizon": {"status": "candidate_ready"},
+        "profile_evidence": {"evidence_summary": "DRAM bound", "bottleneck_type": "memory"},
+        "experience": {"experiments": [
+            {"name": "tile 256", "change": "BLOCK=256", "decision": "REVERT", "result": "x" * 2500},
+            {"hypothesis": "neither a name nor a change"},
+            "not an experiment",
+            {"change": "only a change", "decision": ""},
+        ]},
+    })
+    assert (rec.n, rec.file, rec.geomean_us, rec.number_note) == (5, "memory/v5.json", 0.5, None)
+    assert rec.by_shape_us == {"4096": 0.4, "8192": 0.6} and rec.speedup_vs_ref == 1.8
+    assert rec.correctness == {"status": "PASS", "max_abs_err": 0.001, "max_rel_err": None}
+    assert rec.quality_gate == {"result": "PASS", "failure_reason": None}
+    assert (rec.action_category, rec.action_description, rec.expected_impact) == ("memory", "hoist the loads", "+3%")
+    assert [(p.text, p.fix) for p in rec.pitfalls] == [
+        ("Smem overflow. 3 stages. tune BLOCK_X", "2 stages"),  # a part repeated in another case is said once
+        ("occupancy 1 CTA/SM", "fewer registers"),
+        ("bank conflicts", None),
+    ]
+    assert rec.open_directions == ({"direction": "split-K", "rationale": "long K"},
+                                   {"direction": "warp specialise", "rationale": None},
+                                   {"direction": "TMA loads", "rationale": None})
+    assert rec.long_horizon_status == "candidate_ready"
+    assert (rec.evidence_summary, rec.bottleneck_type) == ("DRAM bound", "memory")
+    empty = dict.fromkeys(("name", "hypothesis", "change", "evidence", "result", "decision"))
+    assert rec.experiments == (
+        {**empty, "name": "tile 256", "change": "BLOCK=256", "decision": "revert", "result": "x" * 2000},
+        {**empty, "change": "only a change"},
+    )
+
+
+@pytest.mark.parametrize("value,kept", [(0.001, 0.001), (-2, -2.0), (float("inf"), None), (float("nan"), None),
+                                        (10 ** 400, None), (True, None), ("0.1", None)])
+def test_error_bounds_are_finite_numbers_or_none(value, kept):
+    rec = parse_record(1, "f", {"correctness": {"status": "PASS", "max_abs_err": value}})
+    assert rec.correctness["max_abs_err"] == kept
+
+
+def test_each_variant_says_why(tmp_path):
+    for name in ("v5_rerun.json", "v5-512.json", "long_horizon_e0003.json", "live.json", "V5.json"):
+        _write(tmp_path, name, {})
+    assert {v["file"]: v["why"] for v in scan_memory(WorkTreeFiles(tmp_path)).variants} == {
+        "memory/v5_rerun.json": "scratch variant or re-measurement",
+        "memory/v5-512.json": "scratch variant or re-measurement",
+        "memory/long_horizon_e0003.json": "long-horizon episode evidence",
+        "memory/live.json": "not a version name",
+        "memory/V5.json": "not a version name",
+    }
