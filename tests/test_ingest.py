@@ -291,3 +291,26 @@ def test_ingest_is_deterministic(tmp_path):
                        check=True, capture_output=True)
         outs.append({p.name: p.read_bytes() for p in (tmp_path / f"o{i}").iterdir()})
     assert outs[0] == outs[1] and set(outs[0]) == {"versions.jsonl", "profiles.jsonl", "meta.json", "autotune.jsonl"}
+
+
+def test_a_bundle_with_odd_file_names_reads_like_its_tree(tmp_path):
+    # `git ls-tree` puts a tab between an entry's metadata and its path, and a path may hold tabs itself
+    build_trace(tmp_path / "t", [
+        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 10.0),
+                                    "notes/a\tb.md": "tab", "notes/x y.md": "space", **tracekit.meta_files()}),
+        CommitSpec("v1: committed (+9%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": tracekit.memory(1, 9.0)}),
+    ])
+    tree_rows, _, _ = run(tmp_path / "t")
+    bundle_rows, _, _ = run(make_bundle(tmp_path / "t", tmp_path / "t.bundle"))
+    assert bundle_rows == tree_rows and bundle_rows["v1"]["geomean_us"] == 9.0
+
+
+def test_a_git_error_is_one_printable_capped_line():
+    from optrace.gitlog import MAX_GITERR_CHARS, clean_git_error
+    err = clean_git_error("t.bundle", b"warning: ignored\n\n  fatal: bad object \x1b[31m~dead\xff  \n\n", "git log failed")
+    assert (err.where, err.problem) == ("t.bundle", "git log failed (fatal: bad object ?[31m~dead?)")
+    assert str(err) == "t.bundle: git log failed (fatal: bad object ?[31m~dead?)"
+    assert clean_git_error("t", "fatal: x", "w").problem == "w (fatal: x)"  # text as well as bytes
+    assert clean_git_error("t", None, "w").problem == clean_git_error("t", b"\n \n", "w").problem == "w (git failed)"
+    long = clean_git_error("t", b"fatal: " + b"y" * 500, "w").problem
+    assert long == "w (fatal: " + "y" * (MAX_GITERR_CHARS - len("fatal: ")) + ")"
