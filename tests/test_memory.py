@@ -109,13 +109,14 @@ def test_a_full_record_in_full():
     rec = parse_record(5, "memory/v5.json", {
         "performance": {"latency_us_geomean": 0.5, "latency_us_by_shape": {"4096": 0.4, "8192": "0.6"},
                         "speedup_vs_ref_geomean": 1.8},
-        "correctness": {"status": " PASS ", "max_abs_err": 0.001, "max_rel_err": 10 ** 400},
-        "quality_gate": {"result": "PASS", "failure_reason": "  "},
+        "correctness": {"status": " PASS ", "max_abs_err": 0.001, "max_rel_err": 0.02},
+        "quality_gate": {"result": "PASS", "failure_reason": " slow compile "},
         "optimization": {"action_category": "memory", "action_description": "hoist the loads", "expected_impact": "+3%"},
         "pitfalls_and_fixes": [
             {"error_type": "Smem overflow.", "error_message": "SMEM overflow", "root_cause": "3 stages",
              "lesson": "tune BLOCK_X", "fix_applied": "2 stages"},
             {"explanation": "occupancy 1 CTA/SM", "fix": "fewer registers"},  # one half of the other dialect
+            {"pitfall": "bank conflicts on the B tile", "fix_applied": "not this dialect's key"},  # the other half
             42,
             "bank conflicts",
         ],
@@ -132,12 +133,13 @@ def test_a_full_record_in_full():
     })
     assert (rec.n, rec.file, rec.geomean_us, rec.number_note) == (5, "memory/v5.json", 0.5, None)
     assert rec.by_shape_us == {"4096": 0.4, "8192": 0.6} and rec.speedup_vs_ref == 1.8
-    assert rec.correctness == {"status": "PASS", "max_abs_err": 0.001, "max_rel_err": None}
-    assert rec.quality_gate == {"result": "PASS", "failure_reason": None}
+    assert rec.correctness == {"status": "PASS", "max_abs_err": 0.001, "max_rel_err": 0.02}
+    assert rec.quality_gate == {"result": "PASS", "failure_reason": "slow compile"}
     assert (rec.action_category, rec.action_description, rec.expected_impact) == ("memory", "hoist the loads", "+3%")
     assert [(p.text, p.fix) for p in rec.pitfalls] == [
         ("Smem overflow. 3 stages. tune BLOCK_X", "2 stages"),  # a part repeated in another case is said once
         ("occupancy 1 CTA/SM", "fewer registers"),
+        ("bank conflicts on the B tile", None),
         ("bank conflicts", None),
     ]
     assert rec.open_directions == ({"direction": "split-K", "rationale": "long K"},
@@ -169,3 +171,41 @@ def test_each_variant_says_why(tmp_path):
         "memory/live.json": "not a version name",
         "memory/V5.json": "not a version name",
     }
+
+
+def test_the_older_latency_key_is_read():
+    assert parse_record(2, "f", {"performance": {"latency_us": 7.5}}).geomean_us == 7.5
+    rec = parse_record(2, "f", {"performance": {}})
+    assert rec.geomean_us is None and rec.number_note == "no geomean recorded"
+
+
+def test_a_carried_record_has_no_speedup_either():
+    rec = parse_record(7, "f", {"performance": {"latency_us_geomean": 21.2, "carried_from_version": "v6",
+                                                "speedup_vs_ref_geomean": 2.0}})
+    assert rec.speedup_vs_ref is None
+
+
+def test_spellings_of_one_version_use_the_canonical_file(tmp_path):
+    _write(tmp_path, "v003.json", {"performance": {"latency_us_geomean": 3.0}})
+    _write(tmp_path, "v03.json", {"performance": {"latency_us_geomean": 2.0}})
+    _write(tmp_path, "v3.json", {"performance": {"latency_us_geomean": 1.0}})
+    scan = scan_memory(WorkTreeFiles(tmp_path))
+    assert (scan.records[3].n, scan.records[3].file, scan.records[3].geomean_us) == (3, "memory/v3.json", 1.0)
+    assert scan.variants == [{"file": "memory/v003.json", "why": "duplicate of v3 (memory/v3.json is used)"},
+                             {"file": "memory/v03.json", "why": "duplicate of v3 (memory/v3.json is used)"}]
+    assert scan.warnings == [
+        "memory/v03.json: another spelling of v3; memory/v3.json is used, this file is ignored",
+        "memory/v003.json: another spelling of v3; memory/v3.json is used, this file is ignored"]
+
+
+def test_other_entries_in_memory_are_passed_over(tmp_path):
+    _write(tmp_path, "a.txt", "notes")
+    (tmp_path / "memory" / "v2.json").mkdir()  # a directory with a version's name
+    _write(tmp_path, "v1.json", {"performance": {"latency_us_geomean": 1.0}})
+    scan = scan_memory(WorkTreeFiles(tmp_path))
+    assert sorted(scan.records) == [1] and scan.variants == [] and scan.warnings == []
+
+
+def test_a_version_without_a_record_is_named_in_a_warning(tmp_path):
+    _write(tmp_path, "v2.json", [1, 2])
+    assert scan_memory(WorkTreeFiles(tmp_path)).warnings == ["memory/v2.json: not a JSON object; v2 has no step record"]
