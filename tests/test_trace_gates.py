@@ -211,6 +211,8 @@ def test_a_snippet_needs_a_packet_with_code(bench):
       (".5", False)]),
     ("batch_size <= 64, num_warps=8, 41us, 18.54 %", [("64", False), ("8", False), ("41", False), ("18.54", True)]),
     ("thirty-eight percent, ¾", [("0.75", False), ("38", True)]),
+    # digits of other scripts read as the digits they are; a look-alike letter in a run of digits as a digit
+    ("３７．５％ and ٤٢ and x１O and 4\u2009096", [("37.5", True), ("42", False), ("10", False), ("4096", False)]),
 ])
 def test_number_tokens_read_every_written_form(text, expected):
     assert sorted(tokens(text)) == sorted(expected)
