@@ -213,6 +213,7 @@ def test_a_snippet_needs_a_packet_with_code(bench):
     ("thirty-eight percent, ¾", [("0.75", False), ("38", True)]),
     # digits of other scripts read as the digits they are; a look-alike letter in a run of digits as a digit
     ("３７．５％ and ٤٢ and x１O and 4\u2009096", [("37.5", True), ("42", False), ("10", False), ("4096", False)]),
+    ("18 per cent, 7 pct, 3 Percent", [("18", True), ("7", True), ("3", True)]),
 ])
 def test_number_tokens_read_every_written_form(text, expected):
     assert sorted(tokens(text)) == sorted(expected)
