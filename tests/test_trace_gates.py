@@ -214,9 +214,17 @@ def test_a_snippet_needs_a_packet_with_code(bench):
     # digits of other scripts read as the digits they are; a look-alike letter in a run of digits as a digit
     ("３７．５％ and ٤٢ and x１O and 4\u2009096", [("37.5", True), ("42", False), ("10", False), ("4096", False)]),
     ("18 per cent, 7 pct, 3 Percent", [("18", True), ("7", True), ("3", True)]),
+    ("two thousand and forty, three million, a dozen", [("2040", False), ("3000000", False), ("12", False)]),
 ])
 def test_number_tokens_read_every_written_form(text, expected):
     assert sorted(tokens(text)) == sorted(expected)
+
+
+@pytest.mark.parametrize("token,places", [("18", 0), ("18.54", 2), ("0.50", 2), ("1e-5", 5), ("1E+3", 0)])
+def test_decimal_places_as_written(token, places):
+    # an integer has none: it is never taken for a rounding of a longer number
+    from optrace.tracegates.numbers import decimals, magnitude
+    assert decimals(magnitude(token)) == places
 
 
 def pool_of(bench, seg_id: str) -> Pool:
