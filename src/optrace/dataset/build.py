@@ -124,7 +124,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
                             "softmax)"),
         ("vendor", "string", "GPU vendor (nvidia, amd)"),
         ("arch", "string", "GPU architecture (ampere, hopper, blackwell, cdna3, ...)"),
-        ("product", "string", "GPU product of config/targets.yaml (h100, a100, mi300x, ...)"),
+        ("product", "string", "GPU product of the hardware table (h100, a100, mi300x, ...)"),
         ("compute_capability", "string?", "the product's compute capability (sm_90) or gfx target (gfx942)"),
         ("shape", "string?", "`<definition>:<shape key>`: the workload's key namespaced by the benchmark "
                              "definition the trace measured (trace runs); the definition is the part before "
@@ -543,6 +543,10 @@ def refuse_denied(ds: Dataset, scrubber) -> None:
 # ---------------------------------------------------------------- split
 
 
+# The config schema's `dataset.test_fraction` default, for the command run by hand.
+DEFAULT_TEST_FRACTION = 0.2
+
+
 def split_groups(groups: Iterable[str], test_fraction: float) -> dict[str, str]:
     """Deterministic train/test by group: groups are ordered by SHA-256 of `SPLIT_DOMAIN\\0group` and the
     first round(fraction x groups) go to test (at least one and never all, given two groups or more).
@@ -803,7 +807,8 @@ def main(argv: list[str]) -> int:
     sp = sub.add_parser("split", help="split.parquet: train/test by group")
     sp.add_argument("dataset_dir", type=Path, nargs="?", default=Path("results/dataset"),
                     help="the built dataset (default: results/dataset)")
-    sp.add_argument("--test-fraction", type=float, default=0.2, help="fraction of groups in test (default 0.2)")
+    sp.add_argument("--test-fraction", type=float, default=DEFAULT_TEST_FRACTION,
+                    help=f"fraction of groups in test (default {DEFAULT_TEST_FRACTION})")
     c = sub.add_parser("csv", help="a .csv copy next to each parquet file")
     c.add_argument("parquet", nargs="+", type=Path, help="parquet files of the dataset")
     args = ap.parse_args(argv)

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from optrace.scrub.leak_patterns import DENYLIST_ENV, add_denylist_argument, denylist_pattern, read_denylist
+from optrace import PACKAGE_DIR
 from optrace.errors import InputError
 from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_text_atomic
 from optrace.gates.store import FAIL, PASS
@@ -65,8 +66,6 @@ CACHE_NAME = "validation-cache.json"
 CACHE_FORMAT = 2
 CACHE_KEY_ENV = "OPTRACE_CACHE_KEY"  # path of the cache's HMAC key file; default below
 DEFAULT_CACHE_KEY = Path("~/.cache/optrace/validation-cache.key")
-PKG = Path(__file__).resolve().parent
-GATE_SOURCES = ("storegates/*.py", "tracegates/*.py", "anonymize_patterns.py", "validate.py", "facts.py", "drafter.py")
 SHOWN_FAILURES = 20  # failing records `check` prints
 
 
@@ -134,10 +133,11 @@ def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
 # --- the cache -----------------------------------------------------------------------------------
 
 def gate_code_digest() -> str:
+    """The package's whole source: editing any module invalidates the cache. A superset of what the gates
+    run, read without parsing (a closure would cost every validation job an AST pass per module)."""
     h = hashlib.sha256()
-    for pattern in GATE_SOURCES:
-        for path in sorted(PKG.glob(pattern)):
-            h.update(path.relative_to(PKG).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        h.update(path.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 

@@ -1,4 +1,4 @@
-"""Stage: scored, store-shaped copies of every record that passed validation, and the store's index.
+"""Staging (rule `stage`): scored, store-shaped copies of every record that passed validation, and the store's index.
 
 Agent-written records in distilled/ are never touched: the stage writes derived copies under
 staging/records/<type>/<vendor>/<arch>/<dsl>/<operator_family>/<id>.json with `worth.rank` computed
