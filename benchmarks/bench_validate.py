@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from synthetic import synthetic_trace

@@ -447,5 +447,5 @@ def test_bad_table_not_yaml_or_missing(tmp_path):
     with pytest.raises(InputError, match="hardware table not found"):
         HardwareTable.load(tmp_path / "absent.yaml")
     path.write_text("- a list\n", encoding="utf-8")
-    with pytest.raises(InputError, match="table: .* is not of type 'object'"):
+    with pytest.raises(InputError, match=r"table: .* is not of type 'object'"):
         HardwareTable.load(path)

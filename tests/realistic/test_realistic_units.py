@@ -5,7 +5,7 @@ import pytest
 from optrace.distill.drafter import cost_of, edit_scope
 from optrace.facts import precheck
 from optrace.ingest.memory import parse_record
-from optrace.mine.partition import revert_reason, technique_slug, _strip
+from optrace.mine.partition import _strip, revert_reason, technique_slug
 
 
 @pytest.mark.parametrize(

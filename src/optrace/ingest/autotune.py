@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optrace.errors import InputError
-from optrace.jsonio import write_json, write_jsonl
 from optrace.ingest.trace_files import TraceFiles, WorkTreeFiles
+from optrace.jsonio import write_json, write_jsonl
 
 AUTOTUNE_DIR = "autotune"
 # A long search legitimately writes tens of MB of CSV (one config repr per row, two rows per config),

@@ -23,9 +23,9 @@ import re
 import stat
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from optrace.errors import InputError
 from optrace.ingest.trace_files import GitTreeFiles, TraceFiles, WorkTreeFiles, read_small_file

@@ -11,8 +11,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from optrace.jsonio import parse_untrusted
 from optrace.ingest.trace_files import TraceFiles
+from optrace.jsonio import parse_untrusted
 
 VERSION_FILE_RE = re.compile(r"^v(\d{1,9})\.json$")  # grammar.NUM: at most 9 digits
 VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d{1,9})\s*$")

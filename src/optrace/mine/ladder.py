@@ -61,7 +61,7 @@ class Thresholds:
         )
 
     @classmethod
-    def from_args(cls, args) -> "Thresholds":
+    def from_args(cls, args) -> Thresholds:
         return cls(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
 
 
