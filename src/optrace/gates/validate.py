@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from optrace import PACKAGE_DIR
+from optrace.distill.records import record_names
 from optrace.errors import InputError
 from optrace.gates.store import FAIL, PASS
 from optrace.gates.store.runner import GATE_DEFS as STORE_GATE_DEFS
@@ -106,17 +107,6 @@ class TracePaths:
 
     def relpath(self, name: str) -> str:
         return f"distilled/{self.slug}/{name}"
-
-
-def record_names(distilled: Path) -> list[str]:
-    """`*.json` directly in distilled/{slug}/ (no record yet: no directory), hidden temp files left out."""
-    if not distilled.is_dir():
-        return []
-    return sorted(
-        e.name
-        for e in os.scandir(distilled)
-        if e.name.endswith(".json") and not e.name.startswith(".") and not e.is_dir(follow_symlinks=False)
-    )
 
 
 def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:
