@@ -14,8 +14,14 @@ from tests.support.paths import ROOT
 ENV = yaml.safe_load((ROOT / "workflow" / "envs" / "optrace.yaml").read_text())
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # conda-forge names of the PyPI distributions; snakemake and Pygments run in the controller only
-CONDA_NAME = {"gitpython": "gitpython", "jsonschema": "jsonschema", "pandas": "pandas", "pyarrow": "pyarrow",
-              "matplotlib": "matplotlib-base", "pyyaml": "pyyaml"}
+CONDA_NAME = {
+    "gitpython": "gitpython",
+    "jsonschema": "jsonschema",
+    "pandas": "pandas",
+    "pyarrow": "pyarrow",
+    "matplotlib": "matplotlib-base",
+    "pyyaml": "pyyaml",
+}
 CONTROLLER_ONLY = {"snakemake", "pygments"}
 
 
