@@ -1,4 +1,4 @@
-"""Time `optrace validate trace` on ~1200 drafted records of synthetic traces (DESIGN §9).
+"""Time `optrace validate trace` on ~1200 drafted records of synthetic traces.
 
     python benchmarks/bench_validate.py [--versions 3000] [--traces 5] [--runs 5]
 

@@ -1,4 +1,4 @@
-"""Hardware resolution (DESIGN.md §5 Ingest, trace-format.md §7 and §10 item 6).
+"""Hardware resolution: the table, the text a trace names its GPU in, exact tokens.
 
 The table is matched by whole tokens, exact spelling first; never by substring (the reference turned
 "NVIDIA GB200" into b200 and found nothing in "H20" or "sm_90").

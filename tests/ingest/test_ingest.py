@@ -1,4 +1,4 @@
-"""Ingest, rule by rule of DESIGN §5: grammars, first-parent, verdict cross-check, memory quirks,
+"""Ingest, rule by rule: grammars, first-parent, verdict cross-check, memory quirks,
 profiles, metadata dialects, hardware resolution, symlinks, bundles, git process count."""
 
 import json

@@ -1,4 +1,4 @@
-# The cost-model dataset (DESIGN §4, §5): one job per trace publishes its kernel sources (scrubbed,
+# The cost-model dataset: one job per trace publishes its kernel sources (scrubbed,
 # so it needs the denylist), then ONE aggregate job over every trace builds the tables.
 # Re-baselining comes from the ladder, so its thresholds are params: changing them re-runs the build.
 

@@ -1,4 +1,4 @@
-# Distill: one job per trace turns its packets into records under distilled/{slug}/ (DESIGN §5).
+# Distill: one job per trace turns its packets into records under distilled/{slug}/.
 # The records are deliberately NOT declared outputs: Snakemake must never delete an agent's records when
 # a job fails, and a record written later must not make this job stale. Only the report is an output;
 # the job skips every packet whose record already exists, so re-running it never rewrites a record.

@@ -1,4 +1,4 @@
-# Validate (DESIGN §5): one job per trace runs all 17 gates over its distilled records.
+# Validate: one job per trace runs all 17 gates over its distilled records.
 #
 # The records are not inputs (distill does not declare them, and an agent may write them at any time):
 # a digest of their names, sizes and mtimes is a param (distilled_digest, common.smk), so a new or changed record re-runs this trace's

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-OUTCOMES = ("baseline", "milestone", "mega", "floor", "flat", "rebaseline", "rejected")
 CLAIMS = ("milestone", "mega")
 ANCHORS = ("baseline", "rebaseline") + CLAIMS  # what a later claim is measured against and builds on
 # The implied reference latency (geomean x speedup) moving by this factor means the harness changed.
