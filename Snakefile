@@ -79,7 +79,7 @@ rule validate:
         logs("validate.log"),
     localrule: True
     conda:
-        ENV
+        "workflow/envs/optrace.yaml"
     shell:
         "true > {log}"
 

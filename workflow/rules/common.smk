@@ -45,7 +45,7 @@ OPTRACE = (
     if CONDA
     else f"{shlex.quote(sys.executable)} -m optrace"
 )
-ENV = "../envs/optrace.yaml"  # relative to the rule files
+ENV = "../envs/optrace.yaml"  # relative to the rule files (the Snakefile names it from the top)
 # The source the code digests read: a checkout's own src/ (what its editable install runs), else the
 # installed package.
 PKG = Path(workflow.basedir) / "src" / "optrace"

@@ -15,7 +15,7 @@ from typing import Any
 
 from optrace.scrub.leak_patterns import Denylist, code_language, prose_spans
 
-# Run order of the store's checker; every gate has an injection case (storegates.injection).
+# Run order of the store's checker; every gate has an injection case (gates.store.injection).
 GATES = (
     "schema",
     "ids",

@@ -4,7 +4,7 @@ Four rules, for records mined from a trace (this is a trace gate: the real store
 never meet it).
 
 1. **Numbers.** Every string and every object key of the whole record is read with the number reader
-   of tracegates.numbers (digits glued to letters, after hyphens or dots, in CJK text, full-width,
+   of gates.trace.numbers (digits glued to letters, after hyphens or dots, in CJK text, full-width,
    vulgar fractions, number words), and every JSON number is a number; each must be a number of the
    packet: of its agent-facing layer (strings, keys and numbers) or its code file (a diff's ---/+++/@@
    header lines are positions, not evidence). A record number matches when its value equals a packet

@@ -2,7 +2,7 @@
 that owns it must FAIL, naming the record.
 
 The records are the drafter's, made from the example trace's packets (mined in a scratch directory).
-Store-gate cases are storegates.injection's own, run on a store-shaped copy of those records
+Store-gate cases are gates.store.injection's own, run on a store-shaped copy of those records
 (`records/<type>/.../<id>.json` and an index); trace-gate cases below run through the validation's
 judge/finish on the distilled layout. A case fires when the only failing gate is its own and it names
 the planted record; a case that finds no suitable record does not fire (it is never a pass). Used by

@@ -1,6 +1,6 @@
 """What the trace gates judge a record against: its packet and the facts of the trace it was mined from.
 
-Trace gates reuse the store gates' vocabulary (storegates.model: Gate, RecordView, obj, messages that
+Trace gates reuse the store gates' vocabulary (gates.store.model: Gate, RecordView, obj, messages that
 start with the record's path). Where a store gate's check gets a GateContext, a trace gate's check
 gets the record's `Evidence`: its packet (None when no packet targets the record) and the trace.
 """
@@ -18,7 +18,7 @@ from optrace.gates.store.store import parse_json_bytes
 
 PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
 
-# Run order after the 9 store gates; every gate has an injection case (tracegates.injection).
+# Run order after the 9 store gates; every gate has an injection case (gates.trace.injection).
 TRACE_GATES = (
     "profile",
     "layout",

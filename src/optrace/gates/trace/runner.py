@@ -1,7 +1,7 @@
 """All 16 gates on the records of one trace: the per-record part (cacheable) and the cross-record part.
 
     judge(relpath, record, error, packet, trace, denylist) -> Judged   verdicts of every gate that can
-        judge the record alone: 7 store gates (storegates' check_view) and 7 trace gates
+        judge the record alone: 7 store gates (gates.store's check_view) and 7 trace gates
     finish(judged, live) -> [RecordVerdict]   adds what depends on the other records and the live
         store (relations, store-overlap; recomputed every run, never cached) and gives every record a
         verdict for all 17 gates
