@@ -51,8 +51,8 @@ from optrace.admit.store_match import (
     summary_of,
 )
 from optrace.errors import InputError
+from optrace.fastschema import compile_file
 from optrace.gates.store import GATES, GateContext, RecordView
-from optrace.gates.store.fastschema import compile_file
 from optrace.gates.store.model import obj
 from optrace.gates.store.runner import check_view
 from optrace.gates.store.schema import errors_of as schema_errors

@@ -6,7 +6,7 @@ from functools import cache
 from typing import Any
 
 from optrace import SCHEMAS
-from optrace.gates.store.fastschema import compile_file
+from optrace.fastschema import compile_file
 from optrace.gates.store.model import Gate, RecordView
 
 CONTRACT = SCHEMAS / "clean-1.3.schema.json"
