@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import random
+import re
 from decimal import Decimal
 
 import pytest
 
-from optrace.tracegates import ALL_GATES, LiveStore, Packet, TraceContext, judge, finish
+from optrace.tracegates import ALL_GATES, LiveStore, Packet, TraceContext, judge, finish, numbers
 from optrace.tracegates.fabrication import Pool, tokens
 from optrace.tracegates.injection import mine_example, validate_records, workbench
 from optrace.tracegates.layout import staged_path, store_path
@@ -214,6 +216,32 @@ def test_a_snippet_needs_a_packet_with_code(bench):
 ])
 def test_number_tokens_read_every_written_form(text, expected):
     assert sorted(tokens(text)) == sorted(expected)
+
+
+def _mixed_texts(alphabet: list[str], n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14))) for _ in range(n)]
+
+
+def test_the_fast_word_scan_finds_exactly_what_the_pattern_finds():
+    # word_matches tries a number/factor word only where one starts a word; it must find every match
+    # pattern.finditer finds, in every case, separator and glued position (and fall back off ASCII)
+    parts = ("one|One|ONE|two|twenty|thirty-eight|hundred and five|half the|Twice|double|doubled|halving|thrice|"
+             "orders of magnitude|an order of magnitude|order|tensor|done|stone|x2|_one|one_|quarter|dozen|zero|"
+             "ten|often|ſix|Ｏne|4x|times|%|percent| |-|_|1|a|.|\n").split("|")
+    for text in _mixed_texts(parts, 4000, seed=7):
+        for pattern, starts in ((numbers.NUMBER_WORDS, numbers.NUMBER_WORD_STARTS),
+                                (numbers.FACTOR_WORDS, numbers.FACTOR_WORD_STARTS)):
+            want = [(m.span(), m.groupdict()) for m in pattern.finditer(text)]
+            assert [(m.span(), m.groupdict()) for m in numbers.word_matches(pattern, starts, text)] == want, text
+
+
+def test_the_look_alike_scan_changes_exactly_the_runs_of_digits_dots_and_look_alikes():
+    # LOOKALIKE_RUN matches only the runs _as_digits changes: the result must be that of every maximal run
+    every_run = re.compile(rf"[\d.{numbers._LOOKALIKE}]+")
+    alphabet = list("0123456789..oOlI\u041e\u0417\u0431 ax_-%")
+    for text in _mixed_texts(alphabet, 20000, seed=11):
+        assert numbers.LOOKALIKE_RUN.sub(numbers._as_digits, text) == every_run.sub(numbers._as_digits, text), text
 
 
 def pool_of(bench, seg_id: str) -> Pool:
