@@ -166,10 +166,27 @@ def rounds_to(value: Decimal, target: Decimal) -> bool:
         return False
 
 
+@lru_cache(maxsize=1 << 12)  # keyed by the packet's numbers themselves: no state crosses packets
+def roundings(values: frozenset[Decimal], places: int) -> frozenset[Decimal]:
+    """Every value v with more decimals than `places` rounded to `places` as rounds_to rounds it: a
+    target of `places` decimals is in this set exactly when rounds_to(v, target) for some v."""
+    quantum, out = Decimal(1).scaleb(-places), set()
+    for v in values:
+        if decimals(v) <= places or not comparable(v):
+            continue
+        try:  # rounds_to tries half-up first: when that cannot be computed it is False for v
+            out.add(v.quantize(quantum, rounding=ROUND_HALF_UP))
+            out.add(v.quantize(quantum, rounding=ROUND_HALF_EVEN))
+        except ArithmeticError:
+            continue
+    return frozenset(out)
+
+
 def matches(values: frozenset[Decimal], value: Decimal) -> bool:
     if value in values:
         return True
-    return decimals(value) > 0 and any(decimals(v) > decimals(value) and rounds_to(v, value) for v in values)
+    places = decimals(value)
+    return places > 0 and comparable(value) and value in roundings(values, places)
 
 
 def magnitudes(found: set[str]) -> frozenset[Decimal]:

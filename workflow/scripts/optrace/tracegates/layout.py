@@ -55,7 +55,10 @@ DSL = r"cutlass|cute(?:dsl)?|triton|gluon|tilelang|thunderkittens|helion|pallas|
 OPERATOR = (r"softmax|layer_?norm|rms_?norm|group_?norm|batch_?norm|gemm|matmul|attention|conv[123]d|convolution|moe|top_?k"
             r"|rope|embedding|all_?reduce|all_?gather|cross_?entropy")
 HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE}|{DSL}|{OPERATOR})\b", re.I)
-HARDWARE_WORDS_LOWER = re.compile(HARDWARE_WORDS.pattern)  # on lower-cased text: no case folding per position
+NAMES = (PRODUCT, ARCH, ISA, DTYPE, DSL, OPERATOR)  # every alternative of each starts with a letter
+# on lower-cased text: no case folding per position; and since every name starts with a letter, a word
+# boundary that ends a word (half of them) is passed over without trying each name
+HARDWARE_WORDS_LOWER = re.compile(rf"\b(?=[a-z])(?:{'|'.join(NAMES)})\b")
 # a dtype in words, as the name it stands for
 DTYPE_PHRASES = ((re.compile(r"\bhalf[- ]precision\b", re.I), "fp16"), (re.compile(r"\bsingle[- ]precision\b", re.I), "fp32"),
                  (re.compile(r"\bdouble[- ]precision\b", re.I), "fp64"),
