@@ -267,6 +267,16 @@ def test_the_fast_word_scan_finds_exactly_what_the_pattern_finds():
             assert [(m.span(), m.groupdict()) for m in numbers.word_matches(pattern, starts, text)] == want, text
 
 
+def test_the_digit_scan_finds_exactly_the_numbers_the_plain_pattern_finds():
+    plain = re.compile(r"(?<!\d)(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
+    with_unit = re.compile(rf"(?P<n>{plain.pattern}){numbers.UNIT_AFTER.pattern}", re.I)
+    alphabet = list("0123456789....eE+-x%  ab") + ["ms", "us", " times", "e5", "\u0661\u0662"]
+    for text in _mixed_texts(alphabet, 20000, seed=13):
+        assert [m.span() for m in numbers.DIGITS.finditer(text)] == [m.span() for m in plain.finditer(text)], text
+        assert ([(m.span(), m.groupdict()) for m in numbers.DIGITS_WITH_UNIT.finditer(text)]
+                == [(m.span(), m.groupdict()) for m in with_unit.finditer(text)]), text
+
+
 def test_the_look_alike_scan_changes_exactly_the_runs_of_digits_dots_and_look_alikes():
     # LOOKALIKE_RUN matches only the runs _as_digits changes: the result must be that of every maximal run
     every_run = re.compile(rf"[\d.{numbers._LOOKALIKE}]+")

@@ -34,7 +34,9 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 # a fraction only after digits, so `1.2.3` gives 1.2 then 3 and `..5` gives .5
-DIGITS = re.compile(r"(?<!\d)(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
+# (?<!\d)(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)? written to start with its first character, a digit
+# or a dot, and test what precedes it after: the engine then skips the text between numbers at C speed
+DIGITS = re.compile(r"[\d.](?:(?<=\d)(?<!\d\d)\d*(?:\.\d+)?|(?<=\.)(?<!\d\.)\d+)(?:[eE][-+]?\d+)?")
 PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b|pct\b)", re.I)
 UNITS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
