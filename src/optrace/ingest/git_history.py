@@ -39,17 +39,35 @@ REGULAR_MODES = ("100644", "100755")  # a symlink (120000) or gitlink (160000) k
 # any file git could still read. The shadow directory already keeps the trace's own config away.
 _NO_PROGRAM = os.devnull  # exec() of /dev/null fails: a key pointing here can start nothing
 SAFE_CONFIG = (
-    ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
-    ("core.sshCommand", _NO_PROGRAM), ("core.askPass", _NO_PROGRAM), ("core.editor", _NO_PROGRAM),
-    ("core.gitProxy", _NO_PROGRAM), ("core.alternateRefsCommand", _NO_PROGRAM),
-    ("core.attributesFile", os.devnull), ("core.excludesFile", os.devnull), ("core.untrackedCache", "false"),
-    ("gpg.program", _NO_PROGRAM), ("gpg.openpgp.program", _NO_PROGRAM), ("gpg.ssh.program", _NO_PROGRAM),
-    ("gpg.x509.program", _NO_PROGRAM), ("gpg.ssh.defaultKeyCommand", _NO_PROGRAM),
-    ("log.showSignature", "false"), ("credential.helper", ""), ("sequence.editor", _NO_PROGRAM),
-    ("diff.external", _NO_PROGRAM), ("pager.log", "false"), ("pager.cat-file", "false"),
-    ("protocol.allow", "never"), ("uploadpack.packObjectsHook", _NO_PROGRAM),
-    ("transfer.fsckObjects", "false"), ("fetch.fsckObjects", "false"), ("maintenance.auto", "false"),
-    ("gc.auto", "0"), ("include.path", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("core.pager", "cat"),
+    ("core.sshCommand", _NO_PROGRAM),
+    ("core.askPass", _NO_PROGRAM),
+    ("core.editor", _NO_PROGRAM),
+    ("core.gitProxy", _NO_PROGRAM),
+    ("core.alternateRefsCommand", _NO_PROGRAM),
+    ("core.attributesFile", os.devnull),
+    ("core.excludesFile", os.devnull),
+    ("core.untrackedCache", "false"),
+    ("gpg.program", _NO_PROGRAM),
+    ("gpg.openpgp.program", _NO_PROGRAM),
+    ("gpg.ssh.program", _NO_PROGRAM),
+    ("gpg.x509.program", _NO_PROGRAM),
+    ("gpg.ssh.defaultKeyCommand", _NO_PROGRAM),
+    ("log.showSignature", "false"),
+    ("credential.helper", ""),
+    ("sequence.editor", _NO_PROGRAM),
+    ("diff.external", _NO_PROGRAM),
+    ("pager.log", "false"),
+    ("pager.cat-file", "false"),
+    ("protocol.allow", "never"),
+    ("uploadpack.packObjectsHook", _NO_PROGRAM),
+    ("transfer.fsckObjects", "false"),
+    ("fetch.fsckObjects", "false"),
+    ("maintenance.auto", "false"),
+    ("gc.auto", "0"),
+    ("include.path", os.devnull),
     # git's default 96 MB delta-base cache dominated peak memory on long traces; 8 MB costs no time
     ("core.deltaBaseCacheLimit", "8m"),
 )
@@ -67,14 +85,29 @@ _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 def git_environment(home: str | Path) -> dict[str, str]:
     """The whole environment of every git process: no system or global config, a neutral HOME."""
     env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
-    env.update({
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_SYSTEM": os.devnull, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
-        "GIT_PAGER": "cat", "PAGER": "cat", "GIT_ASKPASS": _NO_PROGRAM, "SSH_ASKPASS": _NO_PROGRAM,
-        "GIT_EDITOR": _NO_PROGRAM, "GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_NO_LAZY_FETCH": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_PROTOCOL_FROM_USER": "0",
-        "GIT_ALLOW_PROTOCOL": "", "LC_ALL": "C", "LANG": "C",
-    })
+    env.update(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_SYSTEM": os.devnull,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "GIT_ASKPASS": _NO_PROGRAM,
+            "SSH_ASKPASS": _NO_PROGRAM,
+            "GIT_EDITOR": _NO_PROGRAM,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_NO_LAZY_FETCH": "1",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_PROTOCOL_FROM_USER": "0",
+            "GIT_ALLOW_PROTOCOL": "",
+            "LC_ALL": "C",
+            "LANG": "C",
+        }
+    )
     return env
 
 
@@ -97,8 +130,9 @@ def clean_git_error(where, stderr: bytes | str | None, what: str) -> InputError:
 def run_git(where, gitdir: Path, *args: str, what: str) -> bytes:
     argv, env, cwd = git_command(gitdir, *args)
     try:
-        done = subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=GIT_TIMEOUT_S)
+        done = subprocess.run(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=GIT_TIMEOUT_S
+        )
     except subprocess.TimeoutExpired:
         raise InputError(where, f"{what}: git did not finish in {GIT_TIMEOUT_S} s") from None
     if done.returncode != 0:
@@ -122,7 +156,9 @@ class Commit:
     subject: str
     body: str
     changes: tuple[FileChange, ...] = field(default=())
-    kernel_blob: str | None = None  # kernel.py blob at this commit (carried along first parents); None if not a regular file
+    kernel_blob: str | None = (
+        None  # kernel.py blob at this commit (carried along first parents); None if not a regular file
+    )
     kernel_mode: str | None = None  # kernel.py's mode at this commit
 
     @property
@@ -177,6 +213,7 @@ def _parse_raw(part: bytes) -> list[FileChange]:
 
 # ---- the trace's git directory, checked before git may read it ---------------------------------
 
+
 @dataclass(frozen=True)
 class GitDir:
     """Where a trace's git data lives: its git dir (HEAD, refs) and the common dir (objects, packed refs)."""
@@ -214,11 +251,13 @@ def locate_gitdir(trace: Path) -> GitDir:
         text = _git_file(trace, dotgit, required=True)
         if not text.startswith("gitdir:"):
             raise InputError(dotgit, "is a file without a `gitdir:` line; not a git work tree")
-        gitdir = (trace / text[len("gitdir:"):].strip()).resolve()
+        gitdir = (trace / text[len("gitdir:") :].strip()).resolve()
         if not gitdir.is_dir():
             raise InputError(dotgit, f"points to {gitdir}, which is not a directory")
     else:
-        raise InputError(dotgit, "is neither a directory nor a `gitdir:` file (a symlink or special file); not followed")
+        raise InputError(
+            dotgit, "is neither a directory nor a `gitdir:` file (a symlink or special file); not followed"
+        )
     common_text = _git_file(trace, gitdir / "commondir")
     common = (gitdir / common_text.strip()).resolve() if common_text else gitdir
     return GitDir(gitdir, common)
@@ -227,12 +266,18 @@ def locate_gitdir(trace: Path) -> GitDir:
 def check_gitdir(where, gd: GitDir) -> None:
     """Refuse what would block git, hide history, or make it read objects outside the trace."""
     if _lstat(gd.common / "shallow") is not None or _lstat(gd.gitdir / "shallow") is not None:
-        raise InputError(where, "is a shallow clone (.git/shallow): its history is truncated; "
-                                "run `git fetch --unshallow` in the trace, or give a full clone or a bundle")
+        raise InputError(
+            where,
+            "is a shallow clone (.git/shallow): its history is truncated; "
+            "run `git fetch --unshallow` in the trace, or give a full clone or a bundle",
+        )
     for alt in (gd.common / "objects" / "info" / "alternates", gd.common / "objects" / "info" / "http-alternates"):
         if _lstat(alt) is not None:
-            raise InputError(where, f"borrows objects from another repository ({alt.relative_to(gd.common.parent)}); "
-                                    "run `git repack -a -d` and remove that file, or give a bundle")
+            raise InputError(
+                where,
+                f"borrows objects from another repository ({alt.relative_to(gd.common.parent)}); "
+                "run `git repack -a -d` and remove that file, or give a bundle",
+            )
     objects = gd.common / "objects"
     st = _lstat(objects)
     if st is None or not stat.S_ISDIR(st.st_mode):
@@ -312,8 +357,9 @@ class BlobReader:
     def __init__(self, where, gitdir: Path):
         argv, env, cwd = git_command(gitdir, "cat-file", "--batch")
         self.where = where
-        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
 
     def read(self, blob: str, cap: int | None = None) -> bytes | None:
         """The blob's bytes, or None when it is larger than `cap`; a missing object is an InputError."""
@@ -355,9 +401,23 @@ class History:
     def commits(self) -> list[Commit]:
         if self.head is None:  # no commits yet (unborn HEAD)
             return []
-        raw = run_git(self.where, self.shadow, "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev",
-                      "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap", "-z",
-                      f"--format={_LOG_FORMAT}", "HEAD", what="git log failed (a corrupt or incomplete repository)")
+        raw = run_git(
+            self.where,
+            self.shadow,
+            "log",
+            "--first-parent",
+            "--no-renames",
+            "--raw",
+            "--no-abbrev",
+            "--no-show-signature",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-mailmap",
+            "-z",
+            f"--format={_LOG_FORMAT}",
+            "HEAD",
+            what="git log failed (a corrupt or incomplete repository)",
+        )
         return parse_log(raw)
 
     def read_blob(self, blob: str, cap: int | None = None) -> bytes | None:
@@ -402,10 +462,18 @@ def _unbundle(path: Path, shadow: Path) -> str | None:
     if problem is not None:
         raise InputError(path, f"is {problem}; a trace file must be a git bundle")
     if header not in BUNDLE_HEADERS:
-        raise InputError(path, "not a readable git bundle (it does not start with '# v2 git bundle' or '# v3 git bundle')")
+        raise InputError(
+            path, "not a readable git bundle (it does not start with '# v2 git bundle' or '# v3 git bundle')"
+        )
     make_shadow(shadow, shadow / "objects", None)
-    out = run_git(path, shadow, "bundle", "unbundle", str(path.resolve()),
-                  what="not a readable git bundle (an incremental bundle needs its prerequisite commits)")
+    out = run_git(
+        path,
+        shadow,
+        "bundle",
+        "unbundle",
+        str(path.resolve()),
+        what="not a readable git bundle (an incremental bundle needs its prerequisite commits)",
+    )
     refs = {}
     for line in out.decode("utf-8", "replace").splitlines():
         sha, _, ref = line.strip().partition(" ")

@@ -38,15 +38,22 @@ from functools import lru_cache
 # or a dot, and test what precedes it after: the engine then skips the text between numbers at C speed
 DIGITS = re.compile(r"[\d.](?:(?<=\d)(?<!\d\d)\d*(?:\.\d+)?|(?<=\.)(?<!\d\.)\d+)(?:[eE][-+]?\d+)?")
 PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b|pct\b)", re.I)
-UNITS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
+UNITS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen".split()
+    )
+}
 TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
-SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
+SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
 SINGLE = {"half": Decimal("0.5"), "quarter": Decimal("0.25"), "twice": 2, "double": 2, "triple": 3, "dozen": 12}
 _WORD_ALT = "|".join(sorted([*UNITS, *TENS, *SCALES], key=len, reverse=True))
-NUMBER_WORDS = re.compile(rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+(?:and[\s-]+)?)(?:{_WORD_ALT}))*\b"
-                          rf"|\b(?:{'|'.join(SINGLE)})\b", re.I)
+NUMBER_WORDS = re.compile(
+    rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+(?:and[\s-]+)?)(?:{_WORD_ALT}))*\b"
+    rf"|\b(?:{'|'.join(SINGLE)})\b",
+    re.I,
+)
 MAX_EXPONENT = 40  # |exponent| beyond this is no measurement: compared for equality only
 
 
@@ -109,14 +116,30 @@ def _numeric_char(ch: str) -> str:
 
 
 # letters a reader takes for digits when they sit in a run of digits
-DIGIT_LOOKALIKES = {"O": "0", "o": "0", "\u041e": "0", "\u043e": "0", "\u039f": "0", "\u03bf": "0", "l": "1",
-                    "I": "1", "\u0406": "1", "\u0456": "1", "\u04c0": "1", "\u0417": "3", "\u0437": "3", "\u0431": "6"}
+DIGIT_LOOKALIKES = {
+    "O": "0",
+    "o": "0",
+    "\u041e": "0",
+    "\u043e": "0",
+    "\u039f": "0",
+    "\u03bf": "0",
+    "l": "1",
+    "I": "1",
+    "\u0406": "1",
+    "\u0456": "1",
+    "\u04c0": "1",
+    "\u0417": "3",
+    "\u0437": "3",
+    "\u0431": "6",
+}
 _LOOKALIKE = "".join(DIGIT_LOOKALIKES)
 # maximal runs of digits, dots and look-alikes that hold both a digit and a look-alike (the only runs
 # _as_digits changes, so the many runs of code that stay as written cost no call): tried only where a
 # run starts, each part possessive, so one linear scan (no backtracking into a run of digits or dots)
-LOOKALIKE_RUN = re.compile(rf"(?<![\d.{_LOOKALIKE}])(?:\.*+[{_LOOKALIKE}][.{_LOOKALIKE}]*+\d|\.*+\d[\d.]*+[{_LOOKALIKE}])"
-                           rf"[\d.{_LOOKALIKE}]*+")
+LOOKALIKE_RUN = re.compile(
+    rf"(?<![\d.{_LOOKALIKE}])(?:\.*+[{_LOOKALIKE}][.{_LOOKALIKE}]*+\d|\.*+\d[\d.]*+[{_LOOKALIKE}])"
+    rf"[\d.{_LOOKALIKE}]*+"
+)
 _AS_DIGITS = str.maketrans(DIGIT_LOOKALIKES)
 LOOKALIKE_NEXT_TO_DIGIT = re.compile(rf"\d[{_LOOKALIKE}]|[{_LOOKALIKE}]\d")
 # bidirectional controls reorder what a reader sees (`\u202e14.22` shows as 22.41): no record needs one
@@ -135,7 +158,9 @@ def normalize(text: str) -> str:
     """ASCII digits for every numeric character, then NFKC (full-width letters, ligatures); invisible
     characters dropped and digit look-alikes inside runs of digits read as digits."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", "".join(ch if ch.isascii() else _numeric_char(ch) for ch in _visible(text)))
+        text = unicodedata.normalize(
+            "NFKC", "".join(ch if ch.isascii() else _numeric_char(ch) for ch in _visible(text))
+        )
     if LOOKALIKE_NEXT_TO_DIGIT.search(text):
         text = LOOKALIKE_RUN.sub(_as_digits, text)
     return text
@@ -161,10 +186,16 @@ def number_tokens(text: str) -> tuple[tuple[str, bool], ...]:
     return tuple(out)
 
 
-UNIT_AFTER = re.compile(r"\s*(?:(?P<pct>%|percent\b|per\s*cent\b|pct\b)|(?P<x>[x\u00d7](?![0-9a-z])|times\b)"
-                        r"|(?P<t>ns|us|\u00b5s|\u03bcs|usec|ms|msec)\b)", re.I)
-FACTOR_WORDS = re.compile(r"\b(?:(?P<two>twice|doubl(?:e|ed|es|ing)|halv(?:e|ed|es|ing)|half\s+the)"
-                          r"|(?P<three>tripl(?:e|ed|es|ing)|thrice)|(?P<ten>orders?\s+of\s+magnitude))\b", re.I)
+UNIT_AFTER = re.compile(
+    r"\s*(?:(?P<pct>%|percent\b|per\s*cent\b|pct\b)|(?P<x>[x\u00d7](?![0-9a-z])|times\b)"
+    r"|(?P<t>ns|us|\u00b5s|\u03bcs|usec|ms|msec)\b)",
+    re.I,
+)
+FACTOR_WORDS = re.compile(
+    r"\b(?:(?P<two>twice|doubl(?:e|ed|es|ing)|halv(?:e|ed|es|ing)|half\s+the)"
+    r"|(?P<three>tripl(?:e|ed|es|ing)|thrice)|(?P<ten>orders?\s+of\s+magnitude))\b",
+    re.I,
+)
 FACTOR_WORD_STARTS = _word_starts(("twice", "doubl", "halv", "half", "tripl", "thrice", "order"))
 DIGITS_WITH_UNIT = re.compile(rf"(?P<n>{DIGITS.pattern}){UNIT_AFTER.pattern}", re.I)
 TIME_UNITS = {"ns": "ns", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us", "ms": "ms", "msec": "ms"}
