@@ -827,6 +827,7 @@ def test_the_depth_only_walk_judges_depth_as_the_full_walk_does():
 
 def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mined_roots, tmp_path, monkeypatch):
     import shutil
+
     from optrace.gates.store.store import MAX_RECORD_BYTES
     from optrace.gates.validate import CACHE_KEY_ENV, TracePaths, validate_trace
 

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import jsonschema
 import yaml
 
+from optrace import DEFAULT_TARGETS, SCHEMAS
+from optrace.errors import InputError
+
 # libyaml when present: the table is read by every ingest job
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-from optrace import DEFAULT_TARGETS, SCHEMAS
-from optrace.errors import InputError
 
 TARGETS_SCHEMA = SCHEMAS / "targets.schema.yaml"
 

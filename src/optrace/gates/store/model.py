@@ -8,9 +8,10 @@ becomes a FAIL message, never a traceback.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 from optrace.scrub.leak_patterns import Denylist, code_language, prose_spans
 

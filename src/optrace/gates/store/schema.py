@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from optrace import SCHEMAS
@@ -12,7 +12,7 @@ from optrace.gates.store.model import Gate, RecordView
 CONTRACT = SCHEMAS / "clean-1.3.schema.json"
 
 
-@lru_cache(maxsize=None)
+@cache
 def contract_errors():
     return compile_file(CONTRACT)
 

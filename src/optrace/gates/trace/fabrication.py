@@ -54,10 +54,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from functools import cached_property, lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.store.schema import CONTRACT
@@ -85,15 +86,94 @@ CONDITION = ("payload", "established_fact", "condition")
 WORD = re.compile(r"[a-z]{4,}")
 # Grammar, not content: the words that join a cause to its effect carry no claim of their own.
 GRAMMAR = frozenset(
-    """because since which that this these those when where while with without from into onto
-than then there their they them each only also more less most much many some such over under both does done
-would could should cannot have having been being were what whose other same very thus hence therefore cause
-causes caused result results resulting leads lead leading makes make made reason through across after before
-about between within here just even still already once every first second""".split()
+    [
+        "because",
+        "since",
+        "which",
+        "that",
+        "this",
+        "these",
+        "those",
+        "when",
+        "where",
+        "while",
+        "with",
+        "without",
+        "from",
+        "into",
+        "onto",
+        "than",
+        "then",
+        "there",
+        "their",
+        "they",
+        "them",
+        "each",
+        "only",
+        "also",
+        "more",
+        "less",
+        "most",
+        "much",
+        "many",
+        "some",
+        "such",
+        "over",
+        "under",
+        "both",
+        "does",
+        "done",
+        "would",
+        "could",
+        "should",
+        "cannot",
+        "have",
+        "having",
+        "been",
+        "being",
+        "were",
+        "what",
+        "whose",
+        "other",
+        "same",
+        "very",
+        "thus",
+        "hence",
+        "therefore",
+        "cause",
+        "causes",
+        "caused",
+        "result",
+        "results",
+        "resulting",
+        "leads",
+        "lead",
+        "leading",
+        "makes",
+        "make",
+        "made",
+        "reason",
+        "through",
+        "across",
+        "after",
+        "before",
+        "about",
+        "between",
+        "within",
+        "here",
+        "just",
+        "even",
+        "still",
+        "already",
+        "once",
+        "every",
+        "first",
+        "second",
+    ]
 ) | frozenset(
     # the imperative of a lesson ("do not retry this lever while the cause above holds; keep the kernel
     # without it; try instead ..."): advice, which names no mechanism and states no fact of its own
-    "retry keep above holds instead avoid".split()
+    ["retry", "keep", "above", "holds", "instead", "avoid"]
 )
 EFFECT_NUMBERS = ("new_geomean_us", "parent_geomean_us", "baseline_geomean_us", "delta_pct")
 

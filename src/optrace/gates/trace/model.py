@@ -7,9 +7,10 @@ gets the record's `Evidence`: its packet (None when no packet targets the record
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from optrace import SCHEMAS
 from optrace.gates.store.model import RecordView, obj
@@ -40,7 +41,7 @@ class Packet:
     code_file: str | None = None
 
     @classmethod
-    def from_bytes(cls, seg_id: str, data: bytes, code: bytes | None, code_file: str | None) -> "Packet":
+    def from_bytes(cls, seg_id: str, data: bytes, code: bytes | None, code_file: str | None) -> Packet:
         """ValueError when data is not a packet's JSON (no string-length limit: packets quote prose)."""
         parsed, error = parse_json_bytes(data, max_string=None)
         if error is not None:
