@@ -807,6 +807,24 @@ def test_any_bytes_give_a_schema_fail_naming_the_file(benches, name, data):
     assert all(m.startswith(rel) for m in judged.verdicts["schema"])
 
 
+def test_the_depth_only_walk_judges_depth_as_the_full_walk_does():
+    # shape_problem visits only containers when there is no string limit and no surrogate to look for
+    from optrace.gates.store.store import MAX_DEPTH, shape_problem
+
+    def nest(depth, inner):
+        value = inner
+        for i in range(depth - 1):
+            value = {"a": value} if i % 2 else [value]
+        return value
+
+    for depth in range(MAX_DEPTH - 2, MAX_DEPTH + 3):
+        for inner in ("x", 1, None, [], {}, [1], {"k": "v"}):
+            value = [1, "s", nest(depth, inner), {"b": []}]
+            full = shape_problem(value, max_string=10**9, surrogates=True)  # every node visited
+            assert shape_problem(value, max_string=None, surrogates=False) == full, (depth, inner)
+    assert shape_problem("top", max_string=None, surrogates=False) is None
+
+
 def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mined_roots, tmp_path, monkeypatch):
     import shutil
 

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import random
+import re
 from decimal import Decimal
 
 import pytest
 
-from optrace.gates.trace import ALL_GATES, LiveStore, Packet, TraceContext, finish, judge
+from optrace.gates.trace import ALL_GATES, LiveStore, Packet, TraceContext, finish, judge, layout, numbers
 from optrace.gates.trace.fabrication import Pool, tokens
 from optrace.gates.trace.injection import mine_example, validate_records, workbench
 from optrace.gates.trace.layout import staged_path, store_path
@@ -112,6 +114,83 @@ def test_an_abbreviated_commit_breaks_the_profile_and_provenance(bench):
 def test_layout_keeps_what_the_partition_decided(bench, change, field):
     found = failing_after(bench, seg("strategy-b1be26"), record_edit(change))
     assert list(found) == ["layout"] and f": {field}: " in found["layout"][0]
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """The top-level `|` alternatives of a regular expression's text."""
+    out, depth, start, escaped = [], 0, 0, False
+    for i, ch in enumerate(pattern):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+    return out + [pattern[start:]]
+
+
+def test_the_name_scan_skips_only_positions_no_name_can_start_at():
+    # HARDWARE_WORDS_LOWER passes over a boundary not followed by a letter: right only while every name
+    # starts with a letter, and it must find exactly what the plain pattern finds
+    for alternative in (a for names in layout.NAMES for a in _alternatives(names)):
+        assert re.match(r"[a-z]|\[[a-z]+\]", alternative), alternative
+    plain = re.compile(layout.HARDWARE_WORDS.pattern)
+    parts = [
+        "h100",
+        "a800",
+        "b200",
+        "gb200",
+        "rtx 4090",
+        "rtx4090ti",
+        "mi300x",
+        "t4",
+        "p100",
+        "hopper",
+        "blackwell-ultra",
+        "ada",
+        "sm_90a",
+        "sm90",
+        "gfx942",
+        "compute_90",
+        "bf16",
+        "fp8",
+        "e4m3",
+        "float8_e4m3fn",
+        "nvfp4",
+        "mxfp4",
+        "cutlass",
+        "cute",
+        "cutedsl",
+        "triton",
+        "hip",
+        "cuda",
+        "softmax",
+        "layer_norm",
+        "rmsnorm",
+        "conv2d",
+        "top_k",
+        "all_reduce",
+        "x",
+        "_",
+        "-",
+        "9",
+        ".",
+        "  ",
+        "\n",
+        "(",
+        "gemm",
+        "tensor",
+        "done",
+    ]
+    for text in _mixed_texts(parts, 4000, seed=5):
+        assert [m.span() for m in layout.HARDWARE_WORDS_LOWER.finditer(text)] == [
+            m.span() for m in plain.finditer(text)
+        ]
 
 
 def test_a_record_filed_under_another_trace_fails_layout(bench):
@@ -278,6 +357,84 @@ def test_number_tokens_read_every_written_form(text, expected):
     assert sorted(tokens(text)) == sorted(expected)
 
 
+def _mixed_texts(alphabet: list[str], n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 14))) for _ in range(n)]
+
+
+def test_the_fast_word_scan_finds_exactly_what_the_pattern_finds():
+    # word_matches tries a number/factor word only where one starts a word; it must find every match
+    # pattern.finditer finds, in every case, separator and glued position (and fall back off ASCII)
+    parts = [
+        "one",
+        "One",
+        "ONE",
+        "two",
+        "twenty",
+        "thirty-eight",
+        "hundred and five",
+        "half the",
+        "Twice",
+        "double",
+        "doubled",
+        "halving",
+        "thrice",
+        "orders of magnitude",
+        "an order of magnitude",
+        "order",
+        "tensor",
+        "done",
+        "stone",
+        "x2",
+        "_one",
+        "one_",
+        "quarter",
+        "dozen",
+        "zero",
+        "ten",
+        "often",
+        "ſix",
+        "Ｏne",
+        "4x",
+        "times",
+        "%",
+        "percent",
+        " ",
+        "-",
+        "_",
+        "1",
+        "a",
+        ".",
+        "\n",
+    ]
+    for text in _mixed_texts(parts, 4000, seed=7):
+        for pattern, starts in (
+            (numbers.NUMBER_WORDS, numbers.NUMBER_WORD_STARTS),
+            (numbers.FACTOR_WORDS, numbers.FACTOR_WORD_STARTS),
+        ):
+            want = [(m.span(), m.groupdict()) for m in pattern.finditer(text)]
+            assert [(m.span(), m.groupdict()) for m in numbers.word_matches(pattern, starts, text)] == want, text
+
+
+def test_the_digit_scan_finds_exactly_the_numbers_the_plain_pattern_finds():
+    plain = re.compile(r"(?<!\d)(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
+    with_unit = re.compile(rf"(?P<n>{plain.pattern}){numbers.UNIT_AFTER.pattern}", re.I)
+    alphabet = list("0123456789....eE+-x%  ab") + ["ms", "us", " times", "e5", "\u0661\u0662"]
+    for text in _mixed_texts(alphabet, 20000, seed=13):
+        assert [m.span() for m in numbers.DIGITS.finditer(text)] == [m.span() for m in plain.finditer(text)], text
+        assert [(m.span(), m.groupdict()) for m in numbers.DIGITS_WITH_UNIT.finditer(text)] == [
+            (m.span(), m.groupdict()) for m in with_unit.finditer(text)
+        ], text
+
+
+def test_the_look_alike_scan_changes_exactly_the_runs_of_digits_dots_and_look_alikes():
+    # LOOKALIKE_RUN matches only the runs _as_digits changes: the result must be that of every maximal run
+    every_run = re.compile(rf"[\d.{numbers._LOOKALIKE}]+")
+    alphabet = list("0123456789..oOlI\u041e\u0417\u0431 ax_-%")
+    for text in _mixed_texts(alphabet, 20000, seed=11):
+        assert numbers.LOOKALIKE_RUN.sub(numbers._as_digits, text) == every_run.sub(numbers._as_digits, text), text
+
+
 def pool_of(bench, seg_id: str) -> Pool:
     return Pool(next(p for p in bench.packets.values() if p.seg_id == seg_id))
 
@@ -311,6 +468,37 @@ def test_values_match_by_value_and_by_rounding_but_never_to_an_integer(bench):
     assert failing_after(bench, seg("strategy-b1be26"), goal_plus("About 18.5 points, 24.60 on average.")) == {}
     found = failing_after(bench, seg("strategy-b1be26"), goal_plus("About 19 points."))
     assert list(found) == ["no-fabrication"]
+
+
+def test_the_rounding_index_matches_exactly_what_rounding_each_packet_number_matches():
+    # matches() looks a value up among the packet's numbers rounded to its decimals (roundings), where
+    # the rule is: equal, or some packet number with more decimals rounds (half-up or half-even) to it
+    from optrace.gates.trace.fabrication import matches, rounds_to
+    from optrace.gates.trace.numbers import decimals
+
+    def by_rule(values, value):
+        return value in values or (
+            decimals(value) > 0 and any(decimals(v) > decimals(value) and rounds_to(v, value) for v in values)
+        )
+
+    rng = random.Random(3)
+    extremes = [Decimal("9" * 27 + ".95"), Decimal("1" * 27 + ".5"), Decimal("1e45"), Decimal("1." + "5" * 45)]
+
+    def number():
+        if rng.random() < 0.15:
+            return rng.choice(extremes)
+        return Decimal(rng.randint(0, 10 ** rng.randint(1, 6))).scaleb(-rng.choice([0, 1, 2, 3, 4, 6]))
+
+    for _ in range(600):
+        values = frozenset(number() for _ in range(rng.randint(0, 20)))
+        for _ in range(20):
+            value = number()
+            if values and rng.random() < 0.5:  # a rounding of a packet number, the case that matters
+                try:
+                    value = rng.choice(sorted(values)).quantize(Decimal(1).scaleb(-rng.randint(0, 3)))
+                except ArithmeticError:
+                    pass
+            assert matches(values, value) == by_rule(values, value), (sorted(values), value)
 
 
 def test_a_percentage_may_be_the_packets_own_improvement_rounded_never_one_the_record_derives(bench):

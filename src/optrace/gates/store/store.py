@@ -91,6 +91,8 @@ def shape_problem(
 ) -> str | None:
     """Why a parsed value is not record-shaped (too deep, a string too long, a lone surrogate), or None;
     iterative. `surrogates=False` when the source text holds no surrogate escape."""
+    if max_string is None and not surrogates:
+        return _too_deep(value, max_depth)
     not_text = _not_text if surrogates else (lambda s: False)
     stack = [(value, 1)]
     while stack:
@@ -111,6 +113,19 @@ def shape_problem(
                 return f"a string of {len(node)} characters, over the {max_string}-character limit"
             if not_text(node):
                 return "a string holds a lone surrogate (\\ud800-\\udfff), which is not text"
+    return None
+
+
+def _too_deep(value: Any, max_depth: int) -> str | None:
+    """shape_problem when only the depth is to check: containers only are visited (a container at
+    max_depth that holds anything holds it one level too deep)."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        items = node.values() if isinstance(node, dict) else node
+        if depth > max_depth or (depth == max_depth and items):
+            return f"nested deeper than {max_depth} levels"
+        stack.extend((item, depth + 1) for item in items if isinstance(item, (dict, list)))
     return None
 
 

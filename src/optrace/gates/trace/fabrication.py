@@ -227,7 +227,10 @@ KEY_UNITS = (("pct", "%"), ("_us", "us"), ("_ms", "ms"), ("_ns", "ns"))
 
 def key_unit(path: tuple) -> str | None:
     """The unit of a JSON number from its key (`delta_pct` -> %, `geomean_us` -> us), or None."""
-    key = next((p for p in reversed(path) if isinstance(p, str)), "")
+    return suffix_unit(next((p for p in reversed(path) if isinstance(p, str)), ""))
+
+
+def suffix_unit(key: str) -> str | None:
     return next((unit for suffix, unit in KEY_UNITS if key.endswith(suffix)), None)
 
 
@@ -258,10 +261,27 @@ def rounds_to(value: Decimal, target: Decimal) -> bool:
         return False
 
 
+@lru_cache(maxsize=1 << 12)  # keyed by the packet's numbers themselves: no state crosses packets
+def roundings(values: frozenset[Decimal], places: int) -> frozenset[Decimal]:
+    """Every value v with more decimals than `places` rounded to `places` as rounds_to rounds it: a
+    target of `places` decimals is in this set exactly when rounds_to(v, target) for some v."""
+    quantum, out = Decimal(1).scaleb(-places), set()
+    for v in values:
+        if decimals(v) <= places or not comparable(v):
+            continue
+        try:  # rounds_to tries half-up first: when that cannot be computed it is False for v
+            out.add(v.quantize(quantum, rounding=ROUND_HALF_UP))
+            out.add(v.quantize(quantum, rounding=ROUND_HALF_EVEN))
+        except ArithmeticError:
+            continue
+    return frozenset(out)
+
+
 def matches(values: frozenset[Decimal], value: Decimal) -> bool:
     if value in values:
         return True
-    return decimals(value) > 0 and any(decimals(v) > decimals(value) and rounds_to(v, value) for v in values)
+    places = decimals(value)
+    return places > 0 and comparable(value) and value in roundings(values, places)
 
 
 def magnitudes(found: set[str]) -> frozenset[Decimal]:
@@ -284,23 +304,29 @@ class Pool:
     packet: Packet
 
     @cached_property
-    def _leaves(self) -> list:
-        return leaves(self.packet.agent_facing, (), [])
-
-    @cached_property
-    def _texts(self) -> tuple[list[str], set[str]]:
-        texts, numbers = [], set()
-        for _, value in self._leaves:
-            if isinstance(value, str):
-                texts.append(value)
-            else:
-                numbers.add(repr(value))
+    def _texts(self) -> tuple[list[str], list[tuple[str, int | float]]]:
+        """Every string and object key of the agent-facing layer (the leaves `leaves` reads), and every
+        JSON number with the nearest object key above it (which says its unit); no paths are built."""
+        texts, numbers = [], []
+        stack = [("", self.packet.agent_facing)]
+        while stack:
+            key, node = stack.pop()
+            if isinstance(node, dict):
+                for k, item in node.items():
+                    texts.append(k)
+                    stack.append((k, item))
+            elif isinstance(node, list):
+                stack.extend((key, item) for item in node)
+            elif isinstance(node, str):
+                texts.append(node)
+            elif type(node) in (int, float):
+                numbers.append((key, node))
         return texts, numbers
 
     @cached_property
     def stated(self) -> frozenset[Decimal]:
-        texts, found = self._texts
-        found = set(found)
+        texts, numbers = self._texts
+        found = {repr(value) for _, value in numbers}
         for t in texts:
             found.update(tok for tok, _ in number_tokens(t))
         return magnitudes(found)
@@ -316,9 +342,13 @@ class Pool:
     def with_unit(self) -> dict[str, frozenset[Decimal]]:
         """unit -> the numbers the packet writes with that unit (text, code, keys ending pct/_us/...)."""
         found: dict[str, set[str]] = {}
-        for path, value in self._leaves:
-            for token, unit in leaf_units(path, value):
+        texts, numbers = self._texts
+        for text in texts:
+            for token, unit in unit_tokens(text):
                 found.setdefault(unit, set()).add(token)
+        for key, value in numbers:
+            if (unit := suffix_unit(key)) is not None:
+                found.setdefault(unit, set()).add(repr(value))
         for token, unit in unit_tokens(self.code):
             found.setdefault(unit, set()).add(token)
         return {unit: magnitudes(tokens) for unit, tokens in found.items()}

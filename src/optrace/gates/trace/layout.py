@@ -64,7 +64,10 @@ OPERATOR = (
     r"|rope|embedding|all_?reduce|all_?gather|cross_?entropy"
 )
 HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE}|{DSL}|{OPERATOR})\b", re.I)
-HARDWARE_WORDS_LOWER = re.compile(HARDWARE_WORDS.pattern)  # on lower-cased text: no case folding per position
+NAMES = (PRODUCT, ARCH, ISA, DTYPE, DSL, OPERATOR)  # every alternative of each starts with a letter
+# on lower-cased text: no case folding per position; and since every name starts with a letter, a word
+# boundary that ends a word (half of them) is passed over without trying each name
+HARDWARE_WORDS_LOWER = re.compile(rf"\b(?=[a-z])(?:{'|'.join(NAMES)})\b")
 # a dtype in words, as the name it stands for
 DTYPE_PHRASES = (
     (re.compile(r"\bhalf[- ]precision\b", re.I), "fp16"),
@@ -148,13 +151,19 @@ def text_facts(text: str) -> tuple[frozenset[str], frozenset[str]]:
     )
 
 
-def hardware_words(texts) -> set[str]:
-    return {w for t in texts for w in text_facts(t)[0]}
-
-
 def packet_texts(packet: Packet) -> list[str]:
     texts = [t for _, t in strings(packet.agent_facing)] + [t for _, t in strings(packet.target)]
     return texts + ([packet.code] if packet.code else [])
+
+
+def packet_facts(packet: Packet) -> tuple[set[str], set[str]]:
+    """(hardware/dtype/DSL names, scope-widening phrases) the packet's texts state."""
+    names, wide = set(), set()
+    for t in packet_texts(packet):
+        found, widening = text_facts(t)
+        names |= found
+        wide |= widening
+    return names, wide
 
 
 def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
@@ -205,17 +214,16 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
     for key, value in measured_on.items():
         if key not in MEASURED_ON_KEYS or value != wanted[key]:
             out.append(f"evidence.summary.measured_on.{key}: {value!r} is not the packet's {wanted.get(key)!r}")
-    texts = packet_texts(packet)
-    known = hardware_words(texts)
-    wide = {w for t in texts for w in text_facts(t)[1]}
+    known, wide = packet_facts(packet)
     for path, text in strings(record):
         if path in PROVENANCE_BOUND:
             continue
-        alien = sorted(hardware_words([text]) - known)
+        names, widening = text_facts(text)  # most strings name nothing: two empty sets, no set arithmetic
+        alien = sorted(names - known) if names else ()
         if alien:
             where = ".".join(map(str, path)) or "<top>"
             out.append(f"{where}: names {', '.join(alien)}, which the packet never names")
-        widened = text_facts(text)[1] - wide
+        widened = widening - wide if widening else ()
         if widened and path[:2] != ("evidence", "raw"):
             out.append(
                 f"{'.'.join(map(str, path)) or '<top>'}: {sorted(widened)[0]!r} claims a scope wider than "

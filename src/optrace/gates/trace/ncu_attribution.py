@@ -107,6 +107,15 @@ def strings(value, path: tuple = ()):
             yield where, node
 
 
+def profiler_hit(text: str) -> re.Match | None:
+    """PROFILER_TEXT in the text as written, else as a reader sees it (folded: the same text when ASCII,
+    which then needs no second scan)."""
+    m = PROFILER_TEXT.search(text)
+    if m is None and (seen := folded(text)) is not text:
+        m = PROFILER_TEXT.search(seen)
+    return m
+
+
 def without_capture(record: dict) -> list[str]:
     summary, signals = obj(record, "evidence", "summary"), obj(record, "retrieval", "signals")
     be = obj(summary, "bottleneck_evidence")
@@ -135,10 +144,10 @@ def without_capture(record: dict) -> list[str]:
         out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
     judged = [(path, text) for path, text in strings(record) if path[:3] != ("evidence", "raw", "git_commit")]
     joined = "\0".join(text for _, text in judged)  # NUL is a boundary no part of PROFILER_TEXT matches
-    if not (PROFILER_TEXT.search(joined) or PROFILER_TEXT.search(folded(joined))):
+    if not profiler_hit(joined):
         judged = []  # one scan says no string has a hit; only a hit needs the per-string scan that says where
     for path, text in judged:
-        m = PROFILER_TEXT.search(text) or PROFILER_TEXT.search(folded(text))
+        m = profiler_hit(text)
         if m:
             out.append(
                 f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
