@@ -23,6 +23,7 @@ import re
 import stat
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -94,16 +95,42 @@ def clean_git_error(where, stderr: bytes | str | None, what: str) -> InputError:
     return InputError(where, f"{what} ({last[:MAX_GITERR_CHARS]})")
 
 
+class GitRun:
+    """One git command whose output a thread collects, so the caller can work while git does (a
+    trace's whole history is one `git log`, the largest share of ingest's wall time)."""
+
+    def __init__(self, where, gitdir: Path, *args: str, what: str):
+        argv, env, cwd = git_command(gitdir, *args)
+        self.where, self.what = where, what
+        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
+        self._result: tuple[bytes, bytes] = (b"", b"")
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        self._result = self.proc.communicate()
+
+    def output(self) -> bytes:
+        """git's stdout once it has exited; a failure or a timeout is an InputError."""
+        self._thread.join(GIT_TIMEOUT_S)
+        if self._thread.is_alive():
+            self.stop()
+            raise InputError(self.where, f"{self.what}: git did not finish in {GIT_TIMEOUT_S} s")
+        out, err = self._result
+        if self.proc.returncode != 0:
+            raise clean_git_error(self.where, err, self.what)
+        return out
+
+    def stop(self) -> None:
+        """End git if it still runs (the caller failed before it needed the output)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self._thread.join()
+
+
 def run_git(where, gitdir: Path, *args: str, what: str) -> bytes:
-    argv, env, cwd = git_command(gitdir, *args)
-    try:
-        done = subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=GIT_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        raise InputError(where, f"{what}: git did not finish in {GIT_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        raise clean_git_error(where, done.stderr, what)
-    return done.stdout
+    return GitRun(where, gitdir, *args, what=what).output()
 
 
 @dataclass(frozen=True)
@@ -351,14 +378,20 @@ class History:
     def __init__(self, where, shadow: Path, head: str | None):
         self.where, self.shadow, self.head = where, shadow, head
         self._blobs: BlobReader | None = None
+        self._log: GitRun | None = None
+
+    def start_log(self) -> None:
+        """Start the first-parent `git log` in the background; `commits()` waits for it."""
+        if self.head is not None and self._log is None:
+            self._log = GitRun(self.where, self.shadow, "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev",
+                               "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap", "-z",
+                               f"--format={_LOG_FORMAT}", "HEAD", what="git log failed (a corrupt or incomplete repository)")
 
     def commits(self) -> list[Commit]:
         if self.head is None:  # no commits yet (unborn HEAD)
             return []
-        raw = run_git(self.where, self.shadow, "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev",
-                      "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap", "-z",
-                      f"--format={_LOG_FORMAT}", "HEAD", what="git log failed (a corrupt or incomplete repository)")
-        return parse_log(raw)
+        self.start_log()
+        return parse_log(self._log.output())
 
     def read_blob(self, blob: str, cap: int | None = None) -> bytes | None:
         if self._blobs is None:
@@ -381,6 +414,8 @@ class History:
         return tree
 
     def close(self) -> None:
+        if self._log is not None:
+            self._log.stop()
         if self._blobs is not None:
             self._blobs.close()
 

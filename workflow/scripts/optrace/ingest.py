@@ -263,14 +263,15 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
     with open_trace(trace_path, scratch) as trace:
         # a directory name holding a denylisted term never names the operator (nor, through it, an id)
         name, _ = safe_label(trace.name, str(trace_path), denylist_pattern(denylist), label)
-        commits = trace.history.commits()
-        if not commits:
-            raise InputError(trace_path, "the repository has no commits")
-        hist = classify_commits(commits)
+        trace.history.start_log()  # git walks the history while the trace's files are read
         memory = scan_memory(trace.files)
         meta_in = read_metadata(trace.files, trace.name)
         captures = scan_profiles(trace.files, non_target)
         autotune = ingest_autotune(trace.files)
+        commits = trace.history.commits()
+        if not commits:
+            raise InputError(trace_path, "the repository has no commits")
+        hist = classify_commits(commits)
         blobs = {c.kernel_blob for c in commits if c.kernel_blob}
         dsl_of_blob, unusable_kernels = read_kernels(trace.history, blobs)
         head = commits[-1]
