@@ -347,8 +347,33 @@ class BlobReader:
         try:
             self.proc.stdin.write(blob.encode("ascii") + b"\n")
             self.proc.stdin.flush()
-            header = self.proc.stdout.readline().decode("ascii", "replace").split()
         except (BrokenPipeError, OSError):
+            raise InputError(self.where, f"git cat-file stopped while reading object {blob[:12]}") from None
+        return self._answer(blob, cap)
+
+    def read_many(self, blobs: list[str], cap: int | None = None) -> Iterator[tuple[str, bytes | None]]:
+        """(blob, read(blob, cap)) for each blob in order; the requests are written by a thread, so git
+        looks up the next blob while the caller works on this one (no round trip per blob)."""
+        def ask() -> None:
+            with contextlib.suppress(OSError):  # git stopped: the reads below say so
+                self.proc.stdin.write(b"".join(b.encode("ascii") + b"\n" for b in blobs))
+                self.proc.stdin.flush()
+        writer = threading.Thread(target=ask, daemon=True)
+        writer.start()
+        answered = 0
+        try:
+            for blob in blobs:
+                yield blob, self._answer(blob, cap)
+                answered += 1
+        finally:
+            if answered < len(blobs):  # stopped early: unread answers would answer later reads, so end git
+                self.proc.kill()
+            writer.join()
+
+    def _answer(self, blob: str, cap: int | None) -> bytes | None:
+        try:
+            header = self.proc.stdout.readline().decode("ascii", "replace").split()
+        except OSError:
             raise InputError(self.where, f"git cat-file stopped while reading object {blob[:12]}") from None
         if len(header) != 3:
             raise InputError(self.where, f"object {blob[:12]} is missing from the repository")
@@ -394,9 +419,15 @@ class History:
         return parse_log(self._log.output())
 
     def read_blob(self, blob: str, cap: int | None = None) -> bytes | None:
+        return self._reader().read(blob, cap)
+
+    def read_blobs(self, blobs: list[str], cap: int | None = None) -> Iterator[tuple[str, bytes | None]]:
+        return self._reader().read_many(blobs, cap)
+
+    def _reader(self) -> BlobReader:
         if self._blobs is None:
             self._blobs = BlobReader(self.where, self.shadow)
-        return self._blobs.read(blob, cap)
+        return self._blobs
 
     def head_tree(self) -> dict[str, tuple[str, int]]:
         """HEAD's tree as path -> (blob, size), regular files only (symlinks and submodules skipped)."""
