@@ -339,6 +339,7 @@ class BlobReader:
     def __init__(self, where, gitdir: Path):
         argv, env, cwd = git_command(gitdir, "cat-file", "--batch")
         self.where = where
+        self.stopped = False
         self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL)
 
@@ -367,11 +368,14 @@ class BlobReader:
                 answered += 1
         finally:
             if answered < len(blobs):  # stopped early: unread answers would answer later reads, so end git
+                self.stopped = True
                 self.proc.kill()
             writer.join()
 
     def _answer(self, blob: str, cap: int | None) -> bytes | None:
         try:
+            if self.stopped:
+                raise OSError
             header = self.proc.stdout.readline().decode("ascii", "replace").split()
         except OSError:
             raise InputError(self.where, f"git cat-file stopped while reading object {blob[:12]}") from None
