@@ -117,7 +117,7 @@ class GitRun:
         if self._thread.is_alive():
             self.stop()
             raise InputError(self.where, f"{self.what}: git did not finish in {GIT_TIMEOUT_S} s")
-        out, err = self._result
+        (out, err), self._result = self._result, (b"", b"")  # the caller's copy is the only one
         if self.proc.returncode != 0:
             raise clean_git_error(self.where, err, self.what)
         return out
@@ -166,7 +166,10 @@ def parse_log(raw: bytes, newest_first: bool = True) -> list[Commit]:
     kernel_blob: str | None = None
     kernel_mode: str | None = None
     chunks = raw.split(b"\x1e")[1:]
-    for chunk in reversed(chunks) if newest_first else chunks:
+    if not newest_first:
+        chunks.reverse()
+    while chunks:  # popped, so each commit's text is freed as soon as it is parsed
+        chunk = chunks.pop()
         head, _, raw_part = chunk.rpartition(b"\x1f")
         sha, parents, date, subject, body = head.decode("utf-8", errors="replace").split("\x1f", 4)
         changes = _parse_raw(raw_part)
