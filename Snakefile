@@ -84,7 +84,7 @@ rule dataset:
         DATASET_TARGETS,
 
 
-# The run summary (optrace.summary): per trace and in total, what was staged, what failed and why, and
+# The run summary (optrace.run.summary): per trace and in total, what was staged, what failed and why, and
 # where the results are. `strict: true` (or the `validate` target) turns a failing record into exit 1.
 onsuccess:
     end_of_run()

@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-from optrace.storegates.specimens import anti_strategy, reference_kernel, strategy  # noqa: E402
+from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy  # noqa: E402
 
 DEFAULT_STORE = REPO.parent / "shared" / "data" / "upstream-store"
 TARGETS = {"match one": 0.15, "match --all": 5.0, "commit-all": 20.0}

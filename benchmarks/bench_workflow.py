@@ -7,7 +7,7 @@ high-water mark (VmHWM, read from /proc while it runs), not that of the jobs it 
 
 `--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the per-trace sources,
 the build, the split) and prints each dataset job's time and peak memory (from the rules' `benchmark:`
-files), then `optrace.dataset.load` over the result.
+files), then `optrace.dataset.build.load` over the result.
 
     python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
 
@@ -150,7 +150,7 @@ def dataset_only(wd: Path, cfg: str) -> None:
     for name in ("build", "split"):
         (row,) = benchmark_rows([bench / f"{name}.tsv"])
         print(f"    {name:19s}: {float(row['s']):7.2f} s  peak RSS {float(row['max_rss']):.0f} MB")
-    code = ("import resource, time, sys; t=time.perf_counter(); from optrace.dataset import load; "
+    code = ("import resource, time, sys; t=time.perf_counter(); from optrace.dataset.build import load; "
             f"f=load({str(wd / 'results' / 'dataset')!r}); "
             "print(f'{time.perf_counter()-t:.2f} {len(f)} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024:.0f}')")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

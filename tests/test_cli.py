@@ -12,10 +12,10 @@ import tomllib
 
 import pytest
 
-from conftest import ROOT
+from tests.support.paths import ROOT
 from optrace import cli
 
-PKG = ROOT / "workflow" / "scripts" / "optrace"
+PKG = ROOT / "src" / "optrace"
 # Files of a trace, and files the workflow writes: not documents, so help texts and errors may name them.
 TRACE_FILES = {"REPORT.md", "README.md"}
 OUTPUT_FILES = {m for smk in (ROOT / "workflow" / "rules").glob("*.smk") for m in re.findall(r"[\w-]+\.md", smk.read_text())}

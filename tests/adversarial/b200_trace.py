@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from optrace.tracebuild import CommitSpec, build_trace
+from optrace.example.repo_builder import CommitSpec, build_trace
 
 NAME = "kernel_opt_012_gemm_bf16_cuda_b200"
 SHAPES = ["3f0c9a12-77d1-4c1e-9b0a-2d4e6f8a1c3b", "a81e2b44-0c5d-4f6e-8a7b-9c0d1e2f3a4b", "5d6e7f80-1a2b-4c3d-8e9f-0a1b2c3d4e5f"]

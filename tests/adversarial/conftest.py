@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fib_trace import NAME, build_fib_trace  # noqa: E402
+from tests.adversarial.fib_trace import NAME, build_fib_trace  # noqa: E402
 from optrace.cli import main as optrace  # noqa: E402
-from optrace.tracegates.injection import mine_example, workbench  # noqa: E402
+from optrace.gates.trace.injection import mine_example, workbench  # noqa: E402
+from tests.support.paths import SHARED_DATA
 
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def mine(trace: Path, root: Path, slug: str) -> Path:

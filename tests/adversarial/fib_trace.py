@@ -11,7 +11,7 @@ import csv
 import json
 from pathlib import Path
 
-from optrace.tracebuild import CommitSpec, build_trace
+from optrace.example.repo_builder import CommitSpec, build_trace
 
 SAMPLES = "samples"
 RUN = "fib_kgen_run_20260316_172250"

@@ -14,10 +14,10 @@ from decimal import Decimal
 
 import pytest
 
-from optrace.storegates.store import parse_json_bytes
-from optrace.tracegates import LiveStore, judge
-from optrace.tracegates.fabrication import Pool
-from optrace.tracegates.injection import validate_records
+from optrace.gates.store.store import parse_json_bytes
+from optrace.gates.trace import LiveStore, judge
+from optrace.gates.trace.fabrication import Pool
+from optrace.gates.trace.injection import validate_records
 
 TRACES = ("example", "fib")
 CRASH = re.compile(r"could not read this record")
@@ -100,8 +100,8 @@ def first_word_number(bench, i):
 
 
 def no_capture(bench, rel, rec):
-    from optrace.tracegates.model import Evidence
-    from optrace.tracegates.ncu_attribution import has_usable_capture
+    from optrace.gates.trace.model import Evidence
+    from optrace.gates.trace.ncu_attribution import has_usable_capture
     return not has_usable_capture(Evidence(bench.packet_at(rel), bench.trace))
 
 
@@ -388,8 +388,8 @@ def test_any_bytes_give_a_schema_fail_naming_the_file(benches, name, data):
 
 def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mined_roots, tmp_path, monkeypatch):
     import shutil
-    from optrace.storegates.store import MAX_RECORD_BYTES
-    from optrace.validate import CACHE_KEY_ENV, TracePaths, validate_trace
+    from optrace.gates.store.store import MAX_RECORD_BYTES
+    from optrace.gates.validate import CACHE_KEY_ENV, TracePaths, validate_trace
     monkeypatch.setenv(CACHE_KEY_ENV, str(tmp_path / "key"))
     bench = benches["example"]
     root = tmp_path / "results"

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from optrace.storegates.store import parse_json_bytes
-from optrace.tracegates import LiveStore
-from optrace.tracegates.fabrication import Pool
-from optrace.tracegates.injection import validate_records, workbench
+from optrace.gates.store.store import parse_json_bytes
+from optrace.gates.trace import LiveStore
+from optrace.gates.trace.fabrication import Pool
+from optrace.gates.trace.injection import validate_records, workbench
 
 from .b200_trace import NAME as B200_NAME, build_b200_trace
 from .conftest import mine
@@ -233,7 +233,7 @@ def test_a_benign_rewrite_passes_the_redteam_rules(all_benches, trace, name, rty
     ("4\u200b7 4\u00a0096", ["47", "4096"]),  # invisible characters and digit-group spaces join
 ])
 def test_the_reader_sees_what_a_person_sees(text, read):
-    from optrace.tracegates.numbers import number_tokens
+    from optrace.gates.trace.numbers import number_tokens
     assert [t for t, _ in number_tokens(text)] == read
 
 
@@ -281,7 +281,7 @@ def test_a_fifo_or_link_in_distilled_fails_by_name_without_hanging(benches, mine
 
 
 def test_stage_reads_no_fifo_swapped_in_after_validation(tmp_path):
-    from optrace.stage import validated_record
+    from optrace.publish.staging import validated_record
     (tmp_path / "distilled").mkdir()
     os.mkfifo(tmp_path / "distilled" / "r.json")
     assert validated_record(tmp_path, "distilled/r.json", "0" * 64) is None  # returns at once: no writer needed

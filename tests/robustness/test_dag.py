@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-import tracekit
-from conftest import copy_workflow
-from conftest import run_snakemake as snakemake
-from test_staleness import AGGREGATES, chain, planned
+from tests.support import tracekit
+from tests.support.workflow import copy_workflow
+from tests.support.workflow import run_snakemake as snakemake
+from tests.workflow.test_staleness import AGGREGATES, chain, planned
 
 pytestmark = pytest.mark.workflow
 GOOD = {"031-ok-a", "032-ok-b", "037-x"}
@@ -52,7 +52,7 @@ def mixed(tmp_path_factory):
     tracekit.skill_era(t / "kernel_opt_035_fifo")
     (t / "kernel_opt_035_fifo" / ".git" / "HEAD").unlink()
     os.mkfifo(t / "kernel_opt_035_fifo" / ".git" / "HEAD")
-    from optrace.tracebuild import CommitSpec, build_trace
+    from optrace.example.repo_builder import CommitSpec, build_trace
     build_trace(t / "kernel_opt_036_nogpu", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0)})])
     tracekit.long_horizon_era(t / f"kernel_opt_037_{TERM}_x")
     (t / "kernel_opt_038_junk.bundle").write_bytes(b"# v2 git bundle\n\x00\xff junk")
@@ -131,8 +131,8 @@ def test_fixing_one_trace_reruns_only_its_chain_and_a_half_written_record_is_jud
 FAKE_AGENT = '''
 import json, os, sys, time
 from pathlib import Path
-from optrace.distill import dumps_record
-from optrace.drafter import draft_record, read_code
+from optrace.distill.distill import dumps_record
+from optrace.distill.drafter import draft_record, read_code
 packet_path, out = Path(sys.argv[1]), Path(sys.argv[2])
 hang, reached = Path(sys.argv[3]), Path(sys.argv[4])
 if hang.exists() and len(list(out.parent.glob("*.json"))) >= 2:
@@ -182,7 +182,7 @@ def test_killed_distill_resumes_without_unlock_and_equals_a_clean_run(tmp_path, 
     assert reached.exists(), proc.communicate()[0][-2000:]
     agent = int(reached.read_text())
     if killed == "job":
-        job = _ancestor_running(agent, "optrace.pertrace")
+        job = _ancestor_running(agent, "optrace.run.pertrace")
         os.kill(job, signal.SIGKILL)
         os.kill(agent, signal.SIGKILL)
     else:

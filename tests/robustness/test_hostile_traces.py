@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-import tracekit
-from optrace.sheet import fingerprint
-from optrace.tracebuild import CommitSpec, build_trace, make_bundle
+from tests.support import tracekit
+from optrace.run.sheet import fingerprint
+from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
 
 CANARY = "SECRET-CANARY-7f3a"
 TIMEOUT = 30
@@ -561,7 +561,7 @@ def test_the_config_attack_is_real_without_the_shadow_directory(tmp_path):
 # ---- the sheet: trace names and paths (before any job runs) -----------------------------------------
 
 def test_denylisted_trace_name_is_slugged_from_label_or_hash(tmp_path):
-    from optrace.sheet import entry_for_path, read_sheet, select_traces
+    from optrace.run.sheet import entry_for_path, read_sheet, select_traces
 
     sheet = tmp_path / "traces.tsv"
     sheet.write_text(f"label\tpath\nkernel_opt_050_fine\t{tmp_path}/kernel_opt_050_AcmeCorpx\nAcmeCorp_run\t{tmp_path}/x\n")
@@ -616,7 +616,7 @@ def test_optrace_sheet_ok_exits_zero(tmp_path):
 
 def test_missing_sheet_path_ends_planning_in_one_line(tmp_path):
     from optrace.errors import InputError
-    from optrace.sheet import select_traces
+    from optrace.run.sheet import select_traces
 
     sheet = tmp_path / "traces.tsv"
     sheet.write_text(f"label\tpath\nkernel_opt_063_gone\t{tmp_path}/gone\n")

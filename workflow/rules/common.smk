@@ -9,12 +9,13 @@ from snakemake.utils import validate
 
 import yaml
 
-from optrace import codedigest
-from optrace.configcheck import coerce_numbers, config_problem, trace_problem
+from optrace import DEFAULT_TARGETS, PACKAGE_DIR, SCHEMAS
+from optrace.cli import MODULES
 from optrace.errors import InputError
-from optrace import runlock
-from optrace.example_trace import EXAMPLE_DIR, example_name, source_digest
-from optrace.sheet import fingerprint, select_traces
+from optrace.example.embedded import EXAMPLE_DIR, example_name, source_digest
+from optrace.run import codedigest, runlock
+from optrace.run.configcheck import coerce_numbers, config_problem, trace_problem
+from optrace.run.sheet import fingerprint, select_traces
 
 
 def stop(message):
@@ -23,21 +24,26 @@ def stop(message):
     raise SystemExit(1)
 
 
-with open(Path(workflow.basedir) / "schemas" / "config.schema.yaml") as fh:
+with open(SCHEMAS / "config.schema.yaml") as fh:
     CONFIG_SCHEMA = yaml.safe_load(fh)
 config.update(coerce_numbers(dict(config), CONFIG_SCHEMA))
 if problem := config_problem(config, CONFIG_SCHEMA):
     stop(problem)
-validate(config, "../../schemas/config.schema.yaml")  # fills the defaults
+validate(config, str(SCHEMAS / "config.schema.yaml"))  # fills the defaults
 if config["trace"] and (problem := trace_problem(config["trace"])):
     stop(f"config: `trace`: {config['trace']}: {problem}")
 
 RESULTS = config["results"].rstrip("/")
 PY = sys.executable
-PKG = Path(workflow.basedir) / "workflow" / "scripts" / "optrace"
+# The source the code digests read: a checkout's own src/ (what its editable install runs), else the
+# installed package.
+PKG = Path(workflow.basedir) / "src" / "optrace"
+if not PKG.is_dir():
+    PKG = PACKAGE_DIR
+TARGETS = config["targets"] or str(DEFAULT_TARGETS)
 
 # A controller killed with SIGKILL leaves Snakemake's locks behind; clear them only when this host
-# knows their owner is dead (optrace.runlock), so resuming needs no --unlock. Job steps on a cluster
+# knows their owner is dead (optrace.run.runlock), so resuming needs no --unlock. Job steps on a cluster
 # parse this file too: only the main process takes part.
 CONTROLLER = None
 if workflow.is_main_process:
@@ -65,14 +71,15 @@ wildcard_constraints:
     slug="[a-z0-9][a-z0-9.-]*",
 
 
-def code_digest(stage):
-    """Digest of the package modules a stage runs (its import closure, plus the CLI that starts it):
-    editing one re-runs exactly the stages that use it, and their dependants."""
-    return f"{codedigest.digest(PKG, stage)}-{codedigest.digest(PKG, '__main__')}"
+def code_digest(command):
+    """Digest of the package modules an `optrace` command runs (its import closure, plus the CLI that
+    starts it): editing one re-runs exactly the stages that use it, and their dependants."""
+    entry = MODULES[command].partition(".")[2]
+    return f"{codedigest.digest(PKG, entry)}-{codedigest.digest(PKG, '__main__')}"
 
 
 def guard_args(wildcards, output):
-    """Arguments of optrace.pertrace, which runs every per-trace stage: a trace that fails writes
+    """Arguments of optrace.run.pertrace, which runs every per-trace stage: a trace that fails writes
     placeholders carrying its one-line reason, so the aggregates still run for the others."""
     outs = " ".join(shell_quote(o) for o in output)
     meta = shell_quote(f"{RESULTS}/work/{wildcards.slug}/meta.json")
@@ -101,7 +108,7 @@ def trace_fingerprint(wildcards):
     """Once per trace and run: ingest's and packets' params share it (it stats every file of memory/)."""
     t = TRACES[wildcards.slug]
     if t.slug not in _FINGERPRINTS:
-        # the example is rebuilt from resources/, so its sources identify it before it exists
+        # the example is rebuilt from its package sources, so its sources identify it before it exists
         _FINGERPRINTS[t.slug] = source_digest() if t.example else fingerprint(t.path)
     return _FINGERPRINTS[t.slug]
 
@@ -149,9 +156,9 @@ def denylist_digest():
 
 
 def run_summary(run_failed):
-    """Print the run summary (optrace.summary) and return the exit status it asks for. Never raises:
+    """Print the run summary (optrace.run.summary) and return the exit status it asks for. Never raises:
     a summary that cannot be made must not hide how the run itself ended."""
-    from optrace import summary
+    from optrace.run import summary
 
     validate_target = "validate" in (getattr(workflow.dag_settings, "targets", None) or ())
     exits_because = "strict: true" if config["strict"] else "`snakemake validate`" if validate_target else ""
@@ -173,7 +180,7 @@ def run_summary(run_failed):
 
 
 def end_of_run():
-    """The run is over: forget this controller (optrace.runlock) and stop rescheduling."""
+    """The run is over: forget this controller (optrace.run.runlock) and stop rescheduling."""
     if CONTROLLER is not None:
         runlock.unregister(CONTROLLER)
     stop_rescheduling()

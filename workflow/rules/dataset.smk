@@ -21,7 +21,7 @@ rule dataset_sources:
     benchmark:
         f"{RESULTS}/benchmarks/dataset/sources/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.run.pertrace {params.guard} -- dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
         "--denylist-env {params.denylist_env} > {log} 2>&1"
 
 
@@ -31,7 +31,7 @@ rule dataset_build:
         meta=per_trace(rules.ingest_trace.output.meta),
         autotune=per_trace(rules.ingest_trace.output.autotune),
         sources=per_trace(rules.dataset_sources.output.sources),
-        targets=config["targets"],
+        targets=TARGETS,
     output:
         measurements=f"{RESULTS}/dataset/measurements.parquet",
         autotune=f"{RESULTS}/dataset/autotune.parquet",

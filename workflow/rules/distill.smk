@@ -22,6 +22,6 @@ rule distill_trace:
     benchmark:
         f"{RESULTS}/benchmarks/distill/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- distill --packets {RESULTS}/packets/{wildcards.slug} --out {RESULTS} "
+        "{PY} -m optrace.run.pertrace {params.guard} -- distill --packets {RESULTS}/packets/{wildcards.slug} --out {RESULTS} "
         "--report {output.report} --mode {params.mode} --command={params.command:q} "
         "--batch-size {params.batch_size} --jobs {threads} > {log} 2>&1"

@@ -5,7 +5,7 @@ rule example_trace:
         trace=directory(EXAMPLE_PATH),
     params:
         sources=source_digest(),
-        code=code_digest("example_trace"),
+        code=code_digest("example-trace"),
     log:
         f"{RESULTS}/logs/example_trace.log",
     benchmark:
@@ -17,7 +17,7 @@ rule example_trace:
 rule ingest_trace:
     input:
         unpack(trace_inputs),
-        targets=config["targets"],
+        targets=TARGETS,
     output:
         versions=f"{RESULTS}/work/{{slug}}/versions.jsonl",
         profiles=f"{RESULTS}/work/{{slug}}/profiles.jsonl",
@@ -37,7 +37,7 @@ rule ingest_trace:
     benchmark:
         f"{RESULTS}/benchmarks/ingest/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- ingest {params.trace:q} --out-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.run.pertrace {params.guard} -- ingest {params.trace:q} --out-dir {RESULTS}/work/{wildcards.slug} "
         "--targets {input.targets:q} --non-target-kernels {params.non_target:q} {params.args} "
         "--denylist-env {params.denylist_env} "
         "> {log} 2>&1"

@@ -19,6 +19,6 @@ rule packets_trace:
     benchmark:
         f"{RESULTS}/benchmarks/packets/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- packets {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.run.pertrace {params.guard} -- packets {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/packets/{wildcards.slug} --slug {wildcards.slug} "
         "--denylist-env {params.denylist_env} > {log} 2>&1"

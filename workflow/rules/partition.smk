@@ -18,5 +18,5 @@ rule partition_trace:
     benchmark:
         f"{RESULTS}/benchmarks/partition/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- partition --work-dir {RESULTS}/work/{wildcards.slug} --report {output.report} "
+        "{PY} -m optrace.run.pertrace {params.guard} -- partition --work-dir {RESULTS}/work/{wildcards.slug} --report {output.report} "
         "{params.ladder} --denylist-env {params.denylist_env} > {log} 2>&1"

@@ -22,6 +22,6 @@ rule recon_trace:
     benchmark:
         f"{RESULTS}/benchmarks/recon/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- recon --work-dir {RESULTS}/work/{wildcards.slug} "
+        "{PY} -m optrace.run.pertrace {params.guard} -- recon --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "
         "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"

@@ -33,7 +33,7 @@ rule validate_trace:
         distill=rules.distill_trace.output.report,
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
-        profile="schemas/opt-trace-1.0.schema.json",
+        profile=str(SCHEMAS / "opt-trace-1.0.schema.json"),
     output:
         report=f"{RESULTS}/staging/reports/{{slug}}/validation.json",
     params:
@@ -48,7 +48,7 @@ rule validate_trace:
     benchmark:
         f"{RESULTS}/benchmarks/validate/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- validate trace --results {RESULTS} --slug {wildcards.slug} --profile {input.profile:q} "
+        "{PY} -m optrace.run.pertrace {params.guard} -- validate trace --results {RESULTS} --slug {wildcards.slug} --profile {input.profile:q} "
         "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
 
 
