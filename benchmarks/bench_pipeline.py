@@ -20,8 +20,10 @@ from pathlib import Path
 
 
 # reference implementation, seconds (anchor-pipeline.md §9)
-REFERENCE = {300: {"ingest": 1.98, "recon": 0.15, "partition": 0.20, "packets": 2.04},
-             3000: {"ingest": 40.7, "recon": 0.66, "partition": 0.78, "packets": 19.3}}
+REFERENCE = {
+    300: {"ingest": 1.98, "recon": 0.15, "partition": 0.20, "packets": 2.04},
+    3000: {"ingest": 40.7, "recon": 0.66, "partition": 0.78, "packets": 19.3},
+}
 
 
 # Children may write bytecode caches as any installed copy does (this sandbox sets PYTHONDONTWRITEBYTECODE,
@@ -53,11 +55,33 @@ def run_timed(cmd: list[str]) -> tuple[float, float]:
 def git_floor(trace: Path) -> float:
     cfg = ["-c", "core.deltaBaseCacheLimit=8m"]  # as ingest runs git
     t0 = time.perf_counter()
-    log = subprocess.run(["git", *cfg, "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev", "-z",
-                          "--format=%x1e%H%x1f%P%x1f%aI%x1f%s%x1f%b%x1f", "HEAD"], cwd=trace, capture_output=True, check=True).stdout
-    blobs = sorted({f.split()[3] for f in log.decode(errors="replace").split("\0") if f.startswith(":") and len(f.split()) >= 5})
-    subprocess.run(["git", *cfg, "cat-file", "--batch"], cwd=trace, input="\n".join(blobs).encode() + b"\n",
-                   capture_output=True, check=True)
+    log = subprocess.run(
+        [
+            "git",
+            *cfg,
+            "log",
+            "--first-parent",
+            "--no-renames",
+            "--raw",
+            "--no-abbrev",
+            "-z",
+            "--format=%x1e%H%x1f%P%x1f%aI%x1f%s%x1f%b%x1f",
+            "HEAD",
+        ],
+        cwd=trace,
+        capture_output=True,
+        check=True,
+    ).stdout
+    blobs = sorted(
+        {f.split()[3] for f in log.decode(errors="replace").split("\0") if f.startswith(":") and len(f.split()) >= 5}
+    )
+    subprocess.run(
+        ["git", *cfg, "cat-file", "--batch"],
+        cwd=trace,
+        input="\n".join(blobs).encode() + b"\n",
+        capture_output=True,
+        check=True,
+    )
     return time.perf_counter() - t0
 
 
@@ -67,7 +91,17 @@ def stages(trace: Path, work: Path, tmp: Path) -> dict[str, list[str]]:
         "ingest": [*py, "ingest", str(trace), "--out-dir", str(work)],
         "recon": [*py, "recon", "--work-dir", str(work), "--out-dir", str(tmp / "reports")],
         "partition": [*py, "partition", "--work-dir", str(work), "--report", str(tmp / "partition.md")],
-        "packets": [*py, "packets", str(trace), "--work-dir", str(work), "--out-dir", str(tmp / "packets"), "--slug", "bench"],
+        "packets": [
+            *py,
+            "packets",
+            str(trace),
+            "--work-dir",
+            str(work),
+            "--out-dir",
+            str(tmp / "packets"),
+            "--slug",
+            "bench",
+        ],
     }
 
 

@@ -12,8 +12,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_check_store.py", "bench_gate.py", "bench_pipeline.py", "bench_validate.py", "bench_workflow.py",
-           "bench_startup.py"]
+SCRIPTS = [
+    "bench_check_store.py",
+    "bench_gate.py",
+    "bench_pipeline.py",
+    "bench_validate.py",
+    "bench_workflow.py",
+    "bench_startup.py",
+]
 
 
 def main() -> int:

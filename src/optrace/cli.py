@@ -16,7 +16,11 @@ from optrace.errors import InputError
 # (command, module exposing main(argv: list[str]) -> int, one-line description). Adding a command is
 # one line here.
 COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("ingest", "optrace.ingest.ingest", "read one trace into versions.jsonl, profiles.jsonl, meta.json, autotune.jsonl"),
+    (
+        "ingest",
+        "optrace.ingest.ingest",
+        "read one trace into versions.jsonl, profiles.jsonl, meta.json, autotune.jsonl",
+    ),
     ("recon", "optrace.report.recon", "what a trace holds and can yield: recon.md, recon.json, ladder.svg"),
     ("partition", "optrace.mine.partition", "split a trace's versions into segments, one per record it can support"),
     ("packets", "optrace.mine.packets", "write the scrubbed packet a record is distilled from, per segment"),
@@ -24,7 +28,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("validate", "optrace.gates.validate", "run the 16 gates on distilled records; summaries; injection tests"),
     ("stage", "optrace.publish.staging", "scored, store-shaped copies of the records that passed, and their index"),
     ("readme", "optrace.publish.readme", "the reviewer's README of a staging store"),
-    ("dataset", "optrace.dataset.build", "build the cost-model dataset (parquet tables, runs.jsonl) from ingest outputs"),
+    (
+        "dataset",
+        "optrace.dataset.build",
+        "build the cost-model dataset (parquet tables, runs.jsonl) from ingest outputs",
+    ),
     ("autotune", "optrace.ingest.autotune", "join a trace's Helion autotune CSV rows to their meta records"),
     ("check-store", "optrace.publish.check_store", "run the store's own gates on any store directory"),
     ("gate", "optrace.admit.gate", "admission into a live store: match, commit insert|confirm|conflict, commit-all"),
@@ -39,10 +47,12 @@ MODULES = {name: module for name, module, _ in COMMANDS}
 def usage() -> str:
     width = max(len(name) for name, _, _ in COMMANDS)
     rows = [f"  {name:<{width}}  {summary}" for name, _, summary in COMMANDS]
-    return ("usage: optrace <command> [options]   (optrace <command> --help: its options)\n\n"
-            "Mine GPU-kernel optimization traces into validated knowledge-store records and a cost-model dataset.\n\n"
-            "commands:\n" + "\n".join(rows) + "\n\noptions:\n  -h, --help  show this list\n"
-            "  --version   print the version")
+    return (
+        "usage: optrace <command> [options]   (optrace <command> --help: its options)\n\n"
+        "Mine GPU-kernel optimization traces into validated knowledge-store records and a cost-model dataset.\n\n"
+        "commands:\n" + "\n".join(rows) + "\n\noptions:\n  -h, --help  show this list\n"
+        "  --version   print the version"
+    )
 
 
 def run_main(main, argv) -> int:

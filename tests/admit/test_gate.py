@@ -32,14 +32,16 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
 # --- helpers ----------------------------------------------------------------------------------------
 
+
 def check_store_fails(root: Path) -> dict:
     return {r.gate: r.messages for r in run_store_gates(root, ()) if r.status == FAIL}
 
 
 def empty_store(root: Path) -> Path:
     (root / "records").mkdir(parents=True)
-    (root / "records" / "index.json").write_text(json.dumps(
-        {"schema": "clean-1.3", "generated_by": "test", "builder_version": "t", "count": 0, "records": []}))
+    (root / "records" / "index.json").write_text(
+        json.dumps({"schema": "clean-1.3", "generated_by": "test", "builder_version": "t", "count": 0, "records": []})
+    )
     return root
 
 
@@ -76,8 +78,9 @@ def variant(record: dict, tail: str, pct: float | None = None) -> dict:
 
 
 def run_gate(*args) -> tuple[int, dict | None, str]:
-    proc = subprocess.run([sys.executable, "-m", "optrace", "gate", *map(str, args)], capture_output=True, text=True,
-                          env=ENV)
+    proc = subprocess.run(
+        [sys.executable, "-m", "optrace", "gate", *map(str, args)], capture_output=True, text=True, env=ENV
+    )
     try:
         out = json.loads(proc.stdout) if proc.stdout.strip() else None
     except json.JSONDecodeError:
@@ -105,14 +108,16 @@ def own_store(tmp_path, capsys):
     """A store of our own holding the specimen strategy and anti-strategy, inserted by the gate."""
     root = empty_store(tmp_path / "own")
     for rec in (strategy(), anti_strategy()):
-        rc, out = in_process(capsys, "commit", "insert", "--input", write(tmp_path / f"{rec['id']}.json", rec),
-                             "--store", root)
+        rc, out = in_process(
+            capsys, "commit", "insert", "--input", write(tmp_path / f"{rec['id']}.json", rec), "--store", root
+        )
         assert rc == 0 and out["outcome"] == "inserted", out
     assert check_store_fails(root) == {}
     return root
 
 
 # --- round trips ------------------------------------------------------------------------------------
+
 
 def test_insert_stamps_the_computed_rank_not_the_callers(tmp_path, capsys):
     root = empty_store(tmp_path / "s")
@@ -137,7 +142,9 @@ def test_confirm_counts_once_and_conflict_files_are_valid_and_unique(own_store, 
     assert rc == 0 and proposal["action"] == "confirm" and proposal["target"] == s["id"]
     assert proposal["episode_key_matches"] == [s["id"]]
     for expected in ("confirmed", "already-counted"):
-        rc, out = in_process(capsys, "commit", "confirm", "--input", same_way, "--target", s["id"], "--store", own_store)
+        rc, out = in_process(
+            capsys, "commit", "confirm", "--input", same_way, "--target", s["id"], "--store", own_store
+        )
         assert rc == 0 and out["outcome"] == expected and out["verified_effective"] == 1
         assert check_store_fails(own_store) == {}
     assert same_way.read_bytes() == before  # the caller's file is never rewritten
@@ -153,7 +160,9 @@ def test_confirm_counts_once_and_conflict_files_are_valid_and_unique(own_store, 
     assert rc == 1 and "conflict, not a confirm" in out["messages"][0]
     paths = []
     for _ in range(3):  # within one second: names must still differ
-        rc, out = in_process(capsys, "commit", "conflict", "--input", other_way, "--target", s["id"], "--store", own_store)
+        rc, out = in_process(
+            capsys, "commit", "conflict", "--input", other_way, "--target", s["id"], "--store", own_store
+        )
         assert rc == 0 and out["outcome"] == "conflict-filed"
         paths.append(out["path"])
     assert len(set(paths)) == 3
@@ -172,8 +181,9 @@ def test_unknown_target_is_an_error_and_changes_nothing(own_store, tmp_path, cap
     incoming = write(tmp_path / "in.json", variant(strategy(), "dddddd"))
     index_before = (own_store / "records" / "index.json").read_bytes()
     for action in ("confirm", "conflict"):
-        rc, out = in_process(capsys, "commit", action, "--input", incoming, "--target", "nvidia.x.y.z.nope",
-                             "--store", own_store)
+        rc, out = in_process(
+            capsys, "commit", action, "--input", incoming, "--target", "nvidia.x.y.z.nope", "--store", own_store
+        )
         assert rc == 1 and out["outcome"] == "refused" and "not in the store" in out["messages"][0]
     assert (own_store / "records" / "index.json").read_bytes() == index_before
     assert not (own_store / "conflicts").exists() or not list((own_store / "conflicts").iterdir())
@@ -181,7 +191,9 @@ def test_unknown_target_is_an_error_and_changes_nothing(own_store, tmp_path, cap
 
 def test_round_trips_on_the_real_store(real_store, tmp_path, capsys):
     for rec in (strategy(), anti_strategy(), reference_kernel()):  # reference kernel links to the strategy
-        rc, out = in_process(capsys, "commit", "insert", "--input", write(tmp_path / "in.json", rec), "--store", real_store)
+        rc, out = in_process(
+            capsys, "commit", "insert", "--input", write(tmp_path / "in.json", rec), "--store", real_store
+        )
         assert rc == 0, out
     assert check_store_fails(real_store) == {}
     assert index_of(real_store)["count"] == 850
@@ -193,12 +205,16 @@ def test_round_trips_on_the_real_store(real_store, tmp_path, capsys):
     path.write_text(json.dumps(rec, ensure_ascii=False, indent=1) + "\n")
     assert check_store_fails(real_store) == {}
     incoming = write(tmp_path / "c.json", variant(strategy(), "eeeeee"))
-    rc, out = in_process(capsys, "commit", "confirm", "--input", incoming, "--target", shipped["id"], "--store", real_store)
+    rc, out = in_process(
+        capsys, "commit", "confirm", "--input", incoming, "--target", shipped["id"], "--store", real_store
+    )
     assert rc == 0 and out["outcome"] == "confirmed"
     track = json.loads(path.read_text())["worth"]["track"]
     assert track["counters"]["verified_effective"] == 1 and len(track["counters"]) == 6
     assert check_store_fails(real_store) == {}
-    rc, out = in_process(capsys, "commit", "conflict", "--input", incoming, "--target", shipped["id"], "--store", real_store)
+    rc, out = in_process(
+        capsys, "commit", "conflict", "--input", incoming, "--target", shipped["id"], "--store", real_store
+    )
     assert rc == 0 and 0 <= out["match_confidence"] < 1
     assert check_store_fails(real_store) == {}
 
@@ -208,31 +224,46 @@ def test_match_on_the_real_store_lists_same_scope_candidates(real_store, tmp_pat
     anti = next(e for e in shipped if e["type"] == "anti-strategy" and e["retrieval"]["scope"]["dsl"] != "any")
     rec = copy.deepcopy(anti_strategy())
     scope = anti["retrieval"]["scope"]
-    rec["retrieval"]["scope"].update(vendor=scope["vendor"], arch=scope["arch"], dsl="any",
-                                     operator_family=scope["operator_family"], product=scope.get("product"))
+    rec["retrieval"]["scope"].update(
+        vendor=scope["vendor"],
+        arch=scope["arch"],
+        dsl="any",
+        operator_family=scope["operator_family"],
+        product=scope.get("product"),
+    )
     rec["retrieval"]["generality"].update(arch=scope["arch"], language="any")
     rec["episode_key"] = "|".join([scope["arch"], "any", scope["operator_family"] or "x", "tma_row_loads", "operator"])
     rec["retrieval"]["scope"]["operator_family"] = scope["operator_family"] or "x"
-    rec["id"] = f"{scope['vendor']}.{scope['arch']}.any.{rec['retrieval']['scope']['operator_family']}.tma-row-loads-a41c07e"
-    rc, out = in_process(capsys, "match", "--input", write(tmp_path / "m.json", rec), "--store", real_store,
-                         "--max-candidates", "0")
+    rec["id"] = (
+        f"{scope['vendor']}.{scope['arch']}.any.{rec['retrieval']['scope']['operator_family']}.tma-row-loads-a41c07e"
+    )
+    rc, out = in_process(
+        capsys, "match", "--input", write(tmp_path / "m.json", rec), "--store", real_store, "--max-candidates", "0"
+    )
     assert rc == 0, out.get("errors")
-    want = {e["id"] for e in shipped if e["retrieval"]["scope"]["vendor"] == scope["vendor"]
-            and e["retrieval"]["scope"]["arch"] == scope["arch"]
-            and e["retrieval"]["scope"].get("operator_family") == rec["retrieval"]["scope"]["operator_family"]}
+    want = {
+        e["id"]
+        for e in shipped
+        if e["retrieval"]["scope"]["vendor"] == scope["vendor"]
+        and e["retrieval"]["scope"]["arch"] == scope["arch"]
+        and e["retrieval"]["scope"].get("operator_family") == rec["retrieval"]["scope"]["operator_family"]
+    }
     assert {c["id"] for c in out["candidates"]} == want and out["candidates_count"] == len(want)
     # dsl `any` the other way: a triton record still sees the store's dsl:any records of its scope
     rec["retrieval"]["scope"]["dsl"] = "triton"
     rec["retrieval"]["generality"]["language"] = "triton"
     rec["episode_key"] = rec["episode_key"].replace("|any|", "|triton|")
     rec["id"] = rec["id"].replace(".any.", ".triton.")
-    rc, out = in_process(capsys, "match", "--input", write(tmp_path / "m.json", rec), "--store", real_store,
-                         "--max-candidates", "0")
-    assert {c["id"] for c in out["candidates"]} == {i for i in want if next(
-        e for e in shipped if e["id"] == i)["retrieval"]["scope"]["dsl"] in ("triton", "any")}
+    rc, out = in_process(
+        capsys, "match", "--input", write(tmp_path / "m.json", rec), "--store", real_store, "--max-candidates", "0"
+    )
+    assert {c["id"] for c in out["candidates"]} == {
+        i for i in want if next(e for e in shipped if e["id"] == i)["retrieval"]["scope"]["dsl"] in ("triton", "any")
+    }
 
 
 # --- what the reference admitted and the store then failed ------------------------------------------
+
 
 def _short_id(rec):
     rec["id"] = "x.y"
@@ -240,7 +271,10 @@ def _short_id(rec):
 
 def _mechanism(phrase):
     def edit(rec):
-        rec["payload"]["established_fact"]["mechanism"] = f"Retried with {phrase} after the wait, the bulk copy adds latency."
+        rec["payload"]["established_fact"]["mechanism"] = (
+            f"Retried with {phrase} after the wait, the bulk copy adds latency."
+        )
+
     return edit
 
 
@@ -261,10 +295,27 @@ def _not_object(rec):
     rec["__list__"] = True
 
 
-@pytest.mark.parametrize("edit", [_short_id, _mechanism("no kernel change"), _mechanism("consecutive dead-end"),
-                                  _traversal, _no_evidence, _episode_key, _not_object],
-                         ids=["id-with-2-segments", "store-only-phrase", "gate-only-phrase", "path-traversal",
-                              "no-evidence-block", "episode-key-disagrees", "not-an-object"])
+@pytest.mark.parametrize(
+    "edit",
+    [
+        _short_id,
+        _mechanism("no kernel change"),
+        _mechanism("consecutive dead-end"),
+        _traversal,
+        _no_evidence,
+        _episode_key,
+        _not_object,
+    ],
+    ids=[
+        "id-with-2-segments",
+        "store-only-phrase",
+        "gate-only-phrase",
+        "path-traversal",
+        "no-evidence-block",
+        "episode-key-disagrees",
+        "not-an-object",
+    ],
+)
 def test_a_record_the_store_would_reject_is_refused(own_store, tmp_path, capsys, edit):
     rec = anti_strategy()
     rec["id"] = rec["id"][:-6] + "ffffff"
@@ -272,7 +323,9 @@ def test_a_record_the_store_would_reject_is_refused(own_store, tmp_path, capsys,
     edit(rec)
     body = [1, 2] if rec.get("__list__") else rec
     index_before = (own_store / "records" / "index.json").read_bytes()
-    rc, out = in_process(capsys, "commit", "insert", "--input", write(tmp_path / "bad.json", body), "--store", own_store)
+    rc, out = in_process(
+        capsys, "commit", "insert", "--input", write(tmp_path / "bad.json", body), "--store", own_store
+    )
     assert rc == 1 and out["outcome"] == "refused" and out["messages"]
     assert (own_store / "records" / "index.json").read_bytes() == index_before
     assert not list(own_store.rglob("*escape*"))
@@ -281,12 +334,20 @@ def test_a_record_the_store_would_reject_is_refused(own_store, tmp_path, capsys,
 
 
 def test_insert_refuses_an_episode_the_store_holds(own_store, tmp_path, capsys):
-    rc, out = in_process(capsys, "commit", "insert", "--input", write(tmp_path / "v.json", variant(strategy(), "aaaaaa")),
-                         "--store", own_store)
+    rc, out = in_process(
+        capsys,
+        "commit",
+        "insert",
+        "--input",
+        write(tmp_path / "v.json", variant(strategy(), "aaaaaa")),
+        "--store",
+        own_store,
+    )
     assert rc == 1 and "confirm it or file a conflict" in out["messages"][0]
 
 
 # --- concurrency and crashes -----------------------------------------------------------------------
+
 
 def test_eight_concurrent_inserts_all_land(own_store, tmp_path):
     paths = []
@@ -294,9 +355,15 @@ def test_eight_concurrent_inserts_all_land(own_store, tmp_path):
         rec = variant(strategy(), f"{i:06x}")
         rec["episode_key"] = rec["episode_key"].replace("online_softmax", f"lever_{i}")
         paths.append(write(tmp_path / f"c{i}.json", rec))
-    procs = [subprocess.Popen([sys.executable, "-m", "optrace", "gate", "commit", "insert", "--input", str(p),
-                               "--store", str(own_store)], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for p in paths]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "optrace", "gate", "commit", "insert", "--input", str(p), "--store", str(own_store)],
+            env=ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for p in paths
+    ]
     results = [(p.wait(timeout=120), p.stdout.read(), p.stderr.read()) for p in procs]
     assert all(rc == 0 for rc, _, _ in results), results
     index = index_of(own_store)
@@ -306,8 +373,12 @@ def test_eight_concurrent_inserts_all_land(own_store, tmp_path):
 
 def _kill_in_window(args, store: Path, tmp_path: Path, nth: int = 1) -> None:
     marker = tmp_path / "paused"
-    proc = subprocess.Popen([sys.executable, "-m", "optrace", "gate", *map(str, args), "--store", str(store)],
-                            env={**ENV, PAUSE_ENV: f"{marker}:{nth}"}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "optrace", "gate", *map(str, args), "--store", str(store)],
+        env={**ENV, PAUSE_ENV: f"{marker}:{nth}"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert proc.poll() is None, proc.stderr.read()
@@ -326,7 +397,9 @@ def test_a_commit_killed_between_record_and_index_leaves_a_recoverable_store(own
     _kill_in_window(["commit", "insert", "--input", incoming], own_store, tmp_path)
     # inside the window: the record file is there, the index does not list it, the intent says so
     assert (own_store / INTENT_NAME).exists()
-    assert list(own_store.rglob(f"{rec['id']}.json")) and rec["id"] not in {e["id"] for e in index_of(own_store)["records"]}
+    assert list(own_store.rglob(f"{rec['id']}.json")) and rec["id"] not in {
+        e["id"] for e in index_of(own_store)["records"]
+    }
     assert "index" in check_store_fails(own_store)
     rc, out, err = run_gate("commit", "insert", "--input", incoming, "--store", own_store)
     assert rc == 0 and out["outcome"] == "inserted", err
@@ -336,7 +409,9 @@ def test_a_commit_killed_between_record_and_index_leaves_a_recoverable_store(own
     confirming = write(tmp_path / "conf.json", variant(strategy(), "654321"))
     _kill_in_window(["commit", "confirm", "--input", confirming, "--target", strategy()["id"]], own_store, tmp_path)
     assert "index" in check_store_fails(own_store)
-    rc, out, err = run_gate("commit", "confirm", "--input", confirming, "--target", strategy()["id"], "--store", own_store)
+    rc, out, err = run_gate(
+        "commit", "confirm", "--input", confirming, "--target", strategy()["id"], "--store", own_store
+    )
     assert rc == 0 and out["outcome"] == "already-counted" and out["verified_effective"] == 1, err
     assert check_store_fails(own_store) == {} and stray_files(own_store) == []
 
@@ -351,7 +426,10 @@ def test_commit_all_killed_inside_a_group_is_undone_and_the_rerun_admits_everyth
         write(staging / f"{i}.json", rec)
         ids.append(rec["id"])
     proposals = tmp_path / "staging" / "reports" / "match.json"
-    assert gate.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(proposals)]) == 0
+    assert (
+        gate.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(proposals)])
+        == 0
+    )
     _kill_in_window(["commit-all", "--proposals", proposals], own_store, tmp_path, nth=3)
     assert len([p for p in own_store.rglob("*.json") if p.stem in ids]) == 3  # written, never committed
     assert "index" in check_store_fails(own_store)
@@ -366,8 +444,9 @@ def test_recover_undoes_an_unfinished_insert_and_removes_temp_files(own_store, c
     (own_store / rel).write_text("{}")
     (own_store / rel).with_name(".nvidia.hopper.triton.x.half-aaaaaa.json.tmp1").write_text("{")
     (own_store / "records" / ".index.json.tmpz").write_text("[")
-    (own_store / INTENT_NAME).write_text(json.dumps({"pending": [{"op": "insert", "id": "nvidia.hopper.triton.x.half-aaaaaa",
-                                                                  "path": rel}]}))
+    (own_store / INTENT_NAME).write_text(
+        json.dumps({"pending": [{"op": "insert", "id": "nvidia.hopper.triton.x.half-aaaaaa", "path": rel}]})
+    )
     assert check_store_fails(own_store)
     assert gate.main(["recover", "--store", str(own_store)]) == 0
     assert "undid the unfinished insert" in capsys.readouterr().out
@@ -375,6 +454,7 @@ def test_recover_undoes_an_unfinished_insert_and_removes_temp_files(own_store, c
 
 
 # --- batches: match --all and commit-all ------------------------------------------------------------
+
 
 def test_match_all_then_commit_all_continues_past_a_refusal(own_store, tmp_path, capsys):
     staging = tmp_path / "staging" / "records"
@@ -401,8 +481,12 @@ def test_match_all_then_commit_all_continues_past_a_refusal(own_store, tmp_path,
     rc, out = in_process(capsys, "commit-all", "--proposals", out_file, "--store", own_store)
     assert rc == 1
     outcomes = {o["id"]: o["outcome"] for o in out["outcomes"]}
-    assert outcomes == {fresh["id"]: "inserted", confirm["id"]: "confirmed", bad["id"]: "refused",
-                        changed["id"]: "refused"}
+    assert outcomes == {
+        fresh["id"]: "inserted",
+        confirm["id"]: "confirmed",
+        bad["id"]: "refused",
+        changed["id"]: "refused",
+    }
     assert check_store_fails(own_store) == {}
     rc, out = in_process(capsys, "commit-all", "--proposals", out_file, "--store", own_store)
     outcomes = {o["id"]: o["outcome"] for o in out["outcomes"]}
@@ -429,12 +513,16 @@ def test_holdings_count_by_type_and_list_the_closest(own_store):
 
 # --- the workflow: promote writes proposals only; recon and the README see the live store -----------
 
+
 def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_path, capsys):
     from tests.support.workflow import run_snakemake
 
     store = empty_store(tmp_path / "live")
     for rec in (strategy(), anti_strategy()):  # same hardware as the example trace (an H100), other operator
-        assert gate.main(["commit", "insert", "--input", str(write(tmp_path / "in.json", rec)), "--store", str(store)]) == 0
+        assert (
+            gate.main(["commit", "insert", "--input", str(write(tmp_path / "in.json", rec)), "--store", str(store)])
+            == 0
+        )
     capsys.readouterr()
     index_before = (store / "records" / "index.json").read_bytes()
     run_snakemake(workdir, "promote", "readme", "--config", f"live_store={store}")
@@ -455,14 +543,27 @@ def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_p
     # record is still staged (validation does not fail it) and promote proposes a confirm
     held = next(s for s in staged if s["type"] == "strategy")
     held_rec = json.loads((results / "staging" / held["path"]).read_text())
-    assert gate.main(["commit", "insert", "--input", str(write(tmp_path / "held.json", variant(held_rec, "abcdef"))),
-                      "--store", str(store)]) == 0
+    assert (
+        gate.main(
+            [
+                "commit",
+                "insert",
+                "--input",
+                str(write(tmp_path / "held.json", variant(held_rec, "abcdef"))),
+                "--store",
+                str(store),
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     run_snakemake(workdir, "promote", "readme", "--config", f"live_store={store}")
     assert json.loads((results / "staging" / "staged.json").read_text())["staged"] == staged
     report = json.loads(proposals_file.read_text())
     assert report["counts"] == {"insert": len(staged) - 1, "confirm": 1}
-    assert next(p for p in report["proposals"] if p["action"] == "confirm")["target"] == variant(held_rec, "abcdef")["id"]
+    assert (
+        next(p for p in report["proposals"] if p["action"] == "confirm")["target"] == variant(held_rec, "abcdef")["id"]
+    )
     assert "confirm 1" in (results / "staging" / "README.md").read_text()
 
     rc = gate.main(["commit-all", "--proposals", str(proposals_file), "--store", str(store)])
@@ -479,17 +580,26 @@ def test_conflict_schema_is_a_real_schema_that_rejects_the_references_files():
     schema = load_schema("conflict.schema.json")
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    doc = gate.conflict_document(variant(strategy(), "cccccc", pct=-4.5), strategy(), None,
-                                 __import__("datetime").datetime(2026, 1, 2, 3, 4, 5))
+    doc = gate.conflict_document(
+        variant(strategy(), "cccccc", pct=-4.5), strategy(), None, __import__("datetime").datetime(2026, 1, 2, 3, 4, 5)
+    )
     assert not list(validator.iter_errors(doc)) and not gate.conflict_errors()(doc)
     reference_like = {k: v for k, v in doc.items() if k != "match_confidence"}  # what the reference wrote
     assert list(validator.iter_errors(reference_like)) and gate.conflict_errors()(reference_like)
     assert gate.conflict_errors()({**doc, "created": "2026-01-02 03:04"})
 
 
-@pytest.mark.parametrize("rtype,pct,want", [("anti-strategy", 12.0, "negative"), ("strategy", 3.0, "positive"),
-                                             ("strategy", -3.0, "negative"), ("strategy", 0, "unknown"),
-                                             ("strategy", None, "positive"), ("technique-card", None, "unknown")])
+@pytest.mark.parametrize(
+    "rtype,pct,want",
+    [
+        ("anti-strategy", 12.0, "negative"),
+        ("strategy", 3.0, "positive"),
+        ("strategy", -3.0, "negative"),
+        ("strategy", 0, "unknown"),
+        ("strategy", None, "positive"),
+        ("technique-card", None, "unknown"),
+    ],
+)
 def test_direction_rule(rtype, pct, want):
     assert storematch.direction(rtype, pct) == want
 

@@ -17,13 +17,14 @@ from optrace.gates.trace.injection import mine_example, workbench  # noqa: E402
 from tests.support.paths import SHARED_DATA
 
 
-
 def mine(trace: Path, root: Path, slug: str) -> Path:
     work, packets = root / "work" / slug, root / "packets" / slug
     with contextlib.redirect_stdout(io.StringIO()):
-        for argv in (["ingest", str(trace), "--out-dir", str(work)],
-                     ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
-                     ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug]):
+        for argv in (
+            ["ingest", str(trace), "--out-dir", str(work)],
+            ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
+            ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug],
+        ):
             assert optrace(argv) == 0, argv
     return root
 

@@ -21,8 +21,21 @@ from tests.support import tracekit
 from tests.support.paths import ROOT, SHARED_DATA
 from tests.support.workflow import run_snakemake as snakemake
 from optrace.scrub.anonymize import Scrubber
-from optrace.dataset.build import (AXIS_PREFIX, FILES, HELION_DSL, TraceInput, build, column_names, git_blob_id, load,
-    main, read_trace, sample_columns, split_groups, trace_sources)
+from optrace.dataset.build import (
+    AXIS_PREFIX,
+    FILES,
+    HELION_DSL,
+    TraceInput,
+    build,
+    column_names,
+    git_blob_id,
+    load,
+    main,
+    read_trace,
+    sample_columns,
+    split_groups,
+    trace_sources,
+)
 from optrace.errors import InputError
 from optrace.example.embedded import EXAMPLE_DIR, build_example
 from optrace.ingest.hardware import HardwareTable
@@ -44,8 +57,11 @@ def ingested(path: Path, over: Overrides = Overrides(), scrubber: Scrubber | Non
 
 def autotune_files() -> dict[str, str]:
     """The example's autotune pair, as untracked files of a trace (Helion writes them beside the run)."""
-    return {str(p.relative_to(EXAMPLE_DIR)): p.read_text()
-            for p in sorted((EXAMPLE_DIR / "autotune").rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(EXAMPLE_DIR)): p.read_text()
+        for p in sorted((EXAMPLE_DIR / "autotune").rglob("*"))
+        if p.is_file()
+    }
 
 
 def measured(ds) -> set[tuple[str, int]]:
@@ -56,23 +72,48 @@ def failing_trace(dest: Path) -> Path:
     """Every kind of non-genuine number, each on a version whose kernel.py did change."""
     k, m = tracekit.kernel, tracekit.memory
     incomplete = {"measurement_status": "not_evaluated_or_incomplete"}
-    build_trace(dest, [
-        CommitSpec("V0: baseline", {"kernel.py": k(0), "memory/v0.json": m(0, 100.0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+10.0%)", {"kernel.py": k(1), "memory/v1.json": m(1, 90.0, correctness={
-            "status": "FAIL", "max_abs_err": 0.5, "max_rel_err": None})}),
-        CommitSpec("v2: committed (+15.0%)", {"kernel.py": k(2), "memory/v2.json": m(2, 85.0, quality_gate={
-            "result": "FAIL", "failure_reason": "slower than reference"})}),
-        CommitSpec("v3: committed (+20.0%)", {"kernel.py": k(3), "memory/v3.json": m(3, 0)}),
-        CommitSpec("v4: committed (+20.0%)", {"kernel.py": k(4), "memory/v4.json": m(4, float("nan"))}),
-        CommitSpec("v5: committed (+90.0%), re-baseline on smaller workloads", {"kernel.py": k(5),
-                                                                                 "memory/v5.json": m(5, 10.0)}),
-        CommitSpec("v6: committed (+5.0%)", {"kernel.py": k(6), "memory/v6.json": m(6, 9.5)}),
-        CommitSpec("v7: committed (+1.0%)", {"kernel.py": k(7), "memory/v7.json": m(
-            7, 9.4, performance={"carried_from_version": "v6"})}),
-        CommitSpec("v8: committed (+2.0%)", {"kernel.py": k(8), "memory/v8.json": m(8, 9.0, performance=incomplete)}),
-        CommitSpec("v9: committed (+3.0%)", {"kernel.py": k(9), "memory/v9.json": m(
-            9, 9.2, performance={"latency_us_by_shape": {}})}),
-    ])
+    build_trace(
+        dest,
+        [
+            CommitSpec("V0: baseline", {"kernel.py": k(0), "memory/v0.json": m(0, 100.0), **tracekit.meta_files()}),
+            CommitSpec(
+                "v1: committed (+10.0%)",
+                {
+                    "kernel.py": k(1),
+                    "memory/v1.json": m(
+                        1, 90.0, correctness={"status": "FAIL", "max_abs_err": 0.5, "max_rel_err": None}
+                    ),
+                },
+            ),
+            CommitSpec(
+                "v2: committed (+15.0%)",
+                {
+                    "kernel.py": k(2),
+                    "memory/v2.json": m(
+                        2, 85.0, quality_gate={"result": "FAIL", "failure_reason": "slower than reference"}
+                    ),
+                },
+            ),
+            CommitSpec("v3: committed (+20.0%)", {"kernel.py": k(3), "memory/v3.json": m(3, 0)}),
+            CommitSpec("v4: committed (+20.0%)", {"kernel.py": k(4), "memory/v4.json": m(4, float("nan"))}),
+            CommitSpec(
+                "v5: committed (+90.0%), re-baseline on smaller workloads",
+                {"kernel.py": k(5), "memory/v5.json": m(5, 10.0)},
+            ),
+            CommitSpec("v6: committed (+5.0%)", {"kernel.py": k(6), "memory/v6.json": m(6, 9.5)}),
+            CommitSpec(
+                "v7: committed (+1.0%)",
+                {"kernel.py": k(7), "memory/v7.json": m(7, 9.4, performance={"carried_from_version": "v6"})},
+            ),
+            CommitSpec(
+                "v8: committed (+2.0%)", {"kernel.py": k(8), "memory/v8.json": m(8, 9.0, performance=incomplete)}
+            ),
+            CommitSpec(
+                "v9: committed (+3.0%)",
+                {"kernel.py": k(9), "memory/v9.json": m(9, 9.2, performance={"latency_us_by_shape": {}})},
+            ),
+        ],
+    )
     return dest
 
 
@@ -81,8 +122,13 @@ def test_failed_carried_incomplete_and_rebaselined_numbers_never_appear(tmp_path
     ds = build([t], Thresholds())
     assert measured(ds) == {("kernel_opt_030_fail", 0), ("kernel_opt_030_fail", 6)}
     assert dict(ds.summaries["kernel_opt_030_fail"].excluded) == {
-        "failed_correctness": 1, "gate_failed": 1, "no_number": 3, "rebaseline": 1, "carried_forward": 1,
-        "geomean_only": 1}
+        "failed_correctness": 1,
+        "gate_failed": 1,
+        "no_number": 3,
+        "rebaseline": 1,
+        "carried_forward": 1,
+        "geomean_only": 1,
+    }
     assert sorted(m["latency_us"] for m in ds.tables["measurements"]) == [4.75, 19.0, 50.0, 200.0]
     # the re-baseline is the ladder's call, from evidence (here the run's own text), not from the factor
     assert ("kernel_opt_030_fail", 5) not in measured(build([t], Thresholds(rebaseline_factor=20.0)))
@@ -103,7 +149,9 @@ def recipe_run_id(run: dict, dsl: str) -> str:
 
 
 def git_rev(repo: Path, rev: str) -> str:
-    return subprocess.run(["git", "rev-parse", rev], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", rev], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_run_id_is_content_derived_and_shared_across_traces(tmp_path):
@@ -120,16 +168,21 @@ def test_run_id_is_content_derived_and_shared_across_traces(tmp_path):
         assert (r["axis_hidden"], r["axis_batch_size"], r["compute_capability"]) == (4096, 8, "sm_90")
     # both traces start from the same kernel blob on the same shapes and GPU: one run, two samples
     v0 = {m["run_id"] for m in ds.tables["measurements"] if m["version"] == 0}
-    assert len(v0) == 2 and all({m["trace"] for m in ds.tables["measurements"] if m["run_id"] == r} ==
-                                {"kernel_opt_040_a", "kernel_opt_041_b"} for r in v0)
+    assert len(v0) == 2 and all(
+        {m["trace"] for m in ds.tables["measurements"] if m["run_id"] == r} == {"kernel_opt_040_a", "kernel_opt_041_b"}
+        for r in v0
+    )
     # nothing to scrub in these sources: the key is the trace's own blob id, and the text its content
     head_blob = git_rev(tmp_path / "kernel_opt_040_a", "HEAD~3:kernel.py")
     assert runs[next(iter(v0))]["kernel_blob"] == head_blob
     assert all(git_blob_id(k["source_text"].encode()) == k["kernel_blob"] for k in kernels.values())
     # V3 reverts to V1's kernel: same run, verdicts differ, so the verdict lives on the sample row
     v1_blob = next(v["kernel_blob"] for v in a.versions if v["version"] == "v1")
-    samples = [(m["version"], m["verdict"]) for m in ds.tables["measurements"] if m["trace"] == "kernel_opt_040_a"
-               and runs[m["run_id"]]["kernel_blob"] == v1_blob]
+    samples = [
+        (m["version"], m["verdict"])
+        for m in ds.tables["measurements"]
+        if m["trace"] == "kernel_opt_040_a" and runs[m["run_id"]]["kernel_blob"] == v1_blob
+    ]
     assert sorted(samples) == [(1, "kept"), (1, "kept"), (3, "reverted"), (3, "reverted")]
     # same input, same ids; another GPU, other ids
     assert build([b, a], Thresholds()).tables == ds.tables
@@ -142,8 +195,13 @@ def test_shape_keys_are_namespaced_by_definition(tmp_path):
     # definition in the shape key their runs (and axes) would collide
     tracekit.skill_era(tmp_path / "kernel_opt_042_a")
     a = ingested(tmp_path / "kernel_opt_042_a")
-    b_meta = {**a.meta, "source_label": "kernel_opt_043_b", "slug": "043-b", "operator_name": "softmax_h8192",
-              "axes": {"const": {"hidden": 8192}, "var": ["batch_size"]}}
+    b_meta = {
+        **a.meta,
+        "source_label": "kernel_opt_043_b",
+        "slug": "043-b",
+        "operator_name": "softmax_h8192",
+        "axes": {"const": {"hidden": 8192}, "var": ["batch_size"]},
+    }
     ds = build([TraceInput(b_meta, a.versions, [], a.sources), a], Thresholds())
     assert not ds.conflicts
     by_def: dict = {}
@@ -156,10 +214,16 @@ def test_shape_keys_are_namespaced_by_definition(tmp_path):
 def test_context_outside_the_hash_that_disagrees_is_named(tmp_path):
     tracekit.skill_era(tmp_path / "kernel_opt_044_a")
     a = ingested(tmp_path / "kernel_opt_044_a")
-    b_meta = {**a.meta, "source_label": "kernel_opt_045_b", "slug": "045-b", "axes": {"const": {"hidden": 8192}, "var": []}}
+    b_meta = {
+        **a.meta,
+        "source_label": "kernel_opt_045_b",
+        "slug": "045-b",
+        "axes": {"const": {"hidden": 8192}, "var": []},
+    }
     ds = build([TraceInput(b_meta, a.versions, [], a.sources), a], Thresholds())
-    assert ds.conflicts and all("axis_hidden differ between kernel_opt_044_a and kernel_opt_045_b" in c
-                                for c in ds.conflicts)
+    assert ds.conflicts and all(
+        "axis_hidden differ between kernel_opt_044_a and kernel_opt_045_b" in c for c in ds.conflicts
+    )
     assert {r["axis_hidden"] for r in ds.tables["runs"]} == {4096}  # the first label's context is kept
 
 
@@ -174,12 +238,19 @@ def test_autotune_rows_join_their_run_and_kernel(tmp_path):
     assert len(tuned) == 2
     for r in tuned:
         assert (r["kernel_name"], r["product"], r["compute_capability"], r["dtypes"], r["backend"]) == (
-            "fused_add_rmsnorm", "h100", "sm_90", "bfloat16,bfloat16,bfloat16", "triton")
+            "fused_add_rmsnorm",
+            "h100",
+            "sm_90",
+            "bfloat16,bfloat16,bfloat16",
+            "triton",
+        )
         assert r["shape"] is None and r["axis_hidden"] is None  # a Helion run has no named axes
     (kernel,) = [k for k in ds.tables["kernels"] if k["dsl"] == HELION_DSL]
     assert {r["kernel_blob"] for r in tuned} == {kernel["kernel_blob"]}
-    assert kernel["source_text"].startswith("@helion.kernel") and git_blob_id(kernel["source_text"].encode()) == \
-        kernel["kernel_blob"]
+    assert (
+        kernel["source_text"].startswith("@helion.kernel")
+        and git_blob_id(kernel["source_text"].encode()) == kernel["kernel_blob"]
+    )
     # lean: a sample table shares only the join key with runs, and the config id is not stored (derivable)
     assert set(column_names("autotune")) & set(column_names("runs")) == {"run_id"}
     assert set(column_names("measurements")) & set(column_names("runs")) == {"run_id"}
@@ -206,11 +277,14 @@ def private_trace(dest: Path) -> tuple[Path, str]:
     k, m = tracekit.kernel, tracekit.memory
     commented = k(1).replace("# step 1", "# ported from the zanzibarco fork")
     in_code = k(2).replace("BLOCK =", "ZANZIBARCO_BLOCK =")
-    build_trace(dest, [
-        CommitSpec("V0: baseline", {"kernel.py": k(0), "memory/v0.json": m(0, 50.0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+20.0%)", {"kernel.py": commented, "memory/v1.json": m(1, 40.0)}),
-        CommitSpec("v2: committed (+10.0%)", {"kernel.py": in_code, "memory/v2.json": m(2, 36.0)}),
-    ])
+    build_trace(
+        dest,
+        [
+            CommitSpec("V0: baseline", {"kernel.py": k(0), "memory/v0.json": m(0, 50.0), **tracekit.meta_files()}),
+            CommitSpec("v1: committed (+20.0%)", {"kernel.py": commented, "memory/v1.json": m(1, 40.0)}),
+            CommitSpec("v2: committed (+10.0%)", {"kernel.py": in_code, "memory/v2.json": m(2, 36.0)}),
+        ],
+    )
     return dest, commented
 
 
@@ -273,9 +347,10 @@ def test_sources_that_cannot_be_scrubbed_are_withheld_with_a_reason():
 
 def test_scrubbed_helion_source_gets_a_rederived_run_id(tmp_path):
     files = autotune_files()
-    helion_ids = {json.loads(line)["run_id"] for p, text in files.items() if p.endswith(".jsonl")
-                  for line in text.splitlines()}
-    files = {p: text.replace('output = rmsnorm(x', 'zanzibarco: output = rmsnorm(x') for p, text in files.items()}
+    helion_ids = {
+        json.loads(line)["run_id"] for p, text in files.items() if p.endswith(".jsonl") for line in text.splitlines()
+    }
+    files = {p: text.replace("output = rmsnorm(x", "zanzibarco: output = rmsnorm(x") for p, text in files.items()}
     tracekit.iteration_era(tmp_path / "kernel_opt_053_tuned", untracked=files)
     scrubber = denylist(tmp_path, "zanzibarco")
     t = ingested(tmp_path / "kernel_opt_053_tuned", scrubber=scrubber)
@@ -323,7 +398,9 @@ def write_work(root: Path, t: TraceInput) -> Path:
 def test_rerun_is_byte_identical_loader_and_readme(tmp_path):
     tracekit.iteration_era(tmp_path / "kernel_opt_050_tuned", untracked=autotune_files())
     failing_trace(tmp_path / "kernel_opt_051_fail")
-    dirs = [write_work(tmp_path / "work", ingested(tmp_path / n)) for n in ("kernel_opt_050_tuned", "kernel_opt_051_fail")]
+    dirs = [
+        write_work(tmp_path / "work", ingested(tmp_path / n)) for n in ("kernel_opt_050_tuned", "kernel_opt_051_fail")
+    ]
     assert main(["build", *map(str, dirs), "--out-dir", str(tmp_path / "one")]) == 0
     assert main(["build", *map(str, reversed(dirs)), "--out-dir", str(tmp_path / "two")]) == 0
     for d in ("one", "two"):
@@ -374,8 +451,7 @@ def test_load_returns_documented_dtypes(tmp_path):
     d = write_work(tmp_path / "work", ingested(tmp_path / "kernel_opt_052_tuned"))
     assert main(["build", str(d), "--out-dir", str(tmp_path / "out")]) == 0
     frame = load(tmp_path / "out")
-    expected = {c.name: {"string": "string", "int64": "Int64", "float64": "Float64"}[c.type]
-                for c in sample_columns()}
+    expected = {c.name: {"string": "string", "int64": "Int64", "float64": "Float64"}[c.type] for c in sample_columns()}
     assert {c: str(t) for c, t in frame.dtypes.items() if not c.startswith(AXIS_PREFIX)} == expected
     assert frame["split"].isna().all()  # split has not run
     assert list(frame.sort_values("version")["version"].dropna().unique()) == [0, 1, 4, 5]  # numeric order
@@ -406,34 +482,60 @@ def fib_kgen_trace(dest: Path) -> Path:
     final = list(csv.DictReader((SAMPLES / "fib_kgen_run_20260316_172250_trace_records.csv").open()))
     definition = (SAMPLES / "fib_definition_fused_add_rmsnorm_h4096.json").read_text()
     workloads = (SAMPLES / "fib_workload_fused_add_rmsnorm_h4096.jsonl").read_text()
-    solution = json.dumps({"name": "fib-kgen", "definition": "fused_add_rmsnorm_h4096",
-                           "spec": {"language": "cuda", "target_hardware": ["NVIDIA A800"]}, "sources": []})
+    solution = json.dumps(
+        {
+            "name": "fib-kgen",
+            "definition": "fused_add_rmsnorm_h4096",
+            "spec": {"language": "cuda", "target_hardware": ["NVIDIA A800"]},
+            "sources": [],
+        }
+    )
 
     def kernel(r: int) -> str:
         # the example's v0 kernel for the baseline: one blob shared with another trace of the sheet
         if r == 0:
             return (EXAMPLE_DIR / "kernels" / "v0.py").read_text()
-        return (f"from torch.utils.cpp_extension import load_inline\n\n# round {r}\nSRC = r'''\n"
-                f"__global__ void fused_add_rmsnorm(float* x) {{ /* vec width {2 ** (r % 4)} */ }}\n'''\n")
+        return (
+            f"from torch.utils.cpp_extension import load_inline\n\n# round {r}\nSRC = r'''\n"
+            f"__global__ void fused_add_rmsnorm(float* x) {{ /* vec width {2 ** (r % 4)} */ }}\n'''\n"
+        )
 
     def memory(n: int, by_shape: dict, ok: bool = True) -> str:
         vals = list(by_shape.values())
         geo = round(float(pd.Series(vals).prod() ** (1 / len(vals))), 4) if vals else None
-        return json.dumps({"version": f"v{n}", "performance": {"latency_us_geomean": geo, "latency_us_by_shape": by_shape},
-                           "correctness": {"status": "PASS" if ok else "FAIL"},
-                           "quality_gate": {"result": "PASS" if ok else "FAIL", "failure_reason": None}})
+        return json.dumps(
+            {
+                "version": f"v{n}",
+                "performance": {"latency_us_geomean": geo, "latency_us_by_shape": by_shape},
+                "correctness": {"status": "PASS" if ok else "FAIL"},
+                "quality_gate": {"result": "PASS" if ok else "FAIL", "failure_reason": None},
+            }
+        )
 
     feedback = rounds[0]["feedback_workload_uuid"]
     ref = float(next(r["reference_latency_ms"] for r in rounds if r["reference_latency_ms"]))
-    commits = [CommitSpec("V0: baseline (reference)", {"kernel.py": kernel(0), "definition.json": definition,
-                                                       "workload.jsonl": workloads, "solution.json": solution,
-                                                       "memory/v0.json": memory(0, {feedback: ref * 1000})})]
+    commits = [
+        CommitSpec(
+            "V0: baseline (reference)",
+            {
+                "kernel.py": kernel(0),
+                "definition.json": definition,
+                "workload.jsonl": workloads,
+                "solution.json": solution,
+                "memory/v0.json": memory(0, {feedback: ref * 1000}),
+            },
+        )
+    ]
     best = ref
     for r in rounds:
         n = int(r["generation_round"])
         if r["status"] != "PASSED":
-            commits.append(CommitSpec(f"v{n}: reverted (compile error) — dead-end recorded",
-                                      {"memory/v%d.json" % n: memory(n, {}, ok=False)}))
+            commits.append(
+                CommitSpec(
+                    f"v{n}: reverted (compile error) — dead-end recorded",
+                    {"memory/v%d.json" % n: memory(n, {}, ok=False)},
+                )
+            )
             continue
         lat = float(r["latency_ms"])
         shapes = {feedback: round(lat * 1000, 4)}
@@ -442,11 +544,17 @@ def fib_kgen_trace(dest: Path) -> Path:
         gain = (best - lat) / best * 100
         if gain > 0:
             best = lat
-            commits.append(CommitSpec(f"v{n}: committed (+{gain:.1f}%)",
-                                      {"kernel.py": kernel(n), f"memory/v{n}.json": memory(n, shapes)}))
+            commits.append(
+                CommitSpec(
+                    f"v{n}: committed (+{gain:.1f}%)", {"kernel.py": kernel(n), f"memory/v{n}.json": memory(n, shapes)}
+                )
+            )
         else:
-            commits.append(CommitSpec(f"v{n}: reverted ({gain:.1f}%) — dead-end recorded",
-                                      {f"memory/v{n}.json": memory(n, shapes)}))
+            commits.append(
+                CommitSpec(
+                    f"v{n}: reverted ({gain:.1f}%) — dead-end recorded", {f"memory/v{n}.json": memory(n, shapes)}
+                )
+            )
     build_trace(dest, commits)
     return dest
 
@@ -454,13 +562,20 @@ def fib_kgen_trace(dest: Path) -> Path:
 def sol_trace(dest: Path) -> Path:
     """SOL-ExecBench dialect (languages list, LOCAL target, framework baseline naming the GPU)."""
     k, m = tracekit.kernel, tracekit.memory
-    build_trace(dest, [
-        CommitSpec("V0: baseline (SOL reference wrapper)", {"kernel.py": k(0), "memory/v0.json": m(0, 900.0),
-                                                            **tracekit.meta_files("sol")}),
-        CommitSpec("v1: framework baseline (triton) replacing the V0 PyTorch wrapper",
-                   {"kernel.py": k(1), "memory/v1.json": m(1, 400.0)}),
-        CommitSpec("v2: committed (+25.0%)", {"kernel.py": k(2, "cuda"), "memory/v2.json": m(2, 300.0)}),
-    ])
+    build_trace(
+        dest,
+        [
+            CommitSpec(
+                "V0: baseline (SOL reference wrapper)",
+                {"kernel.py": k(0), "memory/v0.json": m(0, 900.0), **tracekit.meta_files("sol")},
+            ),
+            CommitSpec(
+                "v1: framework baseline (triton) replacing the V0 PyTorch wrapper",
+                {"kernel.py": k(1), "memory/v1.json": m(1, 400.0)},
+            ),
+            CommitSpec("v2: committed (+25.0%)", {"kernel.py": k(2, "cuda"), "memory/v2.json": m(2, 300.0)}),
+        ],
+    )
     return dest
 
 
@@ -474,8 +589,10 @@ def sheet_run(tmp_path_factory):
     from tests.support.workflow import copy_workflow
 
     tmp = tmp_path_factory.mktemp("sheet")
-    traces = {"kernel_opt_101_fused_add_rmsnorm_h4096": fib_kgen_trace(tmp / "fib"),
-              "kernel_opt_102_softmax_h4096": sol_trace(tmp / "sol")}
+    traces = {
+        "kernel_opt_101_fused_add_rmsnorm_h4096": fib_kgen_trace(tmp / "fib"),
+        "kernel_opt_102_softmax_h4096": sol_trace(tmp / "sol"),
+    }
     example = tmp / "example"
     build_example(example)
     traces["kernel_opt_007_fused_add_rmsnorm_h4096"] = example
@@ -487,7 +604,13 @@ def sheet_run(tmp_path_factory):
     env = {**os.environ, "ATREX_WIKI_DENYLIST": str(dl)}
     snakemake(wd, "dataset", "--config", f"traces={sheet}", env=env)
     again = snakemake(wd, "-n", "dataset", "--config", f"traces={sheet}", env=env)
-    return {"wd": wd, "out": wd / "results" / "dataset", "traces": traces, "env": env, "noop": again.stdout + again.stderr}
+    return {
+        "wd": wd,
+        "out": wd / "results" / "dataset",
+        "traces": traces,
+        "env": env,
+        "noop": again.stdout + again.stderr,
+    }
 
 
 @pytest.mark.workflow
@@ -537,7 +660,16 @@ def test_sheet_contract_nothing_derivable_or_denylisted(sheet_run):
     text = "".join(pd.read_parquet(out / FILES[n]).to_csv() for n in BUILT)
     assert "airulan" not in text.lower() and b"airulan" not in everything.lower()
     columns = {c for n in BUILT for c in pq.read_schema(out / FILES[n]).names}
-    derivable = {"config_id", "definition", "latency_us_geomean", "geomean_us", "source_sha256", "n_shapes", "scrubbed", "axes"}
+    derivable = {
+        "config_id",
+        "definition",
+        "latency_us_geomean",
+        "geomean_us",
+        "source_sha256",
+        "n_shapes",
+        "scrubbed",
+        "axes",
+    }
     assert not columns & derivable
     # the documented column table is exactly what is written
     for name in BUILT:
@@ -552,8 +684,9 @@ def test_sheet_contract_rebuild_is_byte_identical(sheet_run, tmp_path):
     work = sorted((wd / "results" / "work").iterdir())
     env = {**sheet_run["env"], "PYTHONPATH": str(ROOT / "src")}
     cmd = [sys.executable, "-m", "optrace", "dataset"]
-    subprocess.run([*cmd, "build", *map(str, reversed(work)), "--out-dir", str(tmp_path)], check=True, env=env,
-                   capture_output=True)
+    subprocess.run(
+        [*cmd, "build", *map(str, reversed(work)), "--out-dir", str(tmp_path)], check=True, env=env, capture_output=True
+    )
     subprocess.run([*cmd, "split", str(tmp_path), "--test-fraction", "0.2"], check=True, env=env, capture_output=True)
     for name in (*OUTPUTS, FILES["split"]):
         assert (out / name).read_bytes() == (tmp_path / name).read_bytes(), name

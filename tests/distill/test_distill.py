@@ -35,8 +35,24 @@ def packets_dir(tmp_path_factory):
 
 def distill(packets_dir, out, *args, env=None):
     report = out / "report.json"
-    res = subprocess.run([sys.executable, "-m", "optrace", "distill", "--packets", str(packets_dir), "--out", str(out),
-                          "--report", str(report), *map(str, args)], capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "optrace",
+            "distill",
+            "--packets",
+            str(packets_dir),
+            "--out",
+            str(out),
+            "--report",
+            str(report),
+            *map(str, args),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     return res, (json.loads(report.read_text()) if report.exists() else None)
 
 
@@ -110,22 +126,32 @@ def seg_ids(packets_dir, record_type, n):
 def test_agent_mode_reports_each_outcome_and_keeps_what_was_written(packets_dir, tmp_path):
     valid, fabricated, failing = seg_ids(packets_dir, "strategy", 3)
     malformed, kept = seg_ids(packets_dir, "reference-kernel", 2)
-    thin = next(s for s in seg_ids(packets_dir, "anti-strategy", 99)
-                if json.loads((packets_dir / f"{s}.json").read_text())["agent_facing"]["established_fact_required"]["precheck"] == "flag")
+    thin = next(
+        s
+        for s in seg_ids(packets_dir, "anti-strategy", 99)
+        if json.loads((packets_dir / f"{s}.json").read_text())["agent_facing"]["established_fact_required"]["precheck"]
+        == "flag"
+    )
     plan = {fabricated: "fabricate", malformed: "malformed", failing: "fail"}
     env = {**os.environ, "FAKE_AGENT_PLAN": json.dumps(plan)}
     kept_path = tmp_path / json.loads((packets_dir / f"{kept}.json").read_text())["target"]["output"]
     kept_path.parent.mkdir(parents=True)
     kept_path.write_text("an earlier agent's record\n")
     command = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE_AGENT))} {{brief}} {{packet}} {{out}}"
-    res, report = distill(packets_dir, tmp_path, "--mode", "agent", "--command", command, "--batch-size", 3,
-                          "--jobs", 2, env=env)
+    res, report = distill(
+        packets_dir, tmp_path, "--mode", "agent", "--command", command, "--batch-size", 3, "--jobs", 2, env=env
+    )
     assert res.returncode == 0, res.stderr
     assert_valid(report, "distill-report.schema.json")
     outcomes = by_seg(report)
     assert {s: outcomes[s]["outcome"] for s in (valid, fabricated, malformed, failing, kept, thin)} == {
-        valid: "agent-wrote", fabricated: "agent-wrote", malformed: "agent-wrote", failing: "agent-failed",
-        kept: "skipped-exists", thin: "skipped-thin"}
+        valid: "agent-wrote",
+        fabricated: "agent-wrote",
+        malformed: "agent-wrote",
+        failing: "agent-failed",
+        kept: "skipped-exists",
+        thin: "skipped-thin",
+    }
     assert outcomes[failing]["exit_code"] == 3 and "out of tokens" in outcomes[failing]["stderr_tail"]
     assert outcomes[thin]["agent_report"].startswith("no record: no causal sentence")
     assert outcomes[valid]["agent_report"].startswith("wrote ")
@@ -139,7 +165,9 @@ def test_agent_mode_reports_each_outcome_and_keeps_what_was_written(packets_dir,
         json.loads((tmp_path / outcomes[malformed]["output"]).read_text())
     bad = json.loads((tmp_path / outcomes[fabricated]["output"]).read_text())
     packet = json.loads((packets_dir / f"{fabricated}.json").read_text())
-    assert unexplained_numbers(bad, packet, (packets_dir / packet["agent_facing"]["code_file"]).read_text()) == {87.6543}
+    assert unexplained_numbers(bad, packet, (packets_dir / packet["agent_facing"]["code_file"]).read_text()) == {
+        87.6543
+    }
     # a re-run starts agents only for packets without a record: the failed and the thin one
     before = snapshot(records_dir(tmp_path))
     _, again = distill(packets_dir, tmp_path, "--mode", "agent", "--command", command, env=env)
@@ -148,8 +176,10 @@ def test_agent_mode_reports_each_outcome_and_keeps_what_was_written(packets_dir,
     assert snapshot(records_dir(tmp_path)) == before
 
 
-@pytest.mark.parametrize("command,missing", [("", "needs a command"), ("agent --in {packet}", "{out}"),
-                                             ("agent {brief} > {out}", "{packet}")])
+@pytest.mark.parametrize(
+    "command,missing",
+    [("", "needs a command"), ("agent --in {packet}", "{out}"), ("agent {brief} > {out}", "{packet}")],
+)
 def test_agent_mode_needs_a_template_naming_the_packet_and_the_record(packets_dir, tmp_path, command, missing):
     res, report = distill(packets_dir, tmp_path, "--mode", "agent", "--command", command)
     assert res.returncode == 2 and report is None
@@ -158,22 +188,25 @@ def test_agent_mode_needs_a_template_naming_the_packet_and_the_record(packets_di
 
 def test_only_the_three_placeholders_are_filled_and_paths_are_quoted(tmp_path):
     odd = tmp_path / "a dir; rm -rf x" / "it's.json"
-    rendered = render_command("agent -b {brief} -p {packet} -o {out} | awk '{print $1}' {other}",
-                              Path("brief.md"), odd, odd)
+    rendered = render_command(
+        "agent -b {brief} -p {packet} -o {out} | awk '{print $1}' {other}", Path("brief.md"), odd, odd
+    )
     words = shlex.split(rendered)
     assert words[words.index("-p") + 1] == str(odd.resolve()) == words[words.index("-o") + 1]
     assert words[words.index("-b") + 1] == str(Path("brief.md").resolve())
     assert "'{print $1}'" in rendered and rendered.endswith(" {other}")
 
 
-@pytest.mark.parametrize("output", ["distilled/../../escape.json", "/tmp/x.json", "records/x/y.json",
-                                    "distilled/other/slug/x.json", None])
+@pytest.mark.parametrize(
+    "output", ["distilled/../../escape.json", "/tmp/x.json", "records/x/y.json", "distilled/other/slug/x.json", None]
+)
 def test_a_record_path_outside_distilled_is_refused(tmp_path, output):
     with pytest.raises(InputError):
         record_path(tmp_path, {"target": {"output": output}}, "packet.json")
 
 
 # ---- the workflow ----------------------------------------------------------------------------------
+
 
 def snakemake(wd, *args):
     res = run_snakemake(wd, *args)
@@ -243,7 +276,9 @@ def test_a_record_written_by_a_killed_run_before_its_outcome_was_journaled_is_se
 
     resumed = Journal(tmp_path, "t").run(tmp_path / "p.json", packet, work)
     assert calls == ["anti-abc123"] and resumed["outcome"] == "agent-wrote"
-    assert _json.loads((tmp_path / "work/t/distill-tmp/interrupted/x.json").read_text()) == {"written": "by the killed run"}
+    assert _json.loads((tmp_path / "work/t/distill-tmp/interrupted/x.json").read_text()) == {
+        "written": "by the killed run"
+    }
     # a record that was there before the run started is never set aside
     again = Journal(tmp_path, "t")
     again._append({"seg_id": "other", "started": True, "existed": True})

@@ -17,8 +17,12 @@ from optrace.gates.store.self_contained import ABSOLUTE_LATENCY
 
 STORE_KEYS = ["schema", "id", "type", "level", "status", "episode_key", "retrieval", "payload", "evidence", "worth"]
 ALL_KINDS = {"milestone", "mega", "deadend-item", "deadend-prose", "curated-pitfall", "final-kernel", "mega-snapshot"}
-TRACES = {"example": build_example, "skill": tracekit.skill_era, "iteration": tracekit.iteration_era,
-          "horizon": tracekit.long_horizon_era}
+TRACES = {
+    "example": build_example,
+    "skill": tracekit.skill_era,
+    "iteration": tracekit.iteration_era,
+    "horizon": tracekit.long_horizon_era,
+}
 # A number is a digit run not glued to a word or a dot: `sm_90`, `H100` and `fp16` name things.
 NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 CODE_KEYS = {"snippet", "dispatch_snippet", "core_kernel_name"}
@@ -41,8 +45,11 @@ def packets(tmp_path_factory):
         trace = root / (example_name() if name == "example" else f"kernel_opt_03{n}_{name}")
         build(trace)
         out = mine(trace, root, name)
-        found[name] = [(json.loads(p.read_text()), read_code(p, json.loads(p.read_text())))
-                       for p in sorted(out.glob("*.json")) if p.name != "manifest.json"]
+        found[name] = [
+            (json.loads(p.read_text()), read_code(p, json.loads(p.read_text())))
+            for p in sorted(out.glob("*.json"))
+            if p.name != "manifest.json"
+        ]
     return found
 
 
@@ -69,8 +76,12 @@ def numbers_in(value, skip=CODE_KEYS):
 
 def unexplained_numbers(record, packet, code):
     """Numbers in served text (payload, gain, summary, signal metrics) that the packet never states."""
-    served = [record.get("payload"), record["worth"].get("gain"), record["evidence"].get("summary"),
-              record["retrieval"]["signals"].get("metrics")]
+    served = [
+        record.get("payload"),
+        record["worth"].get("gain"),
+        record["evidence"].get("summary"),
+        record["retrieval"]["signals"].get("metrics"),
+    ]
     pool = numbers_in(packet["agent_facing"], skip=()) | numbers_in(packet["target"], skip=()) | numbers_in(code or "")
     return numbers_in(served) - pool
 
@@ -88,6 +99,7 @@ def served_strings(record):
         elif isinstance(v, list):
             for x in v:
                 walk(x, key)
+
     for p in parts:
         walk(p)
     return out
@@ -164,8 +176,11 @@ def test_profiler_basis_only_with_a_usable_capture(packets, trace):
 
 
 def test_a_conclusion_without_a_usable_capture_is_never_served(packets):
-    packet, code = next((p, c) for p, c in packets["example"]
-                        if p["record_type"] == "strategy" and p["agent_facing"]["profiler"]["conclusion"])
+    packet, code = next(
+        (p, c)
+        for p, c in packets["example"]
+        if p["record_type"] == "strategy" and p["agent_facing"]["profiler"]["conclusion"]
+    )
     record, _ = draft_record(packet, code)
     assert record["evidence"]["summary"]["bottleneck_evidence"]["basis"] == "profiler"
     assert record["payload"]["problem"]["bottleneck"]
@@ -207,10 +222,18 @@ def test_provenance_and_identity_come_from_the_packet(packets, trace):
     for packet, _, record, _ in drafts(packets[trace]):
         if record:
             target, prov = packet["target"], packet["provenance"]
-            assert (record["id"], record["episode_key"], record["level"]) == (target["id"], target["episode_key"], target["level"])
+            assert (record["id"], record["episode_key"], record["level"]) == (
+                target["id"],
+                target["episode_key"],
+                target["level"],
+            )
             assert {k: record["retrieval"]["scope"][k] for k in target["scope"]} == target["scope"]
             raw = record["evidence"]["raw"]
-            assert (raw["source_repo"], raw["version"], raw["git_commit"]) == (prov["source_label"], prov["version"], prov["commit"])
+            assert (raw["source_repo"], raw["version"], raw["git_commit"]) == (
+                prov["source_label"],
+                prov["version"],
+                prov["commit"],
+            )
             assert record["worth"] == {"rank": UNRANKED, "gain": record["worth"]["gain"]}  # never self-scored
 
 
@@ -229,8 +252,11 @@ def test_anti_strategies_are_established_facts_copied_from_the_packet(packets):
 
 def test_a_lever_never_inherits_another_levers_cause(packets):
     """One commit listing three dead ends: each lever gets the sentence about itself."""
-    items = {p["agent_facing"]["the_failed_lever"]: r["payload"]["established_fact"]["mechanism"]
-             for p, _, r, _ in drafts(packets["example"]) if r and p["seg_kind"] == "deadend-item"}
+    items = {
+        p["agent_facing"]["the_failed_lever"]: r["payload"]["established_fact"]["mechanism"]
+        for p, _, r, _ in drafts(packets["example"])
+        if r and p["seg_kind"] == "deadend-item"
+    }
     split = next(m for lever, m in items.items() if lever.startswith("split reduction"))
     prefetch = next(m for lever, m in items.items() if lever.startswith("cp.async"))
     assert "contention" in split and "cp.async" not in split
@@ -242,6 +268,7 @@ def test_a_flag_is_a_hint_never_a_silent_drop(packets, trace):
     """The drafter judges every anti packet on its own prose: a flagged one gets a record only with a cause
     it can quote and a condition, else a reason; the precheck never decides alone."""
     from optrace.facts import MECHANISM_RE
+
     for packet, _, record, reason in drafts(packets[trace]):
         required = packet["agent_facing"].get("established_fact_required")
         if required and required["precheck"] == "flag":
@@ -252,8 +279,9 @@ def test_a_flag_is_a_hint_never_a_silent_drop(packets, trace):
 
 
 def drafted_anti(packets):
-    return next((copy.deepcopy(p), c) for p, c, r, _ in drafts(packets["example"])
-                if r and p["seg_kind"] == "deadend-prose")
+    return next(
+        (copy.deepcopy(p), c) for p, c, r, _ in drafts(packets["example"]) if r and p["seg_kind"] == "deadend-prose"
+    )
 
 
 def test_no_anti_strategy_without_a_cause(packets):

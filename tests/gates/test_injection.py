@@ -12,8 +12,17 @@ from optrace.errors import InputError
 from optrace.gates.store import injection as store_injection
 from optrace.gates.trace import ALL_GATES
 from optrace.gates.trace import injection
-from optrace.gates.trace.injection import (TRACE_INJECTIONS, TraceInjection, check_baseline, covered_gates,
-    format_outcomes, mine_example, run_injections, run_trace_injection, workbench)
+from optrace.gates.trace.injection import (
+    TRACE_INJECTIONS,
+    TraceInjection,
+    check_baseline,
+    covered_gates,
+    format_outcomes,
+    mine_example,
+    run_injections,
+    run_trace_injection,
+    workbench,
+)
 
 CASES = [*store_injection.INJECTIONS, *TRACE_INJECTIONS]
 

@@ -119,11 +119,16 @@ def test_specimens_satisfy_the_profile():
 
 # --- every patch only narrows, and each one bites -----------------------------------------------------
 
+
 def rule_record() -> dict:
     record = strategy()
     record["type"] = "numerics-rule"
-    record["payload"] = {"goal": "Keep sums in fp32.", "problem": record["payload"]["problem"],
-                         "rule": "Accumulate in fp32.", "rationale": "fp16 sums overflow."}
+    record["payload"] = {
+        "goal": "Keep sums in fp32.",
+        "problem": record["payload"]["problem"],
+        "rule": "Accumulate in fp32.",
+        "rationale": "fp16 sums overflow.",
+    }
     return record
 
 
@@ -181,13 +186,17 @@ def test_every_patch_only_narrows_and_each_rejects_something(corpus):
 
 # --- a bad patch list is refused with the patch named --------------------------------------------------
 
-@pytest.mark.parametrize("change, message", [
-    ({"at": "evidence.rwa"}, "evidence.rwa is not declared"),
-    ({"schema": {"required": ["commit_sha"]}}, "'commit_sha'"),
-    ({"when": "recipe"}, "not a record type"),
-    ({"reason": "  "}, "needs a reason"),
-    ({"colour": "red"}, "unknown key"),
-])
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"at": "evidence.rwa"}, "evidence.rwa is not declared"),
+        ({"schema": {"required": ["commit_sha"]}}, "'commit_sha'"),
+        ({"when": "recipe"}, "not a record type"),
+        ({"reason": "  "}, "needs a reason"),
+        ({"colour": "red"}, "unknown key"),
+    ],
+)
 def test_bad_patch_is_refused_naming_it(schemas_copy, change, message):
     path = schemas_copy / ms.PATCHES_FILE
     spec = yaml.safe_load(path.read_text())

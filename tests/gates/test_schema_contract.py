@@ -30,8 +30,12 @@ needs_shared = pytest.mark.skipif(not STORE.is_dir(), reason="../shared/data/ups
 def rule_record(kind: str) -> dict:
     record = strategy()
     record.update(type=kind, id=f"nvidia.hopper.triton.fused-softmax-h4096.{kind}-x1")
-    record["payload"] = {"goal": "Keep the accumulation in fp32.", "problem": record["payload"]["problem"],
-                         "rule": "Accumulate softmax sums in fp32.", "rationale": "fp16 sums overflow past 65504."}
+    record["payload"] = {
+        "goal": "Keep the accumulation in fp32.",
+        "problem": record["payload"]["problem"],
+        "rule": "Accumulate softmax sums in fp32.",
+        "rationale": "fp16 sums overflow past 65504.",
+    }
     return record
 
 
@@ -57,8 +61,13 @@ def ours():
 @pytest.fixture(scope="module")
 def bases(real_store):
     """One record per type: real ones where the store has that type, our specimens for the rest."""
-    out = {"strategy": strategy(), "anti-strategy": anti_strategy(), "reference-kernel": reference_kernel(),
-           "numerics-rule": rule_record("numerics-rule"), "dispatch-rule": rule_record("dispatch-rule")}
+    out = {
+        "strategy": strategy(),
+        "anti-strategy": anti_strategy(),
+        "reference-kernel": reference_kernel(),
+        "numerics-rule": rule_record("numerics-rule"),
+        "dispatch-rule": rule_record("dispatch-rule"),
+    }
     for f in real_store.files:
         out.setdefault(f.record["type"], f.record)
     out["real-anti-strategy"] = next(f.record for f in real_store.files if f.record["type"] == "anti-strategy")
@@ -181,11 +190,17 @@ MUTATIONS = {
     "summary extra key": ("strategy", ("evidence", "summary", "effect"), {}),
     "bottleneck_evidence basis unknown": ("strategy", ("evidence", "summary", "bottleneck_evidence", "basis"), "ncu"),
     "bottleneck_evidence open": ("strategy", ("evidence", "summary", "bottleneck_evidence", "extra"), [1]),
-    "mechanism_metrics delta without unit": ("strategy", ("evidence", "summary", "mechanism_metrics"),
-                                             {"spill": {"before": 1}}),
+    "mechanism_metrics delta without unit": (
+        "strategy",
+        ("evidence", "summary", "mechanism_metrics"),
+        {"spill": {"before": 1}},
+    ),
     "occupancy_limiter null": ("strategy", ("evidence", "summary", "mechanism_metrics"), {"occupancy_limiter": None}),
-    "occupancy_limiter unknown": ("strategy", ("evidence", "summary", "mechanism_metrics"),
-                                  {"occupancy_limiter": "lds"}),
+    "occupancy_limiter unknown": (
+        "strategy",
+        ("evidence", "summary", "mechanism_metrics"),
+        {"occupancy_limiter": "lds"},
+    ),
     "measured_on number": ("strategy", ("evidence", "summary", "measured_on", "track"), 1),
     "raw open": ("doc", ("evidence", "raw", "anything"), {"x": 1}),
     "raw hunk_index string": ("strategy", ("evidence", "raw", "hunk_index"), "0"),
@@ -232,11 +247,28 @@ def mutate(record: dict, path: tuple, value) -> dict:
 
 def test_mutations_cover_every_type_and_block():
     covered_bases = {base for base, _, _ in MUTATIONS.values()}
-    assert {"strategy", "anti-strategy", "technique-card", "symptom-card", "reference-kernel", "doc",
-            "numerics-rule", "dispatch-rule"} <= covered_bases
-    assert {path[0] for _, path, _ in MUTATIONS.values()} >= {"schema", "id", "type", "level", "status",
-                                                                "episode_key", "retrieval", "payload", "evidence",
-                                                                "worth"}
+    assert {
+        "strategy",
+        "anti-strategy",
+        "technique-card",
+        "symptom-card",
+        "reference-kernel",
+        "doc",
+        "numerics-rule",
+        "dispatch-rule",
+    } <= covered_bases
+    assert {path[0] for _, path, _ in MUTATIONS.values()} >= {
+        "schema",
+        "id",
+        "type",
+        "level",
+        "status",
+        "episode_key",
+        "retrieval",
+        "payload",
+        "evidence",
+        "worth",
+    }
     assert len(MUTATIONS) >= 30
 
 

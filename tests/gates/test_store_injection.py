@@ -83,8 +83,9 @@ FIRST_PER_GATE = [next(i for i in INJECTIONS if i.gate == gate) for gate in GATE
 
 
 @pytest.mark.parametrize("injection", FIRST_PER_GATE, ids=case_id)
-def test_check_store_on_a_planted_copy_fails_that_gate_and_names_the_record(request, specimens, injection,
-                                                                           tmp_path, capsys):
+def test_check_store_on_a_planted_copy_fails_that_gate_and_names_the_record(
+    request, specimens, injection, tmp_path, capsys
+):
     store = request.getfixturevalue("real_subset") if STORE.is_dir() else specimens
     mutated, relpath = plant(store, injection)
     assert check_store.main([str(write_store(mutated, tmp_path))]) == 1

@@ -67,12 +67,16 @@ def test_the_drafted_example_records_pass_all_16_gates(bench):
 
 # --- profile ---------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change, patch", [
-    (lambda r: r["evidence"]["raw"].update(page_path=None), "raw-keys"),
-    (lambda r: r["evidence"]["summary"].update(measured_on={}), "measured-on"),
-    (lambda r: r["evidence"]["summary"].pop("measured_on"), "measured-on"),
-    (lambda r: r["worth"]["gain"].pop("kind"), "gain-kind"),
-])
+
+@pytest.mark.parametrize(
+    "change, patch",
+    [
+        (lambda r: r["evidence"]["raw"].update(page_path=None), "raw-keys"),
+        (lambda r: r["evidence"]["summary"].update(measured_on={}), "measured-on"),
+        (lambda r: r["evidence"]["summary"].pop("measured_on"), "measured-on"),
+        (lambda r: r["worth"]["gain"].pop("kind"), "gain-kind"),
+    ],
+)
 def test_profile_names_the_patch_a_record_breaks(bench, change, patch):
     found = failing_after(bench, of_type("strategy"), record_edit(change))
     assert list(found) == ["profile"] and f"(patch {patch})" in found["profile"][0]
@@ -84,20 +88,27 @@ def test_breaking_the_base_contract_is_the_schema_gates_finding_not_the_profiles
 
 
 def test_an_abbreviated_commit_breaks_the_profile_and_provenance(bench):
-    found = failing_after(bench, of_type("strategy"),
-                          record_edit(lambda r: r["evidence"]["raw"].update(git_commit=r["evidence"]["raw"]["git_commit"][:7])))
+    found = failing_after(
+        bench,
+        of_type("strategy"),
+        record_edit(lambda r: r["evidence"]["raw"].update(git_commit=r["evidence"]["raw"]["git_commit"][:7])),
+    )
     assert set(found) == {"profile", "provenance"}
 
 
 # --- layout ----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change, field", [
-    (lambda r: r["retrieval"]["scope"].update(dsl="gluon"), "retrieval.scope.dsl"),
-    (lambda r: r["retrieval"]["scope"].update(product="h200"), "retrieval.scope.product"),
-    (lambda r: r["retrieval"]["scope"].update(operator_family="softmax"), "retrieval.scope.operator_family"),
-    (lambda r: r.update(episode_key=r["episode_key"] + "x"), "episode_key"),
-    (lambda r: r.update(level="cross-operator"), "level"),
-])
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda r: r["retrieval"]["scope"].update(dsl="gluon"), "retrieval.scope.dsl"),
+        (lambda r: r["retrieval"]["scope"].update(product="h200"), "retrieval.scope.product"),
+        (lambda r: r["retrieval"]["scope"].update(operator_family="softmax"), "retrieval.scope.operator_family"),
+        (lambda r: r.update(episode_key=r["episode_key"] + "x"), "episode_key"),
+        (lambda r: r.update(level="cross-operator"), "level"),
+    ],
+)
 def test_layout_keeps_what_the_partition_decided(bench, change, field):
     found = failing_after(bench, seg("strategy-b1be26"), record_edit(change))
     assert list(found) == ["layout"] and f": {field}: " in found["layout"][0]
@@ -106,6 +117,7 @@ def test_layout_keeps_what_the_partition_decided(bench, change, field):
 def test_a_record_filed_under_another_trace_fails_layout(bench):
     def move(row):
         row[0] = row[0].replace(f"distilled/{bench.slug}/", "distilled/other-trace/")
+
     found = failing_after(bench, seg("strategy-b1be26"), move)
     assert list(found) == ["layout"] and "filed at the wrong place" in found["layout"][0]
 
@@ -123,19 +135,38 @@ def test_a_staged_copy_is_judged_by_the_store_layout(bench):
 
 
 def test_a_record_without_an_operator_family_is_staged_under_misc():
-    packet = Packet("s", {"record_type": "strategy", "target": {"id": "a.b.c.d.e", "scope": {
-        "vendor": "nvidia", "arch": "hopper", "dsl": "triton", "operator_family": None}}})
+    packet = Packet(
+        "s",
+        {
+            "record_type": "strategy",
+            "target": {
+                "id": "a.b.c.d.e",
+                "scope": {"vendor": "nvidia", "arch": "hopper", "dsl": "triton", "operator_family": None},
+            },
+        },
+    )
     assert staged_path(packet) == "records/strategy/nvidia/hopper/triton/misc/a.b.c.d.e.json"
 
 
-@pytest.mark.parametrize("family,rid", [("../../../etc", "a.b.c.d.e"), ("norm/../x", "a.b.c.d.e"), (".hidden", "a.b.c.d.e"),
-                                        ("norm", "../a.b.c.d.e"), ("Norm", "a.b.c.d.e"), ("norm", 7)])
+@pytest.mark.parametrize(
+    "family,rid",
+    [
+        ("../../../etc", "a.b.c.d.e"),
+        ("norm/../x", "a.b.c.d.e"),
+        (".hidden", "a.b.c.d.e"),
+        ("norm", "../a.b.c.d.e"),
+        ("Norm", "a.b.c.d.e"),
+        ("norm", 7),
+    ],
+)
 def test_a_store_path_part_that_could_climb_or_hide_has_no_path(family, rid):
     """Staging, validation and admission share one layout: a part that is not a plain name gives no path."""
     scope = {"vendor": "nvidia", "arch": "hopper", "dsl": "triton", "operator_family": family}
     assert store_path("strategy", scope, rid) is None
-    assert store_path("strategy", {**scope, "operator_family": "norm"}, "a.b.c.d.e") == \
-        "records/strategy/nvidia/hopper/triton/norm/a.b.c.d.e.json"
+    assert (
+        store_path("strategy", {**scope, "operator_family": "norm"}, "a.b.c.d.e")
+        == "records/strategy/nvidia/hopper/triton/norm/a.b.c.d.e.json"
+    )
 
 
 def test_a_record_no_packet_targets_fails_every_gate_that_needs_one(bench):
@@ -143,6 +174,7 @@ def test_a_record_no_packet_targets_fails_every_gate_that_needs_one(bench):
         rid = "nvidia.h100.triton.norm.invented-lever-sffffff"
         row[1]["id"] = rid
         row[0] = f"distilled/{bench.slug}/{rid}.json"
+
     found = failing_after(bench, seg("strategy-b1be26"), orphan)
     assert set(found) == {"layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution", "lineage"}
     assert all("no packet targets this record" in msgs[0] for msgs in found.values())
@@ -150,10 +182,12 @@ def test_a_record_no_packet_targets_fails_every_gate_that_needs_one(bench):
 
 # --- verbatim --------------------------------------------------------------------------------------
 
+
 def snippet_edit(change):
     def edit(row):
         impl = row[1]["payload"]["implementation"]
         impl["snippet"] = change(impl["snippet"].splitlines())
+
     return edit
 
 
@@ -161,13 +195,19 @@ def first_marked(lines):
     return next(i for i, line in enumerate(lines) if line[:1] in "+-" and len(line) > 10)
 
 
-@pytest.mark.parametrize("name, change", [
-    ("line without its marker", lambda ls: "\n".join(ls[:first_marked(ls)] + [ls[first_marked(ls)][1:]] + ls[first_marked(ls) + 1:])),
-    ("fragment of a line", lambda ls: "\n".join(ls[:first_marked(ls)] + [ls[first_marked(ls)][:12]])),
-    ("invented line", lambda ls: "\n".join(ls + ["+    y = fast_path(x)"])),
-    ("reordered lines", lambda ls: "\n".join(reversed(ls))),
-    ("paraphrase", lambda ls: "+ keep the residual sum in registers"),
-])
+@pytest.mark.parametrize(
+    "name, change",
+    [
+        (
+            "line without its marker",
+            lambda ls: "\n".join(ls[: first_marked(ls)] + [ls[first_marked(ls)][1:]] + ls[first_marked(ls) + 1 :]),
+        ),
+        ("fragment of a line", lambda ls: "\n".join(ls[: first_marked(ls)] + [ls[first_marked(ls)][:12]])),
+        ("invented line", lambda ls: "\n".join(ls + ["+    y = fast_path(x)"])),
+        ("reordered lines", lambda ls: "\n".join(reversed(ls))),
+        ("paraphrase", lambda ls: "+ keep the residual sum in registers"),
+    ],
+)
 def test_verbatim_rejects(bench, name, change):
     found = failing_after(bench, seg("strategy-b1be26"), snippet_edit(change))
     assert list(found) == ["verbatim"], name
@@ -180,6 +220,7 @@ def test_verbatim_accepts_a_selection_of_whole_lines_in_order(bench):
         # trailing blanks and a blank line; an added line, since a snippet quotes what the step wrote
         picked = [lines[0], lines[added] + "   ", "", lines[-1]]
         return "\n".join(picked) + "\n"
+
     assert failing_after(bench, seg("strategy-b1be26"), snippet_edit(select)) == {}
 
 
@@ -190,28 +231,49 @@ def test_verbatim_quotes_a_reference_kernel_from_its_py(bench):
 
 
 def test_verbatim_format_must_name_the_quoted_file(bench):
-    found = failing_after(bench, seg("strategy-b1be26"),
-                          record_edit(lambda r: r["payload"]["implementation"].update(format="source (verbatim)")))
+    found = failing_after(
+        bench,
+        seg("strategy-b1be26"),
+        record_edit(lambda r: r["payload"]["implementation"].update(format="source (verbatim)")),
+    )
     assert "verbatim" in found and "for code quoted from strategy-b1be26.diff" in found["verbatim"][-1]
 
 
 def test_a_snippet_needs_a_packet_with_code(bench):
     def add_snippet(row):
         row[1]["payload"]["implementation"] = {"format": "source (verbatim)", "snippet": "x = 1"}
+
     found = failing_after(bench, seg("anti-74f02b"), add_snippet)
     assert list(found) == ["verbatim"] and "the packet has no code file" in found["verbatim"][0]
 
 
 # --- no-fabrication --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("sm_90 x37.91 up-to-3% 提升5% ..7", [("90", False), ("37.91", False), ("3", True), ("5", True), (".7", False)]),
-    ("a 4096-wide row, 8 KB, 2x faster, [4, 1024] tile, -3.3%, eps 1e-5, .5 of it",
-     [("4096", False), ("8", False), ("2", False), ("4", False), ("1024", False), ("3.3", True), ("1e-5", False),
-      (".5", False)]),
-    ("batch_size <= 64, num_warps=8, 41us, 18.54 %", [("64", False), ("8", False), ("41", False), ("18.54", True)]),
-    ("thirty-eight percent, ¾", [("0.75", False), ("38", True)]),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "sm_90 x37.91 up-to-3% 提升5% ..7",
+            [("90", False), ("37.91", False), ("3", True), ("5", True), (".7", False)],
+        ),
+        (
+            "a 4096-wide row, 8 KB, 2x faster, [4, 1024] tile, -3.3%, eps 1e-5, .5 of it",
+            [
+                ("4096", False),
+                ("8", False),
+                ("2", False),
+                ("4", False),
+                ("1024", False),
+                ("3.3", True),
+                ("1e-5", False),
+                (".5", False),
+            ],
+        ),
+        ("batch_size <= 64, num_warps=8, 41us, 18.54 %", [("64", False), ("8", False), ("41", False), ("18.54", True)]),
+        ("thirty-eight percent, ¾", [("0.75", False), ("38", True)]),
+    ],
+)
 def test_number_tokens_read_every_written_form(text, expected):
     assert sorted(tokens(text)) == sorted(expected)
 
@@ -224,7 +286,9 @@ def test_small_integers_are_checked(bench):
     pool = pool_of(bench, "strategy-b1be26")
     small = next(n for n in range(2, 50) if not pool.supports(Decimal(n)))
     found = failing_after(bench, seg("strategy-b1be26"), goal_plus(f"It needs {small} stages."))
-    assert list(found) == ["no-fabrication"] and f"'{small}' is not a number of the packet" in found["no-fabrication"][0]
+    assert (
+        list(found) == ["no-fabrication"] and f"'{small}' is not a number of the packet" in found["no-fabrication"][0]
+    )
     present = next(n for n in range(1, 50) if pool.supports(Decimal(n)))
     assert failing_after(bench, seg("strategy-b1be26"), goal_plus(f"It needs {present} stages.")) == {}
 
@@ -252,13 +316,25 @@ def test_values_match_by_value_and_by_rounding_but_never_to_an_integer(bench):
 def test_a_percentage_may_be_the_packets_own_improvement_rounded_never_one_the_record_derives(bench):
     # the packet: floor 30.2, geomean 24.6, improve_pct_vs_floor 18.54 (exactly 18.543...%)
     assert failing_after(bench, seg("strategy-b1be26"), goal_plus("Roughly 18.5% faster.")) == {}
-    assert failing_after(bench, seg("strategy-b1be26"), record_edit(
-        lambda r: r["worth"]["gain"].update(pct=18.543) or r["worth"]["gain"]["metrics"][0].update(delta_pct=18.543)
-        or r["evidence"]["raw"]["effect"].update(delta_pct=18.543))) == {}
+    assert (
+        failing_after(
+            bench,
+            seg("strategy-b1be26"),
+            record_edit(
+                lambda r: (
+                    r["worth"]["gain"].update(pct=18.543)
+                    or r["worth"]["gain"]["metrics"][0].update(delta_pct=18.543)
+                    or r["evidence"]["raw"]["effect"].update(delta_pct=18.543)
+                )
+            ),
+        )
+        == {}
+    )
 
     def unmeasured(r):  # a reference the packet never measured cannot make a percentage true
         r["evidence"]["raw"]["effect"]["parent_geomean_us"] = 31.0
         r["payload"]["goal"] += " Roughly 20.65% faster."
+
     # lineage too: the parent geomean is no longer the one of the version the diff is taken against
     assert list(failing_after(bench, seg("strategy-b1be26"), record_edit(unmeasured))) == ["no-fabrication", "lineage"]
 
@@ -266,18 +342,21 @@ def test_a_percentage_may_be_the_packets_own_improvement_rounded_never_one_the_r
 def test_a_gain_the_packet_does_not_support_fails(bench):
     def invent(r):
         r["worth"]["gain"]["pct"] = r["worth"]["gain"]["metrics"][0]["delta_pct"] = 87.6543
+
     found = failing_after(bench, seg("strategy-b1be26"), record_edit(invent))
     assert list(found) == ["no-fabrication"]
     assert any("worth.gain.pct: 87.6543 is not the packet's improvement 18.54" in m for m in found["no-fabrication"])
 
 
 def test_quoted_code_is_left_to_the_verbatim_gate(bench):
-    found = failing_after(bench, seg("strategy-b1be26"),
-                          snippet_edit(lambda ls: "\n".join(ls + ["+    BLOCK = 77777"])))
+    found = failing_after(
+        bench, seg("strategy-b1be26"), snippet_edit(lambda ls: "\n".join(ls + ["+    BLOCK = 77777"]))
+    )
     assert list(found) == ["verbatim"]
 
 
 # --- provenance ------------------------------------------------------------------------------------
+
 
 def raw_edit(**values):
     return record_edit(lambda r: r["evidence"]["raw"].update(values))
@@ -289,11 +368,14 @@ def test_the_commit_of_another_version_fails_provenance_and_names_it(bench):
     assert list(found) == ["provenance"] and "is the commit of v1, not of 'v2'" in found["provenance"][0]
 
 
-@pytest.mark.parametrize("values, says", [
-    ({"git_commit": "0" * 40}, "is not a commit of a version of this trace"),
-    ({"version": "v3"}, "is not the packet's version 'v2'"),
-    ({"source_repo": "kernel_opt_999_other"}, "is not the trace"),
-])
+@pytest.mark.parametrize(
+    "values, says",
+    [
+        ({"git_commit": "0" * 40}, "is not a commit of a version of this trace"),
+        ({"version": "v3"}, "is not the packet's version 'v2'"),
+        ({"source_repo": "kernel_opt_999_other"}, "is not the trace"),
+    ],
+)
 def test_provenance_binds_record_packet_and_trace(bench, values, says):
     found = failing_after(bench, seg("strategy-b1be26"), raw_edit(**values))
     assert list(found) == ["provenance"] and says in found["provenance"][0]
@@ -301,36 +383,58 @@ def test_provenance_binds_record_packet_and_trace(bench, values, says):
 
 def test_provenance_believes_ingest_over_the_packet(bench):
     commits = dict(bench.trace.commits, v2=bench.trace.commits["v1"])  # ingest says v2 is another commit
-    found = failing_after(bench, seg("strategy-b1be26"), lambda row: None,
-                          trace=dataclasses.replace(bench.trace, commits=commits))
+    found = failing_after(
+        bench, seg("strategy-b1be26"), lambda row: None, trace=dataclasses.replace(bench.trace, commits=commits)
+    )
     assert "provenance" in found
 
 
 # --- ncu-attribution -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change, field", [
-    (lambda r: r["evidence"]["summary"]["bottleneck_evidence"].update(basis="profiler"), "bottleneck_evidence.basis"),
-    (lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound"), "signals.bottleneck"),
-    (lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"}), "mechanism_metrics"),
-])
+
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (
+            lambda r: r["evidence"]["summary"]["bottleneck_evidence"].update(basis="profiler"),
+            "bottleneck_evidence.basis",
+        ),
+        (lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound"), "signals.bottleneck"),
+        (
+            lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"}),
+            "mechanism_metrics",
+        ),
+    ],
+)
 def test_profiler_claims_without_a_usable_capture_fail(bench, change, field):
     found = failing_after(bench, seg("strategy-6e81e4"), record_edit(change))
     assert list(found) == ["ncu-attribution"] and field in found["ncu-attribution"][0]
 
 
 def test_a_usable_capture_backs_profiler_claims(bench):
-    assert failing_after(bench, seg("strategy-b1be26"), record_edit(
-        lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound"))) == {}
+    assert (
+        failing_after(
+            bench,
+            seg("strategy-b1be26"),
+            record_edit(lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound")),
+        )
+        == {}
+    )
 
 
 def test_a_capture_ingest_found_unusable_backs_nothing(bench):
     # the v2 packet claims its capture measured the kernel; ingest disagrees
-    found = failing_after(bench, seg("strategy-b1be26"), lambda row: None,
-                          trace=dataclasses.replace(bench.trace, usable_captures=frozenset()))
+    found = failing_after(
+        bench,
+        seg("strategy-b1be26"),
+        lambda row: None,
+        trace=dataclasses.replace(bench.trace, usable_captures=frozenset()),
+    )
     assert list(found) == ["ncu-attribution"]
 
 
 # --- store-overlap ---------------------------------------------------------------------------------
+
 
 def test_an_id_the_live_store_holds_for_another_episode_fails(bench):
     rel, record = bench.records[0]
@@ -352,8 +456,12 @@ def test_a_held_episode_or_the_already_admitted_record_passes_for_gate_match(ben
 
 
 def test_every_holder_of_a_duplicate_claim_fails():
-    claims = [Claim("distilled/a/x.json", "x", "k1"), Claim("distilled/a/y.json", "y", "k1"),
-              Claim("distilled/b/x.json", "x", "k2"), Claim("distilled/b/z.json", "z", "k3")]
+    claims = [
+        Claim("distilled/a/x.json", "x", "k1"),
+        Claim("distilled/a/y.json", "y", "k1"),
+        Claim("distilled/b/x.json", "x", "k2"),
+        Claim("distilled/b/z.json", "z", "k3"),
+    ]
     found = overlaps(claims, LiveStore())
     assert set(found) == {"distilled/a/x.json", "distilled/a/y.json", "distilled/b/x.json"}
     assert any("episode_key 'k1' is also claimed by distilled/a/y.json" in m for m in found["distilled/a/x.json"])
@@ -362,11 +470,25 @@ def test_every_holder_of_a_duplicate_claim_fails():
 
 # --- malformed records: a FAIL with the path, never a traceback ------------------------------------
 
-@pytest.mark.parametrize("record", [
-    [1, 2], "text", None, {}, {"id": 5, "payload": "x", "retrieval": [], "evidence": None, "worth": 3},
-    {"schema": "clean-1.3", "id": "a.b.c.d.e", "type": "strategy", "payload": {"implementation": ["x"]},
-     "evidence": {"raw": "v2", "summary": []}, "retrieval": {"scope": "hopper", "signals": 1}},
-])
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        [1, 2],
+        "text",
+        None,
+        {},
+        {"id": 5, "payload": "x", "retrieval": [], "evidence": None, "worth": 3},
+        {
+            "schema": "clean-1.3",
+            "id": "a.b.c.d.e",
+            "type": "strategy",
+            "payload": {"implementation": ["x"]},
+            "evidence": {"raw": "v2", "summary": []},
+            "retrieval": {"scope": "hopper", "signals": 1},
+        },
+    ],
+)
 def test_a_malformed_record_fails_with_its_path(bench, record):
     rel = bench.records[0][0]
     verdict = finish([judge(rel, record, None, bench.packet_at(rel), bench.trace, None)], LiveStore())[0]
@@ -377,7 +499,8 @@ def test_a_malformed_record_fails_with_its_path(bench, record):
 
 
 def test_an_unparseable_file_fails_the_schema_gate_only():
-    verdict = finish([judge("distilled/t/x.json", None, "not valid JSON (x)", None, TraceContext("t"), None)],
-                     LiveStore())[0]
+    verdict = finish(
+        [judge("distilled/t/x.json", None, "not valid JSON (x)", None, TraceContext("t"), None)], LiveStore()
+    )[0]
     assert verdict.failed == ["schema"] and verdict.gates["schema"][1] == ["distilled/t/x.json: not valid JSON (x)"]
     assert {s for g, (s, _) in verdict.gates.items() if g != "schema"} == {"SKIP"}

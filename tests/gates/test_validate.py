@@ -89,8 +89,11 @@ def test_a_changed_record_or_packet_is_judged_again(results, mined):
     rel, record = mined[1].records[0]
     write_record(results / rel, {**record, "status": "deprecated"})
     assert run(results)[1] == 1
-    seg_id = next(e["seg_id"] for e in json.loads((results / "packets" / SLUG / "manifest.json").read_text())["packets"]
-                  if e["id"] == record["id"])
+    seg_id = next(
+        e["seg_id"]
+        for e in json.loads((results / "packets" / SLUG / "manifest.json").read_text())["packets"]
+        if e["id"] == record["id"]
+    )
     packet = results / "packets" / SLUG / f"{seg_id}.json"
     packet.write_text(packet.read_text() + "\n")
     assert run(results)[1] == 1
@@ -135,28 +138,47 @@ def test_cross_record_gates_are_recomputed_from_the_cache(results, mined, tmp_pa
     run(results)
     rel, record = mined[1].records[0]
     index = tmp_path / "index.json"
-    index.write_text(json.dumps({"schema": "clean-1.3", "count": 1, "records": [
-        {"id": record["id"], "episode_key": "hopper|triton|misc|another_lever|operator"}]}))
+    index.write_text(
+        json.dumps(
+            {
+                "schema": "clean-1.3",
+                "count": 1,
+                "records": [{"id": record["id"], "episode_key": "hopper|triton|misc|another_lever|operator"}],
+            }
+        )
+    )
     report, checked = run(results, live_index=index)
     assert checked == 0
     failing = [r for r in report["records"] if r["status"] == "FAIL"]
     assert [r["path"] for r in failing] == [rel] and failing[0]["failed"] == ["store-overlap"]
 
 
-@pytest.mark.parametrize("text", [
-    '{"id": ', "[1, 2]", '"a string"', "{}", '{"schema": "clean-1.3", "payload": 5, "retrieval": [], "evidence": {}}',
-    b"\xff\xfe not utf-8",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"id": ',
+        "[1, 2]",
+        '"a string"',
+        "{}",
+        '{"schema": "clean-1.3", "payload": 5, "retrieval": [], "evidence": {}}',
+        b"\xff\xfe not utf-8",
+    ],
+)
 def test_a_malformed_file_is_a_fail_with_its_path_never_a_traceback(results, text):
     path = results / "distilled" / SLUG / "nvidia.h100.triton.broken.record-x1.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    res = subprocess.run([sys.executable, "-m", "optrace", "validate", "trace", "--results", str(results), "--slug", SLUG],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "validate", "trace", "--results", str(results), "--slug", SLUG],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     report = json.loads((results / "staging/reports" / SLUG / "validation.json").read_text())
     bad = next(r for r in report["records"] if r["path"].endswith("broken.record-x1.json"))
     assert bad["status"] == "FAIL" and "schema" in bad["failed"]
-    assert bad["gates"]["schema"]["messages"][0].startswith(f"distilled/{SLUG}/nvidia.h100.triton.broken.record-x1.json: ")
+    assert bad["gates"]["schema"]["messages"][0].startswith(
+        f"distilled/{SLUG}/nvidia.h100.triton.broken.record-x1.json: "
+    )
     assert report["counts"]["failed"] == 1
 
 
@@ -174,21 +196,39 @@ def test_a_trace_without_records_yields_an_empty_report(results):
 
 
 def test_missing_packets_are_one_clear_line(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "optrace", "validate", "trace", "--results", str(tmp_path), "--slug", "x"],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "validate", "trace", "--results", str(tmp_path), "--slug", "x"],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "manifest.json: file not found" in res.stderr
 
 
 # --- summary and check -----------------------------------------------------------------------------
 
+
 def fake_report(slug: str, rows: list[tuple[str, str, str]]) -> dict:
     """A passing report with records (file name, id, episode_key)."""
     gates = {g: {"status": "PASS", "messages": []} for g in ALL_GATES}
-    return {"schema": validate.REPORT_SCHEMA, "slug": slug, "gates": [], "counts": {},
-            "packets_without_record": [],
-            "records": [{"path": f"distilled/{slug}/{name}", "id": rid, "episode_key": key, "seg_id": "s",
-                         "status": "PASS", "failed": [], "gates": json.loads(json.dumps(gates))}
-                        for name, rid, key in rows]}
+    return {
+        "schema": validate.REPORT_SCHEMA,
+        "slug": slug,
+        "gates": [],
+        "counts": {},
+        "packets_without_record": [],
+        "records": [
+            {
+                "path": f"distilled/{slug}/{name}",
+                "id": rid,
+                "episode_key": key,
+                "seg_id": "s",
+                "status": "PASS",
+                "failed": [],
+                "gates": json.loads(json.dumps(gates)),
+            }
+            for name, rid, key in rows
+        ],
+    }
 
 
 def test_the_summary_fails_every_record_whose_episode_another_trace_claims():
@@ -207,8 +247,11 @@ def test_the_summary_fails_every_record_whose_episode_another_trace_claims():
 def test_a_report_of_the_wrong_shape_is_one_clear_line(tmp_path):
     report = tmp_path / "validation.json"
     report.write_text(json.dumps({"schema": validate.REPORT_SCHEMA, "slug": "a", "records": [{"path": 1}]}))
-    res = subprocess.run([sys.executable, "-m", "optrace", "validate", "summary", str(report), "--out",
-                          str(tmp_path / "summary.json")], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "validate", "summary", str(report), "--out", str(tmp_path / "summary.json")],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1
 
 
@@ -217,6 +260,7 @@ def test_check_exits_1_on_a_failing_record_or_on_no_record(tmp_path, capsys):
         path = tmp_path / "summary.json"
         path.write_text(json.dumps(summarize(reports)))
         return validate.main(["check", str(path)])
+
     ok = fake_report("a", [("x.json", "x", "k")])
     assert check([("a.json", ok)]) == 0
     bad = fake_report("a", [("x.json", "x", "k")])
@@ -242,8 +286,8 @@ def planned(wd, *targets) -> list[str]:
     assert res.returncode == 0, res.stderr[-2000:]
     lines = res.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if line.split() == ["job", "count"])
-    rows = [line.split() for line in lines[start + 2:]]
-    return sorted(row[0] for row in rows[:next(i for i, row in enumerate(rows) if row[0] == "total")])
+    rows = [line.split() for line in lines[start + 2 :]]
+    return sorted(row[0] for row in rows[: next(i for i, row in enumerate(rows) if row[0] == "total")])
 
 
 @pytest.mark.workflow
@@ -252,8 +296,9 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
     assert res.returncode == 0, res.stderr[-3000:]
     report = workdir / "results/staging/reports" / EXAMPLE / "validation.json"
     assert_valid(json.loads(report.read_text()), "validation.schema.json")
-    jsonschema.validate(json.loads((workdir / "results/staging/reports/validation-summary.json").read_text()),
-                        summary_schema())
+    jsonschema.validate(
+        json.loads((workdir / "results/staging/reports/validation-summary.json").read_text()), summary_schema()
+    )
     assert planned(workdir, "validate") == ["validate"]  # nothing to redo; the check itself always runs
 
     bad = workdir / "results/distilled" / EXAMPLE / "nvidia.h100.triton.norm.invented-x1.json"
@@ -268,6 +313,7 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
 
 
 # --- issue #10 class 8: the cache and the stage are bound to the bytes validated --------------------
+
 
 def test_a_forged_pass_in_the_cache_is_not_believed(results):
     """Whoever writes work/ can compute every content hash, but not the HMAC under the key outside it."""
@@ -300,6 +346,7 @@ def test_the_cache_key_lives_outside_the_results_tree(results, tmp_path, monkeyp
 
 def test_the_report_names_the_sha256_of_the_bytes_judged(results):
     import hashlib
+
     report, _ = run(results)
     for row in report["records"]:
         assert row["sha256"] == hashlib.sha256((results / row["path"]).read_bytes()).hexdigest()
@@ -308,6 +355,7 @@ def test_the_report_names_the_sha256_of_the_bytes_judged(results):
 def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(results):
     import os
     from optrace.publish.staging import CHANGED, baseline_geomean, stage
+
     report, _ = run(results)
     summary = summarize([("r", report)])
     victim = results / next(r["path"] for r in summary["by_record"] if r["status"] == "PASS")

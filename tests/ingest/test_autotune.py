@@ -12,8 +12,16 @@ import jsonschema
 import pytest
 
 from optrace import cli
-from optrace.ingest.autotune import (LEAN_HEADER, AutotuneSet, compact_config, config_from_repr, config_id_of,
-    find_autotune_sets, ingest_autotune, main)
+from optrace.ingest.autotune import (
+    LEAN_HEADER,
+    AutotuneSet,
+    compact_config,
+    config_from_repr,
+    config_id_of,
+    find_autotune_sets,
+    ingest_autotune,
+    main,
+)
 from optrace.ingest.trace_files import WorkTreeFiles
 from tests.support.paths import EXAMPLE_SOURCES, ROOT, SCHEMAS
 
@@ -100,7 +108,16 @@ def test_fixture_pair_joins_every_row():
     assert sum(rep.excluded.values()) == 0 and not rep.unjoinable_files and not rep.tampered_config_ids
     assert not rep.problems and not rep.context_conflicts
     assert sorted(r.status for r in result.rows) == [
-        "deduplicated", "error", "ok", "ok", "ok", "ok", "ok", "peer_compilation_fail", "timeout"]
+        "deduplicated",
+        "error",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "ok",
+        "peer_compilation_fail",
+        "timeout",
+    ]
     shapes = {r.run_id: r.context.input_shapes for r in result.rows}
     assert shapes == {R1: "[(64, 4096), (64, 4096), (4096,)]", R2: "[(4096, 4096), (4096, 4096), (4096,)]"}
     # the config is the meta map's dict, compact and key-sorted, i.e. exactly what config_id hashes
@@ -158,7 +175,8 @@ def test_tampered_config_id_in_csv_is_reported_and_row_excluded(tmp_path):
     rep = result.report
     assert_accounted(rep)
     assert [t.to_json() for t in rep.tampered_config_ids] == [
-        {"where": f"{FIXTURE_CSV}:3", "stated": other, "recomputed": cells[2]}]
+        {"where": f"{FIXTURE_CSV}:3", "stated": other, "recomputed": cells[2]}
+    ]
     assert rep.excluded["tampered_config_id"] == 1 and rep.rows_joined == 8
     # the row is gone, not re-attributed to the config its forged id names
     assert all(r.perf_ms != 0.012288 for r in result.rows)
@@ -168,8 +186,7 @@ def test_tampered_config_id_in_meta_is_reported(tmp_path):
     root = fixture_trace(tmp_path)
     records = meta_records(root)
     r2 = next(r for r in records if r["run_id"] == R2)
-    f_id = next(c for c, cfg in r2["configs"].items()
-                if cfg["block_sizes"] == [4] and cfg["num_stages"] == 2)
+    f_id = next(c for c, cfg in r2["configs"].items() if cfg["block_sizes"] == [4] and cfg["num_stages"] == 2)
     r2["configs"][f_id]["num_warps"] = 32  # content edited, key kept
     write_meta(root, records)
     rep = ingest(root).report
@@ -188,10 +205,12 @@ def test_old_header_and_headerless_csvs_are_unjoinable_not_a_crash(tmp_path):
     body = "".join(csv_lines(root)[1:])
     (at / "pre2770.csv").write_text(
         "kernel_id,sample_id,timestamp_s,config_index,generation,status,perf_ms,compile_time_s,config\n"
-        "k1,s1,0.10,1,0,ok,0.5,0.4,\"Config(num_warps=4)\"\n")
+        'k1,s1,0.10,1,0,ok,0.5,0.4,"Config(num_warps=4)"\n'
+    )
     (at / "pre2770.meta.json").write_text('{"kernel_id": "k1"}\n')
     (at / "pre2699.csv").write_text(
-        "timestamp_s,config_index,generation,status,perf_ms,compile_time_s,config\n0.10,1,0,ok,0.5,0.4,x\n")
+        "timestamp_s,config_index,generation,status,perf_ms,compile_time_s,config\n0.10,1,0,ok,0.5,0.4,x\n"
+    )
     (at / "noheader.csv").write_text(body)
     (at / "empty.csv").write_text("")
     (at / "latin1.csv").write_bytes(HEADER.encode() + b"\xe9\n")
@@ -224,8 +243,13 @@ def test_malformed_rows_and_meta_lines_are_reported(tmp_path):
     assert_accounted(rep)
     assert rep.excluded["malformed"] == 3
     wheres = [p.where for p in rep.problems]
-    assert wheres == [f"{FIXTURE_CSV}:3", f"{FIXTURE_CSV}:5", f"{FIXTURE_CSV}:9",
-                      f"{FIXTURE_META}:4", f"{FIXTURE_META}:5"]
+    assert wheres == [
+        f"{FIXTURE_CSV}:3",
+        f"{FIXTURE_CSV}:5",
+        f"{FIXTURE_CSV}:9",
+        f"{FIXTURE_META}:4",
+        f"{FIXTURE_META}:5",
+    ]
 
 
 def test_csv_that_cannot_be_tokenised_is_unjoinable(tmp_path):
@@ -234,7 +258,8 @@ def test_csv_that_cannot_be_tokenised_is_unjoinable(tmp_path):
     (root / "autotune" / "torn.csv").write_text(HEADER + torn)
     rep = ingest(root).report
     assert [(p.where, p.problem.split(":")[0]) for p in rep.unjoinable_files] == [
-        ("autotune/torn.csv", "not parseable as CSV at line 2")]
+        ("autotune/torn.csv", "not parseable as CSV at line 2")
+    ]
     assert rep.rows_joined == 9
 
 
@@ -299,9 +324,11 @@ def test_deduplicated_takes_its_representatives_value(tmp_path):
 def test_sets_follow_the_base_path_rules(tmp_path):
     root = tmp_path / "t"
     files = {
-        "autotune/a/run.v2.csv": HEADER, "autotune/a/run.v2.meta.jsonl": "",  # dotted base kept its stem
+        "autotune/a/run.v2.csv": HEADER,
+        "autotune/a/run.v2.meta.jsonl": "",  # dotted base kept its stem
         "autotune/a/run.v2.sources.csv": "run_id,timestamp_s,config_id,generation,status,source_hash\n",
-        "autotune/b.csv": HEADER, "autotune/b.log": "[0s] hi\n",
+        "autotune/b.csv": HEADER,
+        "autotune/b.log": "[0s] hi\n",
         "elsewhere/c.csv": HEADER,
     }
     for rel, text in files.items():
@@ -322,8 +349,13 @@ def test_a_csv_symlinked_out_of_the_trace_is_not_read(tmp_path):
 
 
 def test_config_repr_round_trips_to_its_id():
-    config = {"num_warps": 4, "block_sizes": [1, 64], "range_flattens": [None], "flatten_loops": [True],
-              "pid_type": "flat"}
+    config = {
+        "num_warps": 4,
+        "block_sizes": [1, 64],
+        "range_flattens": [None],
+        "flatten_loops": [True],
+        "pid_type": "flat",
+    }
     text = "Config(" + ", ".join(f"{k}={v!r}" for k, v in sorted(config.items())) + ")"
     assert config_from_repr(text) == config
     assert config_id_of(config_from_repr(text)) == config_id_of(config)
@@ -400,8 +432,13 @@ def test_example_pair_is_about_the_examples_own_kernel_and_gpu():
         dtypes = {v["dtype"] for v in definition["inputs"].values()}
         assert rec["dtypes"] == str([f"torch.{d}" for d in ["bfloat16"] * 3]) and dtypes == {"bfloat16"}
         assert all(s[-1] == definition["axes"]["hidden_size"]["value"] for s in ast.literal_eval(rec["input_shapes"]))
-        parts = [rec["kernel_source"], codegen_signature(rec["settings"]), rec["input_shapes"], rec["dtypes"],
-                 rec["hardware"]]
+        parts = [
+            rec["kernel_source"],
+            codegen_signature(rec["settings"]),
+            rec["input_shapes"],
+            rec["dtypes"],
+            rec["hardware"],
+        ]
         assert hashlib.sha256("\x00".join(parts).encode()).hexdigest() == rec["run_id"]
         assert all(config_id_of(c) == cid for cid, c in rec["configs"].items())
 
@@ -413,8 +450,13 @@ def test_codegen_signature_recomputes_helions_run_id_on_the_shared_sample():
 
     for line in (SAMPLES / "autotune-add.meta.jsonl").read_text().splitlines():
         rec = json.loads(line)
-        parts = [rec["kernel_source"], codegen_signature(rec["settings"]), rec["input_shapes"], rec["dtypes"],
-                 rec["hardware"]]
+        parts = [
+            rec["kernel_source"],
+            codegen_signature(rec["settings"]),
+            rec["input_shapes"],
+            rec["dtypes"],
+            rec["hardware"],
+        ]
         assert hashlib.sha256("\x00".join(parts).encode()).hexdigest() == rec["run_id"]
         rec["settings"]["static_shapes"] = not rec["settings"]["static_shapes"]
         assert codegen_signature(rec["settings"]) != parts[1]

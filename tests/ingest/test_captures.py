@@ -129,7 +129,10 @@ def test_summary_naming_a_triton_kernel_is_usable_with_report_and_csv_time(trace
     assert v12.usable and v12.unusable_reason is None
     # summary.txt outranks the CSV, whose first launch is the RNG fill.
     assert (v12.kernel, v12.kernel_normalized, v12.kernel_source) == (
-        "_fused_softmax_kernel", "_fused_softmax_kernel", "summary.txt")
+        "_fused_softmax_kernel",
+        "_fused_softmax_kernel",
+        "summary.txt",
+    )
     assert v12.report == "profiles/v12_b/REPORT.md"
     assert v12.duration_us == 35.2  # the target's launch in the CSV, not the RNG's 4.16
 
@@ -174,7 +177,7 @@ def test_raw_page_csv_in_a_shape_dir(trace):
 
 
 def test_csv_that_captured_only_the_harness_kernel_is_unusable(tmp_path):
-    rng_only = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n' f'"0","{RNG}","Duration","ns","4160"\n'
+    rng_only = f'"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n"0","{RNG}","Duration","ns","4160"\n'
     write(tmp_path, "profiles/v2/ncu.log", "==PROF== Connected to process 1 (python)\n" + rng_only)
     (v2,) = scan_profiles(WorkTreeFiles(tmp_path), NON_TARGET)
     assert (v2.kernel, v2.kernel_source) == (RNG, "ncu.log")
@@ -226,8 +229,18 @@ def test_every_row_matches_the_schema(trace):
     for row in rows:
         jsonschema.validate(row, SCHEMA, cls=jsonschema.Draft202012Validator)
     assert set(rows[0]) == {
-        "dir", "version", "variant", "episode", "shape", "kernel", "kernel_normalized", "kernel_source",
-        "usable", "unusable_reason", "report", "duration_us",
+        "dir",
+        "version",
+        "variant",
+        "episode",
+        "shape",
+        "kernel",
+        "kernel_normalized",
+        "kernel_source",
+        "usable",
+        "unusable_reason",
+        "report",
+        "duration_us",
     }
 
 

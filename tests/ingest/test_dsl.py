@@ -10,8 +10,25 @@ from optrace.ingest.dsl import detect_dsl, import_lines, marker_lines
 # The specification the scans replace (a ^-anchored regex under re.M is tried at every character).
 IMPORT_LINES = re.compile(r"^[ \t]*(?:import |from |@)[^\n]*", re.M)
 MARKER_LINES = re.compile(r"^[ \t]*(?!#)[^\n]*?(?:__global__|load_inline|cpp_extension|hipcc)[^\n]*", re.M)
-PIECES = ["import ", "from ", "@", "#", " ", "\t", "\n", "\r", "x", "a#b", "__global__", "hipcc", "load_inline",
-          "cpp_extension", "triton", "imp", "fro"]
+PIECES = [
+    "import ",
+    "from ",
+    "@",
+    "#",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "x",
+    "a#b",
+    "__global__",
+    "hipcc",
+    "load_inline",
+    "cpp_extension",
+    "triton",
+    "imp",
+    "fro",
+]
 
 
 def sources(n=4000, seed=7):
@@ -29,14 +46,17 @@ def test_marker_lines_are_the_anchored_regexs_lines():
         assert marker_lines(source) == MARKER_LINES.findall(source), repr(source)
 
 
-@pytest.mark.parametrize("source, dsl", [
-    ("import torch\nimport triton\n\n@triton.jit\ndef k(): pass\n", "triton"),
-    ("# import triton\nimport torch\n", "any"),
-    ("from torch.utils.cpp_extension import load_inline\nsrc = '__global__ void k() {}'\n", "cuda"),
-    ("# __global__ in a comment\nimport torch\n", "any"),
-    ("import triton\nfrom triton.experimental import gluon\n", "gluon"),
-    ("    import cutlass.cute as cute\n", "cutedsl"),
-])
+@pytest.mark.parametrize(
+    "source, dsl",
+    [
+        ("import torch\nimport triton\n\n@triton.jit\ndef k(): pass\n", "triton"),
+        ("# import triton\nimport torch\n", "any"),
+        ("from torch.utils.cpp_extension import load_inline\nsrc = '__global__ void k() {}'\n", "cuda"),
+        ("# __global__ in a comment\nimport torch\n", "any"),
+        ("import triton\nfrom triton.experimental import gluon\n", "gluon"),
+        ("    import cutlass.cute as cute\n", "cutedsl"),
+    ],
+)
 def test_detect_dsl(source, dsl):
     assert detect_dsl(source) == dsl
     assert detect_dsl(source.encode()) == dsl

@@ -12,8 +12,16 @@ import pytest
 import yaml
 
 from optrace.errors import InputError
-from optrace.ingest.hardware import (DEFAULT_TARGETS, HardwareTable, Target, in_store_vocabulary, products_named,
-    resolve, target_from_override, tokens)
+from optrace.ingest.hardware import (
+    DEFAULT_TARGETS,
+    HardwareTable,
+    Target,
+    in_store_vocabulary,
+    products_named,
+    resolve,
+    target_from_override,
+    tokens,
+)
 
 TABLE_DOC = yaml.safe_load(DEFAULT_TARGETS.read_text(encoding="utf-8"))
 ALL_SPELLINGS = [
@@ -38,10 +46,38 @@ def product(table, text):
 
 def test_table_lists_the_common_data_centre_and_workstation_gpus(table):
     required = {
-        "a100", "a800", "a10", "a30", "a40", "a6000", "h100", "h800", "h20", "h200", "gh200",
-        "b200", "b300", "gb200", "gb300", "l4", "l20", "l20n", "l40", "l40s", "rtx4090",
-        "rtx6000ada", "rtx5090", "rtxpro6000", "mi210", "mi250x", "mi300a", "mi300x", "mi308x",
-        "mi325x", "mi350x", "mi355x",
+        "a100",
+        "a800",
+        "a10",
+        "a30",
+        "a40",
+        "a6000",
+        "h100",
+        "h800",
+        "h20",
+        "h200",
+        "gh200",
+        "b200",
+        "b300",
+        "gb200",
+        "gb300",
+        "l4",
+        "l20",
+        "l20n",
+        "l40",
+        "l40s",
+        "rtx4090",
+        "rtx6000ada",
+        "rtx5090",
+        "rtxpro6000",
+        "mi210",
+        "mi250x",
+        "mi300a",
+        "mi300x",
+        "mi308x",
+        "mi325x",
+        "mi350x",
+        "mi355x",
     }
     assert required <= set(table.products)
 
@@ -172,11 +208,20 @@ def test_repeating_one_product_is_not_ambiguous(table):
 def test_arch_tokens_are_matched_only_by_match_arch_token(table):
     part = table.match_arch_token("sm_90")
     assert (part.vendor, part.arch, part.product) == ("nvidia", "hopper", "any")
-    for text, arch in [("sm90", "hopper"), ("sm_90a", "hopper"), ("SM_120", "blackwell-geforce"),
-                       ("sm_103a", "blackwell-ultra"), ("gfx942", "cdna3"), ("gfx950", "cdna4"),
-                       ("gfx942:sramecc+:xnack-", "cdna3"), ("Blackwell Ultra", "blackwell-ultra"),
-                       ("blackwell", "blackwell"),
-                       ("- runtime arch: sm_100a", "blackwell"), ("sm_80 sm_90", None), ("LOCAL", None)]:
+    for text, arch in [
+        ("sm90", "hopper"),
+        ("sm_90a", "hopper"),
+        ("SM_120", "blackwell-geforce"),
+        ("sm_103a", "blackwell-ultra"),
+        ("gfx942", "cdna3"),
+        ("gfx950", "cdna4"),
+        ("gfx942:sramecc+:xnack-", "cdna3"),
+        ("Blackwell Ultra", "blackwell-ultra"),
+        ("blackwell", "blackwell"),
+        ("- runtime arch: sm_100a", "blackwell"),
+        ("sm_80 sm_90", None),
+        ("LOCAL", None),
+    ]:
         found = table.match_arch_token(text)
         assert (found and found.arch) == arch, text
 
@@ -205,9 +250,7 @@ def test_resolve_prefers_a_product_anywhere_over_an_arch_token_earlier(table):
 
 
 def test_resolve_falls_back_to_an_arch_token(table):
-    target = resolve(
-        [("solution.json spec.target_hardware", "LOCAL"), ("README runtime arch", "sm_90")], table
-    )
+    target = resolve([("solution.json spec.target_hardware", "LOCAL"), ("README runtime arch", "sm_90")], table)
     assert (target.vendor, target.arch, target.product) == ("nvidia", "hopper", "any")
     assert target.basis.startswith('README runtime arch "sm_90"')
     assert "architecture only" in target.basis
@@ -410,6 +453,7 @@ def test_bad_table_not_yaml_or_missing(tmp_path):
 
 def _table_mutations():
     """(name, table) pairs: each schema rule broken once, plus the shipped table itself."""
+
     def nvidia():
         return next(i for i, e in enumerate(TABLE_DOC["products"]) if e["vendor"] == "nvidia")
 
@@ -465,7 +509,9 @@ def test_a_valid_table_loads_without_importing_jsonschema():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom optrace.ingest.hardware import HardwareTable\n"
-            "HardwareTable.load()\nprint('jsonschema' in sys.modules)")
+    code = (
+        "import sys\nfrom optrace.ingest.hardware import HardwareTable\n"
+        "HardwareTable.load()\nprint('jsonschema' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -43,10 +43,21 @@ def test_skill_era_grammar_and_revert_marker(tmp_path):
 def test_iteration_era_grammar(tmp_path):
     tracekit.iteration_era(tmp_path / "t")
     rows, _, meta = run(tmp_path / "t")
-    assert verdicts(rows) == {"v0": "baseline", "v1": "kept", "v2": "reverted", "v3": "reverted",
-                              "v4": "kept", "v5": "kept", "v6": "reverted"}
+    assert verdicts(rows) == {
+        "v0": "baseline",
+        "v1": "kept",
+        "v2": "reverted",
+        "v3": "reverted",
+        "v4": "kept",
+        "v5": "kept",
+        "v6": "reverted",
+    }
     # the untagged list-form dead end takes its version from the memory file it adds
-    assert rows["v3"]["deadend_items"] == ["split-K reduction (atomics, contention)", "fp32 smem accumulate", "cp.async prefetch"]
+    assert rows["v3"]["deadend_items"] == [
+        "split-K reduction (atomics, contention)",
+        "fp32 smem accumulate",
+        "cp.async prefetch",
+    ]
     assert rows["v4"]["no_change"] and rows["v6"]["no_change"]
     assert not rows["v5"]["infrastructure"]  # "BlockedLayout" is not "blocked"
     assert rows["v5"]["dsl"] == "gluon" and rows["v1"]["dsl"] == "triton"
@@ -56,7 +67,14 @@ def test_iteration_era_grammar(tmp_path):
 def test_long_horizon_era_and_first_parent_only(tmp_path):
     tracekit.long_horizon_era(tmp_path / "t")
     rows, _, meta = run(tmp_path / "t")
-    assert verdicts(rows) == {"v0": "baseline", "v1": "kept", "v2": "kept", "v3": "reverted", "v4": "kept", "v5": "reverted"}
+    assert verdicts(rows) == {
+        "v0": "baseline",
+        "v1": "kept",
+        "v2": "kept",
+        "v3": "reverted",
+        "v4": "kept",
+        "v5": "reverted",
+    }
     assert rows["v2"]["verdict_basis"] == "episode promote commit"
     assert rows["v3"]["outcome"] == "candidate_ready" and rows["v5"]["outcome"] == "blocked"
     assert rows["v5"]["infrastructure"]
@@ -77,11 +95,14 @@ def test_carried_forward_and_incomplete_numbers_are_not_claimed(tmp_path):
 
 
 def test_kept_subject_without_kernel_change_is_not_kept(tmp_path):
-    build_trace(tmp_path / "t", [
-        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+4.0%)", {"memory/v1.json": tracekit.memory(1, 9.0)}),
-        CommitSpec("v2: reverted (no gain) — dead-end recorded", {"kernel.py": tracekit.kernel(2)}),
-    ])
+    build_trace(
+        tmp_path / "t",
+        [
+            CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()}),
+            CommitSpec("v1: committed (+4.0%)", {"memory/v1.json": tracekit.memory(1, 9.0)}),
+            CommitSpec("v2: reverted (no gain) — dead-end recorded", {"kernel.py": tracekit.kernel(2)}),
+        ],
+    )
     rows, _, meta = run(tmp_path / "t")
     assert rows["v1"]["verdict"] == "none" and "kernel.py unchanged" in rows["v1"]["verdict_basis"]
     assert rows["v2"]["verdict"] == "reverted" and "changed nonetheless" in rows["v2"]["verdict_basis"]
@@ -90,18 +111,23 @@ def test_kept_subject_without_kernel_change_is_not_kept(tmp_path):
 
 
 def test_version_committed_twice_keeps_the_newest_commit(tmp_path):
-    build_trace(tmp_path / "t", [
-        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+2%)", {"kernel.py": tracekit.kernel(1)}),
-        CommitSpec("v1: committed (+3%) amended", {"kernel.py": tracekit.kernel(2)}),
-    ])
+    build_trace(
+        tmp_path / "t",
+        [
+            CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()}),
+            CommitSpec("v1: committed (+2%)", {"kernel.py": tracekit.kernel(1)}),
+            CommitSpec("v1: committed (+3%) amended", {"kernel.py": tracekit.kernel(2)}),
+        ],
+    )
     rows, _, _ = run(tmp_path / "t")
     assert rows["v1"]["subject"] == "v1: committed (+3%) amended"
 
 
 def test_memory_only_version_and_variants(tmp_path):
-    tracekit.iteration_era(tmp_path / "t", untracked={
-        "memory/v9.json": tracekit.memory(9, 30.0), "memory/v5_512.json": "{}", "memory/live.json": "{}"})
+    tracekit.iteration_era(
+        tmp_path / "t",
+        untracked={"memory/v9.json": tracekit.memory(9, 30.0), "memory/v5_512.json": "{}", "memory/live.json": "{}"},
+    )
     rows, _, meta = run(tmp_path / "t")
     assert rows["v9"]["sha"] is None and rows["v9"]["verdict"] == "none"
     assert {v["file"] for v in meta["memory_variants"]} == {"memory/v5_512.json", "memory/live.json"}
@@ -151,16 +177,24 @@ def test_sol_dialect_metadata_hardware_from_framework_baseline(tmp_path):
     _, _, meta = run(tmp_path / "t")
     assert meta["languages"] == ["pytorch"]  # the V0 wrapper; the DSL comes from the kernel
     assert meta["default_dsl"] == "triton"
-    assert meta["target"] == {"vendor": "nvidia", "arch": "blackwell", "product": "b200", "isa": "sm_100",
-                              "basis": meta["target"]["basis"]}
+    assert meta["target"] == {
+        "vendor": "nvidia",
+        "arch": "blackwell",
+        "product": "b200",
+        "isa": "sm_100",
+        "basis": meta["target"]["basis"],
+    }
     assert "framework_baseline.json" in meta["target"]["basis"]
 
 
 def _with_solution_hw(tmp_path, hw):
     sol = json.dumps({"spec": {"language": "cuda", "target_hardware": hw}})
-    build_trace(tmp_path / "kernel_opt_009_gemm", [
-        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0, "cuda"), "solution.json": sol}),
-    ])
+    build_trace(
+        tmp_path / "kernel_opt_009_gemm",
+        [
+            CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0, "cuda"), "solution.json": sol}),
+        ],
+    )
     return tmp_path / "kernel_opt_009_gemm"
 
 
@@ -171,7 +205,9 @@ def test_gb200_is_not_b200(tmp_path):
 
 def test_evaluator_traces_name_the_gpu(tmp_path):
     path = _with_solution_hw(tmp_path, ["LOCAL"])
-    (path / "traces.jsonl").write_text(json.dumps({"evaluation": {"environment": {"hardware": "NVIDIA A800-SXM4-80GB"}}}) + "\n")
+    (path / "traces.jsonl").write_text(
+        json.dumps({"evaluation": {"environment": {"hardware": "NVIDIA A800-SXM4-80GB"}}}) + "\n"
+    )
     _, _, meta = run(path)
     assert meta["target"]["product"] == "a800" and "traces.jsonl" in meta["target"]["basis"]
 
@@ -186,8 +222,9 @@ def test_no_hardware_is_a_clear_error(tmp_path):
 def test_no_hardware_cli_prints_one_line_and_writes_nothing(tmp_path):
     path = _with_solution_hw(tmp_path, ["LOCAL"])
     out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "optrace", "ingest", str(path), "--out-dir", str(out)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", str(path), "--out-dir", str(out)], capture_output=True, text=True
+    )
     assert res.returncode == 2
     assert res.stderr.count("\n") == 1 and res.stderr.startswith("error: ") and "Traceback" not in res.stderr
     assert not out.exists()
@@ -237,12 +274,16 @@ def _git_calls(tmp_path, trace) -> list[str]:
     shim.mkdir(exist_ok=True)
     log = tmp_path / "git-calls.log"
     real = subprocess.run(["which", "git"], capture_output=True, text=True).stdout.strip()
-    (shim / "git").write_text(f"#!/bin/sh\necho \"$@\" >> {log}\nexec {real} \"$@\"\n")
+    (shim / "git").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {real} "$@"\n')
     (shim / "git").chmod(0o755)
     log.write_text("")
     env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}"}
-    subprocess.run([sys.executable, "-m", "optrace", "ingest", str(trace), "--out-dir", str(tmp_path / "o")],
-                   check=True, env=env, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", str(trace), "--out-dir", str(tmp_path / "o")],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
     return sorted(_subcommand(line.split()) for line in log.read_text().splitlines())
 
 
@@ -258,12 +299,22 @@ def _subcommand(argv: list[str]) -> str:
 
 
 def _synthetic(dest, n):
-    commits = [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0),
-                                          **tracekit.meta_files()})]
+    commits = [
+        CommitSpec(
+            "V0: baseline",
+            {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()},
+        )
+    ]
     for i in range(1, n):
         kept = i % 3 != 0
-        commits.append(CommitSpec(f"v{i}: committed (+1.6%)" if kept else f"v{i}: reverted (slower) — dead-end recorded",
-                                  {"kernel.py": tracekit.kernel(i)} if kept else {} | {"memory/v%d.json" % i: tracekit.memory(i, 100.0 - i * 0.01)}))
+        commits.append(
+            CommitSpec(
+                f"v{i}: committed (+1.6%)" if kept else f"v{i}: reverted (slower) — dead-end recorded",
+                {"kernel.py": tracekit.kernel(i)}
+                if kept
+                else {} | {"memory/v%d.json" % i: tracekit.memory(i, 100.0 - i * 0.01)},
+            )
+        )
     build_trace(dest, commits)
 
 
@@ -281,8 +332,11 @@ def test_ingest_is_deterministic(tmp_path):
     tracekit.iteration_era(tmp_path / "t")
     outs = []
     for i in range(2):
-        subprocess.run([sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(tmp_path / f"o{i}")],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(tmp_path / f"o{i}")],
+            check=True,
+            capture_output=True,
+        )
         outs.append({p.name: p.read_bytes() for p in (tmp_path / f"o{i}").iterdir()})
     assert outs[0] == outs[1] and set(outs[0]) == {"versions.jsonl", "profiles.jsonl", "meta.json", "autotune.jsonl"}
 
@@ -292,8 +346,10 @@ def test_blobs_read_in_one_batch_match_single_reads_and_a_missing_one_stops_the_
     object is an InputError and ends cat-file, so no later read can get another blob's stale answer."""
     from optrace.ingest.git_history import open_trace
 
-    build_trace(tmp_path / "t", [CommitSpec(f"v{i}: step {i}", {"kernel.py": f"import triton\nx = {i}\n" * (i + 1)})
-                                 for i in range(40)])
+    build_trace(
+        tmp_path / "t",
+        [CommitSpec(f"v{i}: step {i}", {"kernel.py": f"import triton\nx = {i}\n" * (i + 1)}) for i in range(40)],
+    )
     with open_trace(tmp_path / "t") as trace:
         trace.history.start_log()
         blobs = sorted({c.kernel_blob for c in trace.history.commits()})

@@ -19,8 +19,12 @@ def test_only_strict_version_names_are_versions(tmp_path):
         _write(tmp_path, name, {"performance": {"latency_us_geomean": 10.0}})
     scan = scan_memory(WorkTreeFiles(tmp_path))
     assert sorted(scan.records) == [7]
-    assert {v["file"] for v in scan.variants} == {"memory/v71_512.json", "memory/live.json",
-                                                 "memory/long_horizon_e0003.json", "memory/v5_rerun.json"}
+    assert {v["file"] for v in scan.variants} == {
+        "memory/v71_512.json",
+        "memory/live.json",
+        "memory/long_horizon_e0003.json",
+        "memory/v5_rerun.json",
+    }
     assert 71512 not in scan.records
 
 
@@ -34,7 +38,9 @@ def test_unparseable_and_non_object_files_are_variants(tmp_path):
 
 @pytest.mark.parametrize("geo", [0, -3.0, "fast", float("nan"), None, True])
 def test_bad_geomean_is_no_number(geo):
-    rec = parse_record(3, "memory/v3.json", {"performance": {"latency_us_geomean": geo, "latency_us_by_shape": {"a": 1.0}}})
+    rec = parse_record(
+        3, "memory/v3.json", {"performance": {"latency_us_geomean": geo, "latency_us_by_shape": {"a": 1.0}}}
+    )
     assert rec.geomean_us is None and rec.number_note
     assert rec.by_shape_us == {}
 
@@ -44,14 +50,19 @@ def test_numeric_string_geomean_is_accepted():
 
 
 def test_carried_forward_numbers_are_never_claimed():
-    rec = parse_record(7, "f", {"performance": {"latency_us_geomean": 21.2, "carried_from_version": "v6",
-                                                "latency_us_by_shape": {"a": 20.0}}})
+    rec = parse_record(
+        7,
+        "f",
+        {"performance": {"latency_us_geomean": 21.2, "carried_from_version": "v6", "latency_us_by_shape": {"a": 20.0}}},
+    )
     assert rec.geomean_us is None and rec.carried_from == "v6"
     assert rec.number_note == "numbers carried forward from v6" and rec.by_shape_us == {}
 
 
 def test_incomplete_measurement_is_no_number():
-    rec = parse_record(4, "f", {"performance": {"latency_us_geomean": 9.0, "measurement_status": "not_evaluated_or_incomplete"}})
+    rec = parse_record(
+        4, "f", {"performance": {"latency_us_geomean": 9.0, "measurement_status": "not_evaluated_or_incomplete"}}
+    )
     assert rec.geomean_us is None and rec.number_note == "measurement incomplete"
 
 
@@ -61,19 +72,28 @@ def test_string_optimization_is_the_action_description():
 
 
 def test_non_numeric_shape_latencies_dropped():
-    rec = parse_record(2, "f", {"performance": {"latency_us_geomean": 5.0, "latency_us_by_shape": {"a": 4.0, "b": "n/a", "c": 0}}})
+    rec = parse_record(
+        2, "f", {"performance": {"latency_us_geomean": 5.0, "latency_us_by_shape": {"a": 4.0, "b": "n/a", "c": 0}}}
+    )
     assert rec.by_shape_us == {"a": 4.0}
 
 
 def test_both_pitfall_dialects_strings_and_nulls():
-    out = normalise_pitfalls([
-        {"error_type": "CompileError", "error_message": "smem overflow", "root_cause": "3 stages at BLOCK_K=128",
-         "fix_applied": "2 stages", "lesson": "count smem per stage"},
-        {"pitfall": "3 stages exceeded smem", "explanation": "occupancy 1 CTA/SM", "fix": "2 stages"},
-        "bank conflicts on B tile",
-        None,
-        {"unrelated": 1},
-    ])
+    out = normalise_pitfalls(
+        [
+            {
+                "error_type": "CompileError",
+                "error_message": "smem overflow",
+                "root_cause": "3 stages at BLOCK_K=128",
+                "fix_applied": "2 stages",
+                "lesson": "count smem per stage",
+            },
+            {"pitfall": "3 stages exceeded smem", "explanation": "occupancy 1 CTA/SM", "fix": "2 stages"},
+            "bank conflicts on B tile",
+            None,
+            {"unrelated": 1},
+        ]
+    )
     assert [(p.text, p.fix) for p in out] == [
         ("CompileError. smem overflow. 3 stages at BLOCK_K=128. count smem per stage", "2 stages"),
         ("3 stages exceeded smem. occupancy 1 CTA/SM", "2 stages"),
@@ -82,5 +102,7 @@ def test_both_pitfall_dialects_strings_and_nulls():
 
 
 def test_non_dict_sections_do_not_crash():
-    rec = parse_record(1, "f", {"performance": "fast", "correctness": None, "quality_gate": [], "pitfalls_and_fixes": "x"})
+    rec = parse_record(
+        1, "f", {"performance": "fast", "correctness": None, "quality_gate": [], "pitfalls_and_fixes": "x"}
+    )
     assert rec.geomean_us is None and rec.correctness["status"] is None and rec.pitfalls == ()

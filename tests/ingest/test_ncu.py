@@ -8,10 +8,7 @@ from optrace.ingest.ncu import NcuKernel, is_harness_kernel, normalize_kernel_na
 from tests.support.paths import FIXTURES, ROOT
 
 FIXTURES = FIXTURES / "ncu"
-REAL_LOG = (
-    ROOT.parent
-    / "shared" / "data" / "samples" / "ncu_csv_details_sm100_superbench.log"
-)
+REAL_LOG = ROOT.parent / "shared" / "data" / "samples" / "ncu_csv_details_sm100_superbench.log"
 RNG = "distribution_elementwise_grid_stride_kernel"
 NON_TARGET = [RNG]
 

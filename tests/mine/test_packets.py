@@ -22,7 +22,10 @@ def run_cli(*args, env=None):
 
 def mine(trace, tmp_path, env=None, slug="t"):
     work, out = tmp_path / "work", tmp_path / "packets" / slug
-    for args in (("ingest", trace, "--out-dir", work), ("partition", "--work-dir", work, "--report", tmp_path / "partition.md")):
+    for args in (
+        ("ingest", trace, "--out-dir", work),
+        ("partition", "--work-dir", work, "--report", tmp_path / "partition.md"),
+    ):
         res = run_cli(*args, env=env)
         assert res.returncode == 0, res.stderr
     res = run_cli("packets", trace, "--work-dir", work, "--out-dir", out, "--slug", slug, env=env)
@@ -73,13 +76,25 @@ def test_rerun_after_deleting_results_is_byte_identical(tmp_path):
 
 def test_strategy_diff_is_against_the_previous_kept_milestone(tmp_path):
     k1 = tracekit.kernel(1)
-    build_trace(tmp_path / "t", [
-        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+10%)", {"kernel.py": k1, "memory/v1.json": tracekit.memory(1, 90.0)}),
-        CommitSpec("v2: reverted (slower) — dead-end recorded", {"kernel.py": k1 + "ATTEMPT_ONLY = 1\n", "memory/v2.json": tracekit.memory(2, 95.0)}),
-        CommitSpec("chore(1): tidy", {"kernel.py": k1 + "ATTEMPT_ONLY = 1\nCHORE_ONLY = 2\n"}),
-        CommitSpec("v3: committed (+5%)", {"kernel.py": k1 + "NEW_CHANGE = 3\n", "memory/v3.json": tracekit.memory(3, 85.0)}),
-    ])
+    build_trace(
+        tmp_path / "t",
+        [
+            CommitSpec(
+                "V0: baseline",
+                {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()},
+            ),
+            CommitSpec("v1: committed (+10%)", {"kernel.py": k1, "memory/v1.json": tracekit.memory(1, 90.0)}),
+            CommitSpec(
+                "v2: reverted (slower) — dead-end recorded",
+                {"kernel.py": k1 + "ATTEMPT_ONLY = 1\n", "memory/v2.json": tracekit.memory(2, 95.0)},
+            ),
+            CommitSpec("chore(1): tidy", {"kernel.py": k1 + "ATTEMPT_ONLY = 1\nCHORE_ONLY = 2\n"}),
+            CommitSpec(
+                "v3: committed (+5%)",
+                {"kernel.py": k1 + "NEW_CHANGE = 3\n", "memory/v3.json": tracekit.memory(3, 85.0)},
+            ),
+        ],
+    )
     _, out, res = mine(tmp_path / "t", tmp_path)
     assert res.returncode == 0, res.stderr
     diff = (out / strategy_of(load_packets(out), "v3")["agent_facing"]["code_file"]).read_text()
@@ -94,13 +109,27 @@ def test_denylisted_host_and_home_path_never_reach_packets_ids_or_paths(tmp_path
     memory = json.loads(tracekit.memory(1, 90.0))
     memory["optimization"]["action_description"] = f"vectorised loads tuned on {host}, see /home/alice/notes"
     memory["pitfalls_and_fixes"] = [f"{host} ran out of smem at BLOCK=8192"]
-    build_trace(tmp_path / "t", [
-        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+10%)", {"kernel.py": tracekit.kernel(1) + f"# profiled on {host}\n", "memory/v1.json": json.dumps(memory)},
-                   body=f"Measured on {host.upper()} from /home/alice/runs/v1."),
-        CommitSpec(f"v2: reverted (spills on {host}) — dead-end recorded", {"memory/v2.json": tracekit.memory(2, 95.0)}),
-    ], untracked={"profiles/v1/summary.txt": "Kernel: _softmax_kernel\n",
-                  "profiles/v1/REPORT.md": f"**Root cause**: memory-bound on {host}; traces in /home/alice/prof/v1 are long\n"})
+    build_trace(
+        tmp_path / "t",
+        [
+            CommitSpec(
+                "V0: baseline",
+                {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()},
+            ),
+            CommitSpec(
+                "v1: committed (+10%)",
+                {"kernel.py": tracekit.kernel(1) + f"# profiled on {host}\n", "memory/v1.json": json.dumps(memory)},
+                body=f"Measured on {host.upper()} from /home/alice/runs/v1.",
+            ),
+            CommitSpec(
+                f"v2: reverted (spills on {host}) — dead-end recorded", {"memory/v2.json": tracekit.memory(2, 95.0)}
+            ),
+        ],
+        untracked={
+            "profiles/v1/summary.txt": "Kernel: _softmax_kernel\n",
+            "profiles/v1/REPORT.md": f"**Root cause**: memory-bound on {host}; traces in /home/alice/prof/v1 are long\n",
+        },
+    )
     env = {**os.environ, "ATREX_WIKI_DENYLIST": str(deny)}
     work, out, res = mine(tmp_path / "t", tmp_path, env=env)
     assert res.returncode == 0, res.stderr
@@ -123,15 +152,24 @@ class _NoScrub(Scrubber):
 def test_a_packet_that_still_leaks_is_refused_and_named(tmp_path):
     memory = json.loads(tracekit.memory(1, 90.0))
     memory["optimization"]["action_description"] = "tuned from /home/alice/scratch"
-    build_trace(tmp_path / "t", [
-        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+10%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": json.dumps(memory)}),
-    ])
+    build_trace(
+        tmp_path / "t",
+        [
+            CommitSpec(
+                "V0: baseline",
+                {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()},
+            ),
+            CommitSpec("v1: committed (+10%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": json.dumps(memory)}),
+        ],
+    )
     work, out, res = mine(tmp_path / "t", tmp_path)
     assert res.returncode == 0
     count, failures = build_packets(out, str(tmp_path / "t"), work, "t", _NoScrub())
-    leaked = [json.loads(l)["seg_id"] for l in (work / "segments.jsonl").read_text().splitlines()
-              if json.loads(l)["version"] == "v1" and json.loads(l)["record_type"] == "strategy"]
+    leaked = [
+        json.loads(l)["seg_id"]
+        for l in (work / "segments.jsonl").read_text().splitlines()
+        if json.loads(l)["version"] == "v1" and json.loads(l)["record_type"] == "strategy"
+    ]
     assert failures and any(f"{leaked[0]}.json: still leaks" in f and "/home/alice" in f for f in failures)
     assert not (out / f"{leaked[0]}.json").exists()
 
@@ -146,11 +184,19 @@ def test_stale_packets_are_removed(tmp_path):
     assert not (out / "anti-ffffff.json").exists() and not (out / "anti-ffffff.diff").exists()
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("# Report\n\n**Root cause**: two passes over the row re-read the residual sum from global memory.\n\nMore.",
-     "two passes over the row re-read the residual sum from global memory."),
-    ("## Key Finding\nThe kernel is latency bound on the reduction tree.\n## Next\nx", "The kernel is latency bound on the reduction tree."),
-    ("line one\nline two", "line one\nline two"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        (
+            "# Report\n\n**Root cause**: two passes over the row re-read the residual sum from global memory.\n\nMore.",
+            "two passes over the row re-read the residual sum from global memory.",
+        ),
+        (
+            "## Key Finding\nThe kernel is latency bound on the reduction tree.\n## Next\nx",
+            "The kernel is latency bound on the reduction tree.",
+        ),
+        ("line one\nline two", "line one\nline two"),
+    ],
+)
 def test_report_conclusion_anchors(text, expected):
     assert report_conclusion(text) == expected

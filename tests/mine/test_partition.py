@@ -32,10 +32,20 @@ def test_example_trace_segments(tmp_path):
     segs = segments_of(tmp_path / example_name())
     strategies = [s for s in segs if s["record_type"] == "strategy"]
     assert [s["version"] for s in strategies] == ["v1", "v2", "v4", "v8", "v11", "v13"]
-    assert [s["seg_kind"] for s in strategies] == ["mega", "milestone", "milestone", "milestone", "milestone", "milestone"]
+    assert [s["seg_kind"] for s in strategies] == [
+        "mega",
+        "milestone",
+        "milestone",
+        "milestone",
+        "milestone",
+        "milestone",
+    ]
     # builds_on is the previous kept milestone, never a reverted attempt or a floor-only version
     assert [s["strategy"]["builds_on"]["version"] for s in strategies] == ["v0", "v1", "v2", "v4", "v8", "v11"]
-    assert strategies[0]["strategy"]["builds_on"]["is_baseline"] and not strategies[1]["strategy"]["builds_on"]["is_baseline"]
+    assert (
+        strategies[0]["strategy"]["builds_on"]["is_baseline"]
+        and not strategies[1]["strategy"]["builds_on"]["is_baseline"]
+    )
     assert [s["strategy"]["final"] for s in strategies] == [False] * 5 + [True]
     refk = {s["seg_id"]: (s["seg_kind"], s["version"]) for s in segs if s["record_type"] == "reference-kernel"}
     assert sorted(refk.values()) == [("final-kernel", "v13"), ("mega-snapshot", "v1")]
@@ -68,13 +78,28 @@ def test_ids_shape_and_reproducibility(tmp_path):
 
 def _lever_trace(dest):
     lever = "split-K reduction across CTAs (atomic contention on the row sum)"
-    commits = [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()}),
-               CommitSpec("v1: committed (+10%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": tracekit.memory(1, 90.0)})]
+    commits = [
+        CommitSpec(
+            "V0: baseline",
+            {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()},
+        ),
+        CommitSpec(
+            "v1: committed (+10%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": tracekit.memory(1, 90.0)}
+        ),
+    ]
     for n in (2, 4, 6):
-        commits.append(CommitSpec(f"dead-end recorded: {lever if n != 4 else lever.upper()}, tile {n}x wider than the row. Next: x",
-                                  {f"memory/v{n}.json": tracekit.memory(n, 95.0)}))
-        commits.append(CommitSpec(f"v{n + 1}: committed (+2%)", {"kernel.py": tracekit.kernel(n + 1),
-                                                                 f"memory/v{n + 1}.json": tracekit.memory(n + 1, 90.0 - n)}))
+        commits.append(
+            CommitSpec(
+                f"dead-end recorded: {lever if n != 4 else lever.upper()}, tile {n}x wider than the row. Next: x",
+                {f"memory/v{n}.json": tracekit.memory(n, 95.0)},
+            )
+        )
+        commits.append(
+            CommitSpec(
+                f"v{n + 1}: committed (+2%)",
+                {"kernel.py": tracekit.kernel(n + 1), f"memory/v{n + 1}.json": tracekit.memory(n + 1, 90.0 - n)},
+            )
+        )
     build_trace(dest, commits)
 
 
@@ -96,11 +121,16 @@ def test_fact_precheck_flags_but_never_drops(tmp_path):
 
 
 def test_technique_text_strips_grammar_boilerplate():
-    r = {"action_description": None, "action_category": None,
-         "subject": "v6: hoist the weight load above the residual add -> 21.3->21.2us (-0.5%), NO_CHANGE"}
+    r = {
+        "action_description": None,
+        "action_category": None,
+        "subject": "v6: hoist the weight load above the residual add -> 21.3->21.2us (-0.5%), NO_CHANGE",
+    }
     assert technique_text(r) == "hoist the weight load above the residual add"
-    assert slugify("Hoist the Weight load (v6, deadbeef12) above the residual add, then vectorise 16-byte stores") == \
-        "hoist-the-weight-load-above-the-residual-add"
+    assert (
+        slugify("Hoist the Weight load (v6, deadbeef12) above the residual add, then vectorise 16-byte stores")
+        == "hoist-the-weight-load-above-the-residual-add"
+    )
     assert lever_key("Split-K  reduction, (atomics)") == lever_key("split-k reduction atomics")
 
 
@@ -116,13 +146,16 @@ def test_lever_names_in_the_report_are_never_cut_mid_word(tmp_path):
     from optrace.mine.partition import render_md
 
     build_example(tmp_path / example_name())
-    rows, profiles, meta, _ = ingest(tmp_path / example_name(), label=None, table=TABLE, over=Overrides(),
-                                     non_target=DEFAULT_NON_TARGET)
+    rows, profiles, meta, _ = ingest(
+        tmp_path / example_name(), label=None, table=TABLE, over=Overrides(), non_target=DEFAULT_NON_TARGET
+    )
     segs, steps = build_segments(rows, meta, Thresholds(), same)
     md = render_md(segs, steps, [p.to_row() if hasattr(p, "to_row") else p for p in profiles], meta)
     table = md.split("## Failed levers and pitfalls")[1].split("Flagged")[0]
     cells = [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[4:] if line.startswith("| ")]
-    texts = {" ".join(s["lever"]["text"].split()).replace("|", "/") for s in segs if s["record_type"] == "anti-strategy"}
+    texts = {
+        " ".join(s["lever"]["text"].split()).replace("|", "/") for s in segs if s["record_type"] == "anti-strategy"
+    }
     assert any(c.endswith(" …") for c in cells)  # the example has levers longer than the column
     for cell in cells:
         kept = cell.removesuffix(" …")

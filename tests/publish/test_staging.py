@@ -23,7 +23,11 @@ def check_store(path):
 
 
 def staged_records(wd):
-    return {p.stem: json.loads(p.read_text()) for p in (wd / "results/staging/records").rglob("*.json") if p.name != "index.json"}
+    return {
+        p.stem: json.loads(p.read_text())
+        for p in (wd / "results/staging/records").rglob("*.json")
+        if p.name != "index.json"
+    }
 
 
 def test_example_chain_stages_scored_copies_that_pass_the_store_gates(workdir):
@@ -36,7 +40,16 @@ def test_example_chain_stages_scored_copies_that_pass_the_store_gates(workdir):
     assert set(staged) == set(distilled) and len(staged) >= 10
     for rid, rec in staged.items():
         scope = rec["retrieval"]["scope"]
-        path = staging / "records" / rec["type"] / scope["vendor"] / scope["arch"] / scope["dsl"] / scope["operator_family"] / f"{rid}.json"
+        path = (
+            staging
+            / "records"
+            / rec["type"]
+            / scope["vendor"]
+            / scope["arch"]
+            / scope["dsl"]
+            / scope["operator_family"]
+            / f"{rid}.json"
+        )
         assert path.is_file()
         track = rec["worth"]["track"]
         assert set(track["counters"].values()) == {0} and track["prior"]
@@ -46,8 +59,15 @@ def test_example_chain_stages_scored_copies_that_pass_the_store_gates(workdir):
     index = json.loads((staging / "records/index.json").read_text())
     assert index["count"] == len(staged) and [e["id"] for e in index["records"]] == sorted(staged)
     readme = (staging / "README.md").read_text()
-    for part in ("# Staging store (not the live store)", "## Traces", "kernel_opt_007_fused_add_rmsnorm_h4096",
-                 f"reports/{SLUG}/ladder.svg", "## Records", "## Histograms", "## Trust boundaries"):
+    for part in (
+        "# Staging store (not the live store)",
+        "## Traces",
+        "kernel_opt_007_fused_add_rmsnorm_h4096",
+        f"reports/{SLUG}/ladder.svg",
+        "## Records",
+        "## Histograms",
+        "## Trust boundaries",
+    ):
         assert part in readme
     assert sum(1 for line in readme.splitlines() if line.startswith("| `…")) == len(staged)
 
@@ -74,11 +94,17 @@ def test_a_failing_record_is_listed_not_staged_and_stale_copies_go(workdir):
 
 def test_agent_mode_bad_records_are_named_good_ones_staged(workdir, tmp_path):
     snakemake(workdir, "packets")
-    packets = [json.loads(p.read_text()) for p in (workdir / "results/packets" / SLUG).glob("*.json") if p.name != "manifest.json"]
+    packets = [
+        json.loads(p.read_text())
+        for p in (workdir / "results/packets" / SLUG).glob("*.json")
+        if p.name != "manifest.json"
+    ]
     strategies = sorted(p["seg_id"] for p in packets if p["record_type"] == "strategy")
     plan = {strategies[0]: "fabricate", strategies[1]: "malformed", strategies[2]: "fail"}
     (tmp_path / "plan.json").write_text(json.dumps(plan))
-    command = f"FAKE_AGENT_PLAN=$(cat {tmp_path / 'plan.json'}) {sys.executable} {FAKE_AGENT} {{brief}} {{packet}} {{out}}"
+    command = (
+        f"FAKE_AGENT_PLAN=$(cat {tmp_path / 'plan.json'}) {sys.executable} {FAKE_AGENT} {{brief}} {{packet}} {{out}}"
+    )
     config = tmp_path / "agent.yaml"
     config.write_text(json.dumps({"distill": {"mode": "agent", "command": command, "batch_size": 4}}))
     snakemake(workdir, "--configfile", config)
@@ -99,7 +125,9 @@ def test_denylisted_trace_label_never_reaches_the_readme(workdir, tmp_path):
     deny = tmp_path / "deny.txt"
     deny.write_text("fused_add_rmsnorm_h4096\n")
     env = {**os.environ, "ATREX_WIKI_DENYLIST": str(deny)}
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-c2"], cwd=workdir, capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-c2"], cwd=workdir, capture_output=True, text=True, env=env
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     readme = (workdir / "results/staging/README.md").read_text()
     assert "fused_add_rmsnorm_h4096" not in readme and "a private identifier" in readme

@@ -51,13 +51,24 @@ def mine(name: str, root: Path) -> Mined:
     results = root / "results"
     slug = name.replace("_", "-")
     work, packets, reports = results / "work" / slug, results / "packets" / slug, results / "staging" / "reports" / slug
-    steps = [["ingest", str(trace), "--out-dir", str(work)],
-             ["recon", "--work-dir", str(work), "--out-dir", str(reports)],
-             ["partition", "--work-dir", str(work), "--report", str(reports / "partition.md")],
-             ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug],
-             ["distill", "--packets", str(packets), "--out", str(results), "--report", str(reports / "distill.json"),
-              "--mode", "draft"],
-             ["validate", "trace", "--results", str(results), "--slug", slug]]
+    steps = [
+        ["ingest", str(trace), "--out-dir", str(work)],
+        ["recon", "--work-dir", str(work), "--out-dir", str(reports)],
+        ["partition", "--work-dir", str(work), "--report", str(reports / "partition.md")],
+        ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug],
+        [
+            "distill",
+            "--packets",
+            str(packets),
+            "--out",
+            str(results),
+            "--report",
+            str(reports / "distill.json"),
+            "--mode",
+            "draft",
+        ],
+        ["validate", "trace", "--results", str(results), "--slug", slug],
+    ]
     with contextlib.redirect_stdout(io.StringIO()):
         for argv in steps:
             assert optrace(argv) == 0, argv
@@ -65,7 +76,11 @@ def mine(name: str, root: Path) -> Mined:
     for p in sorted(packets.glob("*.json")):
         if p.name != "manifest.json":
             packet = json.loads(p.read_text())
-            code = (packets / packet["agent_facing"]["code_file"]).read_text() if packet["agent_facing"].get("code_file") else None
+            code = (
+                (packets / packet["agent_facing"]["code_file"]).read_text()
+                if packet["agent_facing"].get("code_file")
+                else None
+            )
             loaded[packet["seg_id"]] = (packet, code)
     records = {}
     for seg_id, (packet, _) in loaded.items():
@@ -73,10 +88,19 @@ def mine(name: str, root: Path) -> Mined:
         if path.exists():
             records[seg_id] = json.loads(path.read_text())
     recon = json.loads((reports / "recon.json").read_text())
-    return Mined(name, results, slug, {s["version"]: s for s in recon["ladder"]["steps"]},
-                 [json.loads(line) for line in (work / "segments.jsonl").read_text().splitlines()], loaded, records,
-                 json.loads((reports / "distill.json").read_text()), json.loads((reports / "validation.json").read_text()),
-                 (reports / "recon.md").read_text(), (reports / "partition.md").read_text())
+    return Mined(
+        name,
+        results,
+        slug,
+        {s["version"]: s for s in recon["ladder"]["steps"]},
+        [json.loads(line) for line in (work / "segments.jsonl").read_text().splitlines()],
+        loaded,
+        records,
+        json.loads((reports / "distill.json").read_text()),
+        json.loads((reports / "validation.json").read_text()),
+        (reports / "recon.md").read_text(),
+        (reports / "partition.md").read_text(),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,26 +118,47 @@ EXPECTED = {
     "fib_rmsnorm": {
         "claims": {"v2": "mega", "v3": "milestone", "v4": "milestone", "v12": "milestone"},
         "builds_on": {"v2": "v0", "v3": "v2", "v4": "v3", "v12": "v11"},
-        "review": {"v2"}, "rebaseline": {"v11"}, "family": "norm", "final": ("v12", "fused_add_rmsnorm_kernel"),
-        "antis": {"one-pass CUDA kernel using bf16 operator overloads (x + r on __nv_bfloat16)",
-                  "__launch_bounds__(512, 2) to keep two blocks resident per SM",
-                  "stage the 8 KB weight vector in shared memory once per block",
-                  "persistent grid-stride loop over rows", "cp.async prefetch of the residual row",
-                  "two rows per block with 256 threads each"},
+        "review": {"v2"},
+        "rebaseline": {"v11"},
+        "family": "norm",
+        "final": ("v12", "fused_add_rmsnorm_kernel"),
+        "antis": {
+            "one-pass CUDA kernel using bf16 operator overloads (x + r on __nv_bfloat16)",
+            "__launch_bounds__(512, 2) to keep two blocks resident per SM",
+            "stage the 8 KB weight vector in shared memory once per block",
+            "persistent grid-stride loop over rows",
+            "cp.async prefetch of the residual row",
+            "two rows per block with 256 threads each",
+        },
         "no_record": {"store the residual sum before the normalisation": "no causal sentence"},
         "pitfalls": ["misaligned address on a sliced hidden_states tensor"],
-        "shape_regimes": {"two rows per block with 256 threads each": "batch_size >= 1024",
-                          "__launch_bounds__(512, 2) to keep two blocks resident per SM": "batch_size = 7"},
+        "shape_regimes": {
+            "two rows per block with 256 threads each": "batch_size >= 1024",
+            "__launch_bounds__(512, 2) to keep two blocks resident per SM": "batch_size = 7",
+        },
     },
     "aka_attention": {
-        "claims": {"v2": "mega", "v3": "mega", "v4": "mega", "v5": "milestone", "v6": "mega", "v7": "milestone",
-                   "v9": "milestone"},
+        "claims": {
+            "v2": "mega",
+            "v3": "mega",
+            "v4": "mega",
+            "v5": "milestone",
+            "v6": "mega",
+            "v7": "milestone",
+            "v9": "milestone",
+        },
         "builds_on": {"v2": "v1", "v3": "v2", "v4": "v3", "v5": "v4", "v6": "v5", "v7": "v6", "v9": "v7"},
-        "review": set(), "rebaseline": set(), "family": "flash-attention", "final": ("v11", "flash_attn_fwd_kernel"),
-        "antis": {"XOR-swizzle the Q tile in shared memory as well as K and V",
-                  "split-KV with a separate combine kernel for seq_len <= 512",
-                  "accumulate P*V in fp16 instead of fp32", "128x128 query/key tiles with 8 warps",
-                  "warp-specialised producer/consumer split with one producer warp"},
+        "review": set(),
+        "rebaseline": set(),
+        "family": "flash-attention",
+        "final": ("v11", "flash_attn_fwd_kernel"),
+        "antis": {
+            "XOR-swizzle the Q tile in shared memory as well as K and V",
+            "split-KV with a separate combine kernel for seq_len <= 512",
+            "accumulate P*V in fp16 instead of fp32",
+            "128x128 query/key tiles with 8 warps",
+            "warp-specialised producer/consumer split with one producer warp",
+        },
         "no_record": {},
         "pitfalls": ["misaligned address. CUDA error: misaligned address in the wmma fragment load"],
         "shape_regimes": {"split-KV with a separate combine kernel for seq_len <= 512": "seq_len <= 512"},
@@ -121,11 +166,16 @@ EXPECTED = {
     "sgemm_ladder": {
         "claims": {"v1": "mega", "v2": "mega", "v5": "mega", "v7": "mega", "v10": "milestone", "v12": "milestone"},
         "builds_on": {"v1": "v0", "v2": "v1", "v5": "v2", "v7": "v6", "v10": "v7", "v12": "v10"},
-        "review": {"v1"}, "rebaseline": {"v6"}, "family": "gemm", "final": ("v12", "sgemm_warptile"),
+        "review": {"v1"},
+        "rebaseline": {"v6"},
+        "family": "gemm",
+        "final": ("v12", "sgemm_warptile"),
         "antis": {"64x64 shared-memory tiles", "double-buffered shared-memory tiles of A and B"},
         "no_record": {},
-        "pitfalls": ["64x64 tiles with one thread per element launch 4096 threads per block",
-                     "register spills at TM=TN=16"],
+        "pitfalls": [
+            "64x64 tiles with one thread per element launch 4096 threads per block",
+            "register spills at TM=TN=16",
+        ],
         "shape_regimes": {},
     },
 }
@@ -136,6 +186,7 @@ def norm(text: str) -> str:
 
 
 # ---- the ladder ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", TRACES)
 def test_exactly_the_claimed_milestones(mined, name):
@@ -159,8 +210,12 @@ def test_snippet_builds_on_and_parent_geomean_name_one_previous_milestone(mined,
     for packet, record in m.of_type("strategy"):
         version, parent = packet["provenance"]["version"], packet["provenance"]["builds_on"]
         assert parent["version"] == EXPECTED[name]["builds_on"][version]
-        assert record["evidence"]["raw"]["effect"]["parent_geomean_us"] == parent["geomean_us"] \
-            == packet["agent_facing"]["measurements"]["floor_before_us"] == m.steps[parent["version"]]["geomean_us"]
+        assert (
+            record["evidence"]["raw"]["effect"]["parent_geomean_us"]
+            == parent["geomean_us"]
+            == packet["agent_facing"]["measurements"]["floor_before_us"]
+            == m.steps[parent["version"]]["geomean_us"]
+        )
         # the gain is measured against that same version, with the one rounding rule
         geo = m.steps[version]["geomean_us"]
         assert record["worth"]["gain"]["pct"] == round((parent["geomean_us"] - geo) / parent["geomean_us"] * 100, 2)
@@ -175,6 +230,7 @@ def test_the_sgemm_milestone_after_a_floor_taker_builds_on_the_last_claim(mined)
 
 
 # ---- failed levers, pitfalls ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", TRACES)
 def test_one_anti_strategy_per_distinct_failed_lever_with_a_stated_cause(mined, name):
@@ -221,13 +277,18 @@ def test_an_established_fact_has_a_causal_mechanism_and_a_distinct_lesson(mined)
 
 
 def test_verdicts_follow_the_stated_cause(mined):
-    by = {r["payload"]["attempted"]: r["payload"]["verdict"] for m in mined.values() for _, r in m.of_type("anti-strategy")}
+    by = {
+        r["payload"]["attempted"]: r["payload"]["verdict"]
+        for m in mined.values()
+        for _, r in m.of_type("anti-strategy")
+    }
     assert by["one-pass CUDA kernel using bf16 operator overloads (x + r on __nv_bfloat16)"] == "api-limitation"
     assert by["accumulate P*V in fp16 instead of fp32"] == "accuracy-gate/ceiling"
     assert by["64x64 shared-memory tiles"] == "not-worth-it-here"
 
 
 # ---- reference kernels ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", TRACES)
 def test_the_final_reference_kernel_is_the_whole_source_with_its_core_kernel(mined, name):
@@ -243,7 +304,7 @@ def test_the_final_reference_kernel_is_the_whole_source_with_its_core_kernel(min
         assert r["payload"]["implementation"]["core_kernel_name"] != "__launch_bounds__"
 
 
-GLUON_WITH_FALLBACK = '''import triton
+GLUON_WITH_FALLBACK = """import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
@@ -266,11 +327,12 @@ def rmsnorm_triton_fallback(x_ptr, w_ptr, out_ptr, BLOCK: tl.constexpr):
 
 def run(x, w, out):
     rmsnorm_gluon[(x.shape[0],)](x, w, out, BLOCK=4096)
-'''
+"""
 
 
 def test_a_gluon_kernel_is_not_filed_with_its_triton_fallback():
     from optrace.distill.drafter import kernel_source
+
     snippet, core = kernel_source(GLUON_WITH_FALLBACK, "gluon")
     assert core == "rmsnorm_gluon" and "rmsnorm_triton_fallback" not in snippet and "def run(" in snippet
     assert all(line in GLUON_WITH_FALLBACK.splitlines() for line in snippet.splitlines())
@@ -280,13 +342,15 @@ def test_a_gluon_kernel_is_not_filed_with_its_triton_fallback():
 
 # ---- every gate, the store's vocabulary, tags and ids ---------------------------------------------
 
+
 @pytest.mark.parametrize("name", TRACES)
 def test_every_drafted_record_passes_every_gate(mined, name):
     m = mined[name]
     v = m.validation
     assert_valid(v, "validation.schema.json")
-    assert v["counts"]["records"] == len(m.records) == m.distill["counts"]["drafted"] and v["counts"]["failed"] == 0, \
-        [(r["path"], r["failed"]) for r in v["records"] if r["failed"]]
+    assert v["counts"]["records"] == len(m.records) == m.distill["counts"]["drafted"] and v["counts"]["failed"] == 0, [
+        (r["path"], r["failed"]) for r in v["records"] if r["failed"]
+    ]
 
 
 @pytest.mark.parametrize("name", TRACES)
@@ -314,6 +378,7 @@ def test_tags_are_short_and_ids_carry_no_numeric_noise(mined, name):
 
 # ---- fields: which packet field fills which record field ------------------------------------------
 
+
 def sentences_of(*texts) -> set[str]:
     return {norm(p) for t in texts for p in pieces(t)}
 
@@ -326,46 +391,88 @@ def all_sentences_from(value: str, *texts) -> bool:
 # record field -> how it is filled from the packet (a check over (record, packet, code)); pinned per type
 FIELD_SOURCES = {
     "strategy": {
-        "payload.change": lambda r, p, c: r["payload"]["change"] == norm(p["agent_facing"]["what_the_run_said"]["change"]),
-        "payload.mechanism": lambda r, p, c: all_sentences_from(r["payload"]["mechanism"], *(
-            p["agent_facing"]["what_the_run_said"][k] for k in ("commit_body", "evidence_summary", "expected_impact"))),
-        "payload.trace.builds_on.approach": lambda r, p, c: r["payload"]["trace"]["builds_on"]["approach"]
-        == norm(p["agent_facing"]["builds_on"]["previous_approach"]),
-        "payload.next_steps": lambda r, p, c: r["payload"]["next_steps"]
-        == [norm(d["direction"]) for d in p["agent_facing"]["open_directions"]],
-        "payload.implementation.snippet": lambda r, p, c: set(r["payload"]["implementation"]["snippet"].splitlines())
-        <= set(c.splitlines()),
-        "worth.gain.pct": lambda r, p, c: r["worth"]["gain"]["pct"] == p["agent_facing"]["measurements"]["improve_pct_vs_floor"],
-        "evidence.raw.effect.parent_geomean_us": lambda r, p, c: r["evidence"]["raw"]["effect"]["parent_geomean_us"]
-        == p["agent_facing"]["measurements"]["floor_before_us"],
+        "payload.change": lambda r, p, c: (
+            r["payload"]["change"] == norm(p["agent_facing"]["what_the_run_said"]["change"])
+        ),
+        "payload.mechanism": lambda r, p, c: all_sentences_from(
+            r["payload"]["mechanism"],
+            *(
+                p["agent_facing"]["what_the_run_said"][k]
+                for k in ("commit_body", "evidence_summary", "expected_impact")
+            ),
+        ),
+        "payload.trace.builds_on.approach": lambda r, p, c: (
+            r["payload"]["trace"]["builds_on"]["approach"] == norm(p["agent_facing"]["builds_on"]["previous_approach"])
+        ),
+        "payload.next_steps": lambda r, p, c: (
+            r["payload"]["next_steps"] == [norm(d["direction"]) for d in p["agent_facing"]["open_directions"]]
+        ),
+        "payload.implementation.snippet": lambda r, p, c: (
+            set(r["payload"]["implementation"]["snippet"].splitlines()) <= set(c.splitlines())
+        ),
+        "worth.gain.pct": lambda r, p, c: (
+            r["worth"]["gain"]["pct"] == p["agent_facing"]["measurements"]["improve_pct_vs_floor"]
+        ),
+        "evidence.raw.effect.parent_geomean_us": lambda r, p, c: (
+            r["evidence"]["raw"]["effect"]["parent_geomean_us"] == p["agent_facing"]["measurements"]["floor_before_us"]
+        ),
         "retrieval.signals.metrics": lambda r, p, c: all(
-            p["agent_facing"]["profiler"]["metrics"].get(k) == v for k, v in r["retrieval"]["signals"]["metrics"].items()),
-        "retrieval.signals.symptoms": lambda r, p, c: r["retrieval"]["signals"]["symptoms"]
-        == ([tag(p["agent_facing"]["what_the_run_said"]["bottleneck_type"])]
-            if p["agent_facing"]["what_the_run_said"]["bottleneck_type"] else []),
+            p["agent_facing"]["profiler"]["metrics"].get(k) == v
+            for k, v in r["retrieval"]["signals"]["metrics"].items()
+        ),
+        "retrieval.signals.symptoms": lambda r, p, c: (
+            r["retrieval"]["signals"]["symptoms"]
+            == (
+                [tag(p["agent_facing"]["what_the_run_said"]["bottleneck_type"])]
+                if p["agent_facing"]["what_the_run_said"]["bottleneck_type"]
+                else []
+            )
+        ),
     },
     "anti-strategy": {
         "payload.attempted": lambda r, p, c: r["payload"]["attempted"] == norm(p["agent_facing"]["the_failed_lever"]),
         "payload.established_fact.mechanism": lambda r, p, c: all_sentences_from(
-            r["payload"]["established_fact"]["mechanism"], p["agent_facing"].get("why_it_failed"),
-            p["agent_facing"]["the_failed_lever"], p["agent_facing"].get("how_it_was_fixed"),
+            r["payload"]["established_fact"]["mechanism"],
+            p["agent_facing"].get("why_it_failed"),
+            p["agent_facing"]["the_failed_lever"],
+            p["agent_facing"].get("how_it_was_fixed"),
             *p["agent_facing"]["what_the_run_said"].values(),
-            *(x["pitfall"] for x in p["agent_facing"]["pitfalls_recorded_here"])),
-        "payload.established_fact.condition.sm_arch": lambda r, p, c: r["payload"]["established_fact"]["condition"]["sm_arch"]
-        == p["agent_facing"]["operator"]["isa"],
-        "payload.established_fact.condition.toolchain": lambda r, p, c: r["payload"]["established_fact"]["condition"].get(
-            "toolchain") in (p["target"]["scope"]["dsl"], None if p["target"]["scope"]["dsl"] == "any" else "-"),
-        "payload.lesson": lambda r, p, c: r["payload"]["lesson"] in (
-            [norm(p["agent_facing"].get("how_it_was_fixed") or "")] + [norm(x["fix"] or "") for x in p["agent_facing"]["pitfalls_recorded_here"]])
-        or r["payload"]["lesson"].startswith("Do not retry this lever on " + p["agent_facing"]["operator"]["gpu"]),
-        "payload.observed": lambda r, p, c: "observed" not in r["payload"] or all(
-            n in json.dumps(p["agent_facing"]) for n in re.findall(r"\d+(?:\.\d+)?", r["payload"]["observed"])),
+            *(x["pitfall"] for x in p["agent_facing"]["pitfalls_recorded_here"]),
+        ),
+        "payload.established_fact.condition.sm_arch": lambda r, p, c: (
+            r["payload"]["established_fact"]["condition"]["sm_arch"] == p["agent_facing"]["operator"]["isa"]
+        ),
+        "payload.established_fact.condition.toolchain": lambda r, p, c: (
+            r["payload"]["established_fact"]["condition"].get("toolchain")
+            in (p["target"]["scope"]["dsl"], None if p["target"]["scope"]["dsl"] == "any" else "-")
+        ),
+        "payload.lesson": lambda r, p, c: (
+            r["payload"]["lesson"]
+            in (
+                [norm(p["agent_facing"].get("how_it_was_fixed") or "")]
+                + [norm(x["fix"] or "") for x in p["agent_facing"]["pitfalls_recorded_here"]]
+            )
+            or r["payload"]["lesson"].startswith("Do not retry this lever on " + p["agent_facing"]["operator"]["gpu"])
+        ),
+        "payload.observed": lambda r, p, c: (
+            "observed" not in r["payload"]
+            or all(n in json.dumps(p["agent_facing"]) for n in re.findall(r"\d+(?:\.\d+)?", r["payload"]["observed"]))
+        ),
     },
     "reference-kernel": {
-        "payload.implementation.snippet": lambda r, p, c: r["payload"]["implementation"]["snippet"] == c.rstrip("\n").rstrip(),
-        "payload.implementation.core_kernel_name": lambda r, p, c: r["payload"]["implementation"]["core_kernel_name"] + "(" in c,
-        "payload.trace.builds_on.approach": lambda r, p, c: r["payload"]["trace"]["builds_on"]["approach"]
-        == norm(p["agent_facing"]["what_the_run_said"]["change"] or p["agent_facing"]["what_the_run_said"]["commit_body"]),
+        "payload.implementation.snippet": lambda r, p, c: (
+            r["payload"]["implementation"]["snippet"] == c.rstrip("\n").rstrip()
+        ),
+        "payload.implementation.core_kernel_name": lambda r, p, c: (
+            r["payload"]["implementation"]["core_kernel_name"] + "(" in c
+        ),
+        "payload.trace.builds_on.approach": lambda r, p, c: (
+            r["payload"]["trace"]["builds_on"]["approach"]
+            == norm(
+                p["agent_facing"]["what_the_run_said"]["change"]
+                or p["agent_facing"]["what_the_run_said"]["commit_body"]
+            )
+        ),
     },
 }
 
@@ -397,7 +504,9 @@ def test_no_field_the_packet_supports_is_empty(mined, name):
         if record["type"] == "strategy":
             assert pl["mechanism"] and norm(pl["mechanism"]) != norm(pl["change"]), seg_id
             assert bool(pl["next_steps"]) == bool(a["open_directions"]), seg_id
-            assert bool(sig["metrics"]) == bool(a["profiler"]["ncu_measured_the_kernel_under_test"] and a["profiler"]["metrics"])
+            assert bool(sig["metrics"]) == bool(
+                a["profiler"]["ncu_measured_the_kernel_under_test"] and a["profiler"]["metrics"]
+            )
         elif record["type"] == "anti-strategy":
             own = packet["seg_kind"] == "deadend-prose" and said["gate_verdict"]
             numbers = any(re.search(r"\d", s) for s in pieces(a.get("why_it_failed")))
@@ -411,7 +520,9 @@ def test_no_field_the_packet_supports_is_empty(mined, name):
 def test_a_strategys_mechanism_is_its_own_evidence_never_the_next_steps_diagnosis(mined):
     m = mined["fib_rmsnorm"]
     packet, record = next((p, r) for p, r in m.of_type("strategy") if p["provenance"]["version"] == "v2")
-    assert packet["agent_facing"]["profiler"]["conclusion"].startswith("scalar 2-byte loads")  # v2's capture: v3's target
+    assert packet["agent_facing"]["profiler"]["conclusion"].startswith(
+        "scalar 2-byte loads"
+    )  # v2's capture: v3's target
     assert "scalar 2-byte loads" not in record["payload"]["mechanism"]
     assert "reads hidden_states and residual once" in record["payload"]["mechanism"]
 
@@ -420,7 +531,10 @@ def test_packets_carry_what_a_distiller_needs(mined):
     m = mined["fib_rmsnorm"]
     v3 = next(p for p, _ in m.of_type("strategy") if p["provenance"]["version"] == "v3")
     parent = v3["agent_facing"]["builds_on"]["parent_profiler"]  # what this step attacked: v2's capture
-    assert parent["metrics"]["stall_reasons"]["long_scoreboard"] == 9.12 and parent["metrics"]["memory_throughput_pct"] == 31.4
+    assert (
+        parent["metrics"]["stall_reasons"]["long_scoreboard"] == 9.12
+        and parent["metrics"]["memory_throughput_pct"] == 31.4
+    )
     assert v3["agent_facing"]["what_the_run_said"]["bottleneck_type"] == "memory_bound"
     assert v3["agent_facing"]["what_the_run_said"]["evidence_summary"].startswith("long_scoreboard dominates")
     v12 = next(p for p, _ in m.of_type("strategy") if p["provenance"]["version"] == "v12")
@@ -437,6 +551,7 @@ def test_packets_carry_what_a_distiller_needs(mined):
 
 # ---- what the trace yields (the closing note's table) ---------------------------------------------
 
+
 def yield_table(m: Mined) -> dict:
     out = {}
     for seg_id, (packet, _) in m.packets.items():
@@ -449,8 +564,12 @@ def yield_table(m: Mined) -> dict:
 
 def test_packets_to_records_by_type(mined):
     tables = {name: yield_table(m) for name, m in mined.items()}
-    assert tables["fib_rmsnorm"] == {"strategy": {"packets": 4, "records": 4}, "anti-strategy": {"packets": 7, "records": 6},
-                                     "pitfall": {"packets": 1, "records": 1}, "reference-kernel": {"packets": 2, "records": 2}}
+    assert tables["fib_rmsnorm"] == {
+        "strategy": {"packets": 4, "records": 4},
+        "anti-strategy": {"packets": 7, "records": 6},
+        "pitfall": {"packets": 1, "records": 1},
+        "reference-kernel": {"packets": 2, "records": 2},
+    }
     assert tables["aka_attention"]["anti-strategy"] == {"packets": 5, "records": 5}
     assert tables["sgemm_ladder"]["strategy"] == {"packets": 6, "records": 6}
 
@@ -461,16 +580,26 @@ def test_the_lineage_gate_checks_the_parent_against_the_trace_itself(mined):
     import copy
 
     from optrace.gates.trace import LiveStore, Packet, finish, judge, trace_context
+
     m = mined["sgemm_ladder"]
     work = m.results / "work" / m.slug
-    trace = trace_context(m.slug, [json.loads(x) for x in (work / "versions.jsonl").read_text().splitlines()],
-                          [json.loads(x) for x in (work / "profiles.jsonl").read_text().splitlines() if x.strip()])
+    trace = trace_context(
+        m.slug,
+        [json.loads(x) for x in (work / "versions.jsonl").read_text().splitlines()],
+        [json.loads(x) for x in (work / "profiles.jsonl").read_text().splitlines() if x.strip()],
+    )
     seg_id, record = next((s, r) for s, r in m.records.items() if r["type"] == "strategy")
     packet, code = m.packets[seg_id]
 
     def lineage(p):
-        judged = judge(f"distilled/{m.slug}/{record['id']}.json", record, None,
-                       Packet(seg_id, p, code, p["agent_facing"].get("code_file")), trace, None)
+        judged = judge(
+            f"distilled/{m.slug}/{record['id']}.json",
+            record,
+            None,
+            Packet(seg_id, p, code, p["agent_facing"].get("code_file")),
+            trace,
+            None,
+        )
         return finish([judged], LiveStore())[0].gates["lineage"]
 
     assert lineage(packet) == ("PASS", [])

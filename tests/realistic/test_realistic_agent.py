@@ -30,6 +30,7 @@ def optrace(*args) -> subprocess.CompletedProcess:
 
 # ---- optrace validate record ---------------------------------------------------------------------
 
+
 def a_record(m, rtype="strategy"):
     packet, record = next((p, r) for p, r in m.of_type(rtype))
     return m.results / packet["target"]["output"], record
@@ -70,6 +71,7 @@ def test_the_self_check_refuses_unusable_input_in_one_line(mined, tmp_path):
 def test_the_worked_example_of_the_brief_is_a_passing_drafted_record(tmp_path):
     from optrace.gates.trace.injection import mine_example, workbench, validate_records
     from optrace.gates.trace import LiveStore
+
     example = PACKAGE_DIR / "distill" / "brief_example.json"
     brief = example.with_name("brief.md").read_text()
     assert "brief_example.json" in brief and "optrace validate record {out}" in brief and "AGENT_REPORT" in brief
@@ -82,21 +84,34 @@ def test_the_worked_example_of_the_brief_is_a_passing_drafted_record(tmp_path):
 
 # ---- batches, structured reports, progress --------------------------------------------------------
 
+
 def test_batches_never_mix_record_types():
-    items = [(Path(f"{i}.json"), {"record_type": t}) for i, t in
-             enumerate(["reference-kernel", "strategy", "anti-strategy", "strategy", "anti-strategy", "strategy"])]
+    items = [
+        (Path(f"{i}.json"), {"record_type": t})
+        for i, t in enumerate(
+            ["reference-kernel", "strategy", "anti-strategy", "strategy", "anti-strategy", "strategy"]
+        )
+    ]
     got = [[p["record_type"] for _, p in b] for b in batches(items, 2)]
     assert got == [["strategy", "strategy"], ["strategy"], ["anti-strategy", "anti-strategy"], ["reference-kernel"]]
 
 
-@pytest.mark.parametrize("stdout,expected", [
-    ('thinking...\nAGENT_REPORT {"too_thin": ["mechanism"], "blocked_by": [], "notes": "wrote it"}\n',
-     {"too_thin": ["mechanism"], "blocked_by": [], "notes": "wrote it"}),
-    ('AGENT_REPORT {"too_thin": [], "blocked_by": ["verbatim"]}', {"too_thin": [], "blocked_by": ["verbatim"], "notes": ""}),
-    ("no report at all", None),
-    ("AGENT_REPORT {not json", None),
-    ('AGENT_REPORT {"too_thin": "mechanism"}', None),
-])
+@pytest.mark.parametrize(
+    "stdout,expected",
+    [
+        (
+            'thinking...\nAGENT_REPORT {"too_thin": ["mechanism"], "blocked_by": [], "notes": "wrote it"}\n',
+            {"too_thin": ["mechanism"], "blocked_by": [], "notes": "wrote it"},
+        ),
+        (
+            'AGENT_REPORT {"too_thin": [], "blocked_by": ["verbatim"]}',
+            {"too_thin": [], "blocked_by": ["verbatim"], "notes": ""},
+        ),
+        ("no report at all", None),
+        ("AGENT_REPORT {not json", None),
+        ('AGENT_REPORT {"too_thin": "mechanism"}', None),
+    ],
+)
 def test_the_structured_report_is_read_from_the_agents_last_report_line(stdout, expected):
     assert structured_report(stdout) == expected
 
@@ -108,8 +123,10 @@ def test_draft_mode_prints_one_flushed_progress_line_per_packet(mined, tmp_path)
     lines = stream.getvalue().splitlines()
     n = len(report["packets"])
     assert len(lines) == n and [line.split()[0] for line in lines] == [f"{i}/{n}" for i in range(1, n + 1)]
-    assert re.fullmatch(r"\d+/\d+ anti-[0-9a-f]{6}: skipped-thin: no causal sentence.*", next(
-        line for line in lines if "skipped-thin" in line))
+    assert re.fullmatch(
+        r"\d+/\d+ anti-[0-9a-f]{6}: skipped-thin: no causal sentence.*",
+        next(line for line in lines if "skipped-thin" in line),
+    )
 
 
 @pytest.mark.workflow
@@ -139,12 +156,20 @@ def test_agent_mode_a_fake_agent_self_checks_mid_run_and_reports(workdir, tmp_pa
             assert rep["blocked_by"] == [] and "PASS (all gates)" in rep["notes"], rep
     # batches of one record type each, in type order, marked when nothing at all was reported difficult
     order = ["strategy", "anti-strategy", "reference-kernel"]
-    assert [order.index(b["record_type"]) for b in report["batches"]] == sorted(order.index(b["record_type"]) for b in report["batches"])
-    assert all(len(b["packets"]) <= 3 and {outcomes[s]["record_type"] for s in b["packets"]} == {b["record_type"]}
-               for b in report["batches"])
+    assert [order.index(b["record_type"]) for b in report["batches"]] == sorted(
+        order.index(b["record_type"]) for b in report["batches"]
+    )
+    assert all(
+        len(b["packets"]) <= 3 and {outcomes[s]["record_type"] for s in b["packets"]} == {b["record_type"]}
+        for b in report["batches"]
+    )
     for b in report["batches"]:
-        difficult = any(o["outcome"] in ("skipped-thin", "agent-failed") or o["agent_structured"]["too_thin"]
-                        or o["agent_structured"]["blocked_by"] for o in (outcomes[s] for s in b["packets"]))
+        difficult = any(
+            o["outcome"] in ("skipped-thin", "agent-failed")
+            or o["agent_structured"]["too_thin"]
+            or o["agent_structured"]["blocked_by"]
+            for o in (outcomes[s] for s in b["packets"])
+        )
         assert b["no_difficulty_reported"] is (not difficult)
     assert any(b["no_difficulty_reported"] for b in report["batches"])
     assert not next(b for b in report["batches"] if fabricated in b["packets"])["no_difficulty_reported"]

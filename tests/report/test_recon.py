@@ -21,20 +21,54 @@ def svg_texts(svg: str) -> list[str]:
 
 
 def test_recon_cli_on_a_trace(tmp_path):
-    tracekit.iteration_era(tmp_path / "t", untracked={
-        "profiles/v1/summary.txt": "Kernel: distribution_elementwise_grid_stride_kernel\n",
-        "profiles/v1/REPORT.md": "**Root cause**: wrong kernel\n",
-        "profiles/v5/summary.txt": "Kernel: _softmax_kernel\n"})
+    tracekit.iteration_era(
+        tmp_path / "t",
+        untracked={
+            "profiles/v1/summary.txt": "Kernel: distribution_elementwise_grid_stride_kernel\n",
+            "profiles/v1/REPORT.md": "**Root cause**: wrong kernel\n",
+            "profiles/v5/summary.txt": "Kernel: _softmax_kernel\n",
+        },
+    )
     work, out = tmp_path / "work", tmp_path / "reports"
-    subprocess.run([sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)],
+        check=True,
+        capture_output=True,
+    )
     index = tmp_path / "store" / "records" / "index.json"
     index.parent.mkdir(parents=True)
-    index.write_text(json.dumps({"schema": "clean-1.3", "records": [
-        {"id": "nvidia.h100.triton.softmax.x-s01", "type": "strategy", "episode_key": "hopper|triton|softmax|x|operator",
-         "retrieval": {"scope": {"operator_family": "softmax"}}},
-        {"id": "other", "type": "doc", "retrieval": {"scope": {"operator_family": "gemm"}}}]}))
-    subprocess.run([sys.executable, "-m", "optrace", "recon", "--work-dir", str(work), "--out-dir", str(out),
-                    "--live-store", str(index)], check=True, capture_output=True)
+    index.write_text(
+        json.dumps(
+            {
+                "schema": "clean-1.3",
+                "records": [
+                    {
+                        "id": "nvidia.h100.triton.softmax.x-s01",
+                        "type": "strategy",
+                        "episode_key": "hopper|triton|softmax|x|operator",
+                        "retrieval": {"scope": {"operator_family": "softmax"}},
+                    },
+                    {"id": "other", "type": "doc", "retrieval": {"scope": {"operator_family": "gemm"}}},
+                ],
+            }
+        )
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "optrace",
+            "recon",
+            "--work-dir",
+            str(work),
+            "--out-dir",
+            str(out),
+            "--live-store",
+            str(index),
+        ],
+        check=True,
+        capture_output=True,
+    )
     recon = json.loads((out / "recon.json").read_text())
     assert recon["coverage"]["verdicts"] == {"baseline": 1, "kept": 3, "reverted": 3, "none": 0}
     assert recon["identity"]["dsl_changes"] == [{"version": "v0", "dsl": "triton"}, {"version": "v5", "dsl": "gluon"}]
@@ -56,31 +90,47 @@ def test_recon_cli_on_a_trace(tmp_path):
 def test_recon_outputs_are_byte_identical_on_rerun(tmp_path):
     tracekit.skill_era(tmp_path / "t")
     work = tmp_path / "work"
-    subprocess.run([sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)],
+        check=True,
+        capture_output=True,
+    )
     outs = []
     for i in range(2):
-        subprocess.run([sys.executable, "-m", "optrace", "recon", "--work-dir", str(work), "--out-dir", str(tmp_path / f"r{i}")],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "optrace", "recon", "--work-dir", str(work), "--out-dir", str(tmp_path / f"r{i}")],
+            check=True,
+            capture_output=True,
+        )
         outs.append({p.name: p.read_bytes() for p in (tmp_path / f"r{i}").iterdir()})
     assert outs[0] == outs[1]
 
 
 # --- the ladder plot reads at a glance -----------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def plotted(tmp_path_factory):
     """A trace with a revert that measured faster than the floor and a kept version with no number."""
     tmp = tmp_path_factory.mktemp("plot")
     m = tracekit.memory
-    build_trace(tmp / "t", [
-        CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": m(0, 40.0), **tracekit.meta_files()}),
-        CommitSpec("v1: committed (+25.0%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": m(1, 30.0)}),
-        CommitSpec("v2: reverted (wrong results at batch 7) — dead-end recorded", {"memory/v2.json": m(2, 25.0)}),
-        CommitSpec("v3: committed (+2.0%)", {"kernel.py": tracekit.kernel(3), "memory/v3.json": m(3, None)}),
-        CommitSpec("v4: committed (+33.0%)", {"kernel.py": tracekit.kernel(4), "memory/v4.json": m(4, 20.0)}),
-    ])
-    subprocess.run([sys.executable, "-m", "optrace", "ingest", str(tmp / "t"), "--out-dir", str(tmp / "w")],
-                   check=True, capture_output=True)
+    build_trace(
+        tmp / "t",
+        [
+            CommitSpec(
+                "V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": m(0, 40.0), **tracekit.meta_files()}
+            ),
+            CommitSpec("v1: committed (+25.0%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": m(1, 30.0)}),
+            CommitSpec("v2: reverted (wrong results at batch 7) — dead-end recorded", {"memory/v2.json": m(2, 25.0)}),
+            CommitSpec("v3: committed (+2.0%)", {"kernel.py": tracekit.kernel(3), "memory/v3.json": m(3, None)}),
+            CommitSpec("v4: committed (+33.0%)", {"kernel.py": tracekit.kernel(4), "memory/v4.json": m(4, 20.0)}),
+        ],
+    )
+    subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", str(tmp / "t"), "--out-dir", str(tmp / "w")],
+        check=True,
+        capture_output=True,
+    )
     rows = read_jsonl(tmp / "w" / "versions.jsonl")
     steps = run_ladder(rows)
     fig = Figure()
@@ -116,8 +166,12 @@ def test_a_revert_is_drawn_at_the_floor_it_went_back_to_not_as_a_faster_version(
     # its own (faster) number stays visible only as a dotted stem from the floor
     from matplotlib.collections import LineCollection
 
-    stems = [seg for c in ax.collections if isinstance(c, LineCollection) and c.get_linestyle()[0][1] is not None
-             for seg in c.get_segments()]
+    stems = [
+        seg
+        for c in ax.collections
+        if isinstance(c, LineCollection) and c.get_linestyle()[0][1] is not None
+        for seg in c.get_segments()
+    ]
     assert [tuple(map(tuple, seg)) for seg in stems] == [((2.0, 30.0), (2.0, 25.0))]
 
 

@@ -49,6 +49,7 @@ def test_config_yaml_holds_exactly_the_schema_defaults():
                 walk(value, f"{prefix}{key}.")
             else:
                 flat.add(f"{prefix}{key}")
+
     walk(CONFIG)
     assert flat == set(DEFAULTS), "config.yaml and the schema name different keys"
 
@@ -76,8 +77,9 @@ def test_readme_table_states_every_default_as_the_schema_does():
 
 
 def test_code_fallbacks_equal_the_schema_defaults():
-    assert Thresholds() == Thresholds(DEFAULTS["ladder.milestone_pct"], DEFAULTS["ladder.mega_pct"],
-                                      DEFAULTS["ladder.rebaseline_factor"])
+    assert Thresholds() == Thresholds(
+        DEFAULTS["ladder.milestone_pct"], DEFAULTS["ladder.mega_pct"], DEFAULTS["ladder.rebaseline_factor"]
+    )
     assert DENYLIST_ENV == DEFAULTS["denylist_env"]
     assert list(DEFAULT_NON_TARGET) == DEFAULTS["non_target_kernels"]
     assert dataset.DEFAULT_TEST_FRACTION == DEFAULTS["dataset.test_fraction"]

@@ -9,17 +9,37 @@ SCHEMA = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
 
 
 def test_numbers_and_booleans_from_strings():
-    got = coerce_numbers({"ladder": {"milestone_pct": "2.5", "mega_pct": "20"}, "distill": {"batch_size": "4"},
-                          "dataset": {"csv": "true"}}, SCHEMA)
-    assert got == {"ladder": {"milestone_pct": 2.5, "mega_pct": 20.0}, "distill": {"batch_size": 4},
-                   "dataset": {"csv": True}}
+    got = coerce_numbers(
+        {
+            "ladder": {"milestone_pct": "2.5", "mega_pct": "20"},
+            "distill": {"batch_size": "4"},
+            "dataset": {"csv": "true"},
+        },
+        SCHEMA,
+    )
+    assert got == {
+        "ladder": {"milestone_pct": 2.5, "mega_pct": 20.0},
+        "distill": {"batch_size": 4},
+        "dataset": {"csv": True},
+    }
 
 
 def test_what_does_not_parse_is_left_for_the_schema_to_reject():
-    got = coerce_numbers({"ladder": {"milestone_pct": "abc"}, "distill": {"batch_size": "2.5"}, "dataset": {"csv": "yes"},
-                          "trace": "123"}, SCHEMA)
-    assert got == {"ladder": {"milestone_pct": "abc"}, "distill": {"batch_size": "2.5"}, "dataset": {"csv": "yes"},
-                   "trace": "123"}
+    got = coerce_numbers(
+        {
+            "ladder": {"milestone_pct": "abc"},
+            "distill": {"batch_size": "2.5"},
+            "dataset": {"csv": "yes"},
+            "trace": "123",
+        },
+        SCHEMA,
+    )
+    assert got == {
+        "ladder": {"milestone_pct": "abc"},
+        "distill": {"batch_size": "2.5"},
+        "dataset": {"csv": "yes"},
+        "trace": "123",
+    }
 
 
 # --- one-line errors: the key, the problem, what is allowed -------------------------------------
@@ -32,15 +52,26 @@ from optrace.example.repo_builder import make_bundle
 from tests.support import tracekit
 
 
-@pytest.mark.parametrize("config, line", [
-    ({"ladder": {"milestone_pct": -1}}, "config: `ladder.milestone_pct`: -1 is too small; allowed: a number above 0"),
-    ({"ladder": {"megapct": 3}},
-     "config: unknown key `ladder.megapct`; allowed under ladder: mega_pct, milestone_pct, rebaseline_factor"),
-    ({"distill": {"mode": "llm"}}, "config: `distill.mode`: 'llm' is not allowed; allowed values: draft, agent, none"),
-    ({"distill": {"batch_size": "2.5"}}, "config: `distill.batch_size`: '2.5' is not a whole number"),
-    ({"strict": "yes"}, "config: `strict`: 'yes' is not true or false"),
-    ({"results": ""}, "config: `results`: must not be empty"),
-])
+@pytest.mark.parametrize(
+    "config, line",
+    [
+        (
+            {"ladder": {"milestone_pct": -1}},
+            "config: `ladder.milestone_pct`: -1 is too small; allowed: a number above 0",
+        ),
+        (
+            {"ladder": {"megapct": 3}},
+            "config: unknown key `ladder.megapct`; allowed under ladder: mega_pct, milestone_pct, rebaseline_factor",
+        ),
+        (
+            {"distill": {"mode": "llm"}},
+            "config: `distill.mode`: 'llm' is not allowed; allowed values: draft, agent, none",
+        ),
+        ({"distill": {"batch_size": "2.5"}}, "config: `distill.batch_size`: '2.5' is not a whole number"),
+        ({"strict": "yes"}, "config: `strict`: 'yes' is not true or false"),
+        ({"results": ""}, "config: `results`: must not be empty"),
+    ],
+)
 def test_a_bad_value_is_one_line_naming_the_key_the_problem_and_what_is_allowed(config, line):
     assert config_problem(config, SCHEMA) == line
 
@@ -71,12 +102,19 @@ def test_trace_paths_that_cannot_be_a_trace(tmp_path):
 @pytest.mark.workflow
 def test_snakemake_stops_with_one_line_before_any_job(workdir, tmp_path):
     for args, line in [
-        (("--config", "ladder={mega_pct: 0}"), "error: config: `ladder.mega_pct`: 0 is too small; allowed: a number above 0"),
-        (("--config", f"trace={tmp_path / 'absent'}"),
-         f"error: config: `trace`: {tmp_path / 'absent'}: trace not found (give a git work tree or a .bundle file)"),
+        (
+            ("--config", "ladder={mega_pct: 0}"),
+            "error: config: `ladder.mega_pct`: 0 is too small; allowed: a number above 0",
+        ),
+        (
+            ("--config", f"trace={tmp_path / 'absent'}"),
+            f"error: config: `trace`: {tmp_path / 'absent'}: trace not found (give a git work tree or a .bundle file)",
+        ),
     ]:
         res = run_snakemake(workdir, *args, check=False)
         assert res.returncode == 1
-        said = [l for l in res.stderr.splitlines() if not l.startswith(("Using workflow specific profile", "Config file"))]
+        said = [
+            l for l in res.stderr.splitlines() if not l.startswith(("Using workflow specific profile", "Config file"))
+        ]
         assert said == [line], res.stderr
         assert not (workdir / "results").exists()  # no job ran

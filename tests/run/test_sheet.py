@@ -12,18 +12,23 @@ from optrace.run.sheet import entry_for_path, fingerprint, head_sha, read_sheet,
 
 def test_sheet_rows_resolve_relative_paths_and_overrides(tmp_path):
     sheet = tmp_path / "traces.tsv"
-    sheet.write_text("label\tpath\tproduct\tdsl\n# a comment\nkernel_opt_001_softmax\tt1\tH100\t\nmy trace\t/abs/t2\t\ttriton\n")
+    sheet.write_text(
+        "label\tpath\tproduct\tdsl\n# a comment\nkernel_opt_001_softmax\tt1\tH100\t\nmy trace\t/abs/t2\t\ttriton\n"
+    )
     a, b = read_sheet(sheet)
     assert (a.slug, a.path, a.overrides) == ("001-softmax", str(tmp_path / "t1"), {"product": "H100"})
     assert (b.slug, b.path, b.overrides) == ("my-trace", "/abs/t2", {"dsl": "triton"})
 
 
-@pytest.mark.parametrize("text,problem", [
-    ("", "has no rows"),
-    ("name\tpath\nx\ty\n", "columns must be label, path"),
-    ("label\tpath\nx\t\n", "every row needs a label and a path"),
-    ("label\tpath\nkernel_opt_1_a\tp\n1-a\tq\n", "already used"),
-])
+@pytest.mark.parametrize(
+    "text,problem",
+    [
+        ("", "has no rows"),
+        ("name\tpath\nx\ty\n", "columns must be label, path"),
+        ("label\tpath\nx\t\n", "every row needs a label and a path"),
+        ("label\tpath\nkernel_opt_1_a\tp\n1-a\tq\n", "already used"),
+    ],
+)
 def test_bad_sheets_name_the_file_and_problem(tmp_path, text, problem):
     sheet = tmp_path / "traces.tsv"
     sheet.write_text(text)
@@ -57,7 +62,9 @@ def test_fingerprint_tracks_head_and_untracked_files_but_not_other_files(tmp_pat
     (tmp_path / "t" / "profiles" / "v1" / "summary.txt").write_text("Kernel: k\n")
     with_profile = fingerprint(str(tmp_path / "t"))
     assert with_profile != base
-    os.system(f"cd {tmp_path / 't'} && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m 'v9: committed (+2%)'")
+    os.system(
+        f"cd {tmp_path / 't'} && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m 'v9: committed (+2%)'"
+    )
     assert fingerprint(str(tmp_path / "t")) != with_profile
     assert fingerprint(str(tmp_path / "missing")) == "missing"
 

@@ -19,7 +19,7 @@ BAD_ID = "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"
 def summary_of(res) -> str:
     out = res.stdout
     assert "Run summary" in out, res.stderr[-3000:]
-    return out[out.index("Run summary"):]
+    return out[out.index("Run summary") :]
 
 
 def trace_line(text: str, slug: str) -> str:
@@ -54,9 +54,11 @@ def test_a_clean_run_says_what_was_staged_and_where_the_results_are(example_runs
     assert f"{report['counts']['records']} records: {len(staged)} staged, 0 failed validation" in line
     assert f"{len(report['packets_without_record'])} packets without a record" in line
     assert f"total: 1 traces (0 failed), {report['counts']['records']} records validated, {len(staged)} staged" in text
-    for label, path in (("staging README", "results/staging/README.md"),
-                        ("validation summary", "results/staging/reports/validation-summary.json"),
-                        ("dataset", "results/dataset/README.md")):
+    for label, path in (
+        ("staging README", "results/staging/README.md"),
+        ("validation summary", "results/staging/reports/validation-summary.json"),
+        ("dataset", "results/dataset/README.md"),
+    ):
         assert any(l.split() == [*label.split(), path] for l in text.splitlines()), (label, text)
     assert "FAIL" not in text and "strict" not in text
 
@@ -106,8 +108,10 @@ def test_a_failed_trace_and_a_partial_target(tmp_path):
     tracekit.iteration_era(tmp_path / "kernel_opt_020_ok")
     build_trace(tmp_path / "kernel_opt_021_nogpu", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0)})])
     sheet = tmp_path / "traces.tsv"
-    sheet.write_text(f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"
-                     f"kernel_opt_021_nogpu\t{tmp_path / 'kernel_opt_021_nogpu'}\n")
+    sheet.write_text(
+        f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"
+        f"kernel_opt_021_nogpu\t{tmp_path / 'kernel_opt_021_nogpu'}\n"
+    )
     res = run_snakemake(wd, "recon", "--keep-going", "--config", f"traces={sheet}", check=False)
     assert res.returncode == 0  # a failed trace is data (#13): its placeholders let the other traces go on
     text = summary_of(res)
@@ -121,10 +125,11 @@ def test_a_failed_trace_and_a_partial_target(tmp_path):
 
 # --- snakemake --report ---------------------------------------------------------------------------
 
+
 def report_items(html: str) -> dict:
     start = html.index('<script id="results">')
-    body = html[start:html.index("</script>", start)]
-    return json.loads(body[body.index("{"):body.rindex("}") + 1])
+    body = html[start : html.index("</script>", start)]
+    return json.loads(body[body.index("{") : body.rindex("}") + 1])
 
 
 @pytest.mark.workflow
@@ -132,13 +137,19 @@ def test_the_report_holds_each_traces_plots_and_reports_and_both_readmes(example
     import base64
 
     wd, _ = example_runs
-    res = subprocess.run([sys.executable, "-m", "snakemake", "--report", "report.html"], cwd=wd,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--report", "report.html"], cwd=wd, capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     items = report_items((wd / "report.html").read_text())
     reports = f"results/staging/reports/{EXAMPLE}"
-    expected = {f"{reports}/ladder.svg", f"{reports}/recon.md", f"{reports}/partition.md",
-                "results/staging/README.md", "results/dataset/README.md"}
+    expected = {
+        f"{reports}/ladder.svg",
+        f"{reports}/recon.md",
+        f"{reports}/partition.md",
+        "results/staging/README.md",
+        "results/dataset/README.md",
+    }
     assert set(items) == expected
     for path, item in items.items():
         assert len(item["caption"]) > 100, path  # the caption from workflow/report/*.rst
@@ -151,17 +162,25 @@ def test_the_report_holds_each_traces_plots_and_reports_and_both_readmes(example
 
 # --- the module on its own: whatever exists is read, nothing else is assumed -------------------------
 
+
 def places(root):
     from optrace.run.summary import Places
 
-    return Places(validation_summary=root / "v.json", staged=root / "staged.json", staging_readme=root / "README.md",
-                  dataset=root / "dataset/README.md", trace_report=str(root / "reports/{slug}/validation.json"))
+    return Places(
+        validation_summary=root / "v.json",
+        staged=root / "staged.json",
+        staging_readme=root / "README.md",
+        dataset=root / "dataset/README.md",
+        trace_report=str(root / "reports/{slug}/validation.json"),
+    )
 
 
 def test_an_empty_results_tree_and_a_crashed_job(tmp_path):
     from optrace.run.summary import StageFiles, collect, exit_status, render
 
-    stages = [StageFiles("ingest", str(tmp_path / "logs/ingest/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))]
+    stages = [
+        StageFiles("ingest", str(tmp_path / "logs/ingest/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))
+    ]
     log = tmp_path / "logs/ingest/b.log"
     log.parent.mkdir(parents=True)
     log.write_text("Traceback (most recent call last):\n  File x\nMemoryError: out of memory\n")

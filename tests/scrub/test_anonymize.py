@@ -42,8 +42,11 @@ PROSE = [
     ("denylisted host", f"Measured on {HOST} overnight.", "Measured on a private identifier overnight."),
     ("denylisted host, mixed case", "GPU-Node7 was busy", "a private identifier was busy"),
     ("longest term first", f"ssh {HOST}.corp.example", "ssh a private identifier"),
-    ("denylisted name inside an identifier: the whole token goes", "alice_runs and ALICE",
-     "a private identifier and a private identifier"),
+    (
+        "denylisted name inside an identifier: the whole token goes",
+        "alice_runs and ALICE",
+        "a private identifier and a private identifier",
+    ),
     # leak shapes
     ("home path holding a denylisted user", "see /home/alice/runs/x.py.", "see a local path."),
     ("file:// path", "open file:///Users/bob/trace/REPORT.md now", "open a local path now"),
@@ -63,30 +66,51 @@ PROSE = [
     ("step record", "see memory/v3.json for the pitfall", "see the step record for the pitfall"),
     ("profile", "the profiles/v3/ncu.csv capture", "the profile capture"),
     ("snapshot", "diffed versions/kernel_v4.py against kernel_v2.py", "diffed that snapshot against that snapshot"),
-    ("kernel sources", "kernel.py, reference.py, test_kernel.py and bench.py",
-     "the kernel source, the kernel source, the kernel source and the kernel source"),
-    ("trace metadata", "read definition.json, solution.json and workload.jsonl",
-     "read the trace metadata, the trace metadata and the trace metadata"),
+    (
+        "kernel sources",
+        "kernel.py, reference.py, test_kernel.py and bench.py",
+        "the kernel source, the kernel source, the kernel source and the kernel source",
+    ),
+    (
+        "trace metadata",
+        "read definition.json, solution.json and workload.jsonl",
+        "read the trace metadata, the trace metadata and the trace metadata",
+    ),
     ("workspace name", "tuned in kernel_opt_3_rmsnorm_fp8 first", "tuned in this operator first"),
     # version ids
     ("commit-subject prefix", "v12: committed (+18.6%)", "committed (+18.6%)"),
     ("uppercase prefix", "V7: 17.9 us | fused epilogue", "17.9 us | fused epilogue"),
-    ("re-measurement", "v3_rerun confirmed it, as did v0_baseline",
-     "a re-measurement confirmed it, as did a re-measurement"),
+    (
+        "re-measurement",
+        "v3_rerun confirmed it, as did v0_baseline",
+        "a re-measurement confirmed it, as did a re-measurement",
+    ),
     ("list of versions", "as in v3, v5 and v7", "as in earlier steps"),
     ("range of versions", "from v3 to v5 the time fell", "from earlier steps the time fell"),
-    ("single version, article repaired", "The v12 kernel spilled; a v9 idea",
-     "An earlier step kernel spilled; an earlier step idea"),
-    ("vector widths stay", "vectorized v4 loads, ld.global.v4.f32, float4 v2",
-     "vectorized v4 loads, ld.global.v4.f32, float4 v2"),
+    (
+        "single version, article repaired",
+        "The v12 kernel spilled; a v9 idea",
+        "An earlier step kernel spilled; an earlier step idea",
+    ),
+    (
+        "vector widths stay",
+        "vectorized v4 loads, ld.global.v4.f32, float4 v2",
+        "vectorized v4 loads, ld.global.v4.f32, float4 v2",
+    ),
     ("GPU names stay", "V100 vs H100 vs MI300X on sm_90", "V100 vs H100 vs MI300X on sm_90"),
-    ("measurements stay", "17.9 us -> 14.6 us (+18.6%) with BLOCK=8192, 1.662843e-02 error, 4096x4096, 12345678",
-     "17.9 us -> 14.6 us (+18.6%) with BLOCK=8192, 1.662843e-02 error, 4096x4096, 12345678"),
+    (
+        "measurements stay",
+        "17.9 us -> 14.6 us (+18.6%) with BLOCK=8192, 1.662843e-02 error, 4096x4096, 12345678",
+        "17.9 us -> 14.6 us (+18.6%) with BLOCK=8192, 1.662843e-02 error, 4096x4096, 12345678",
+    ),
     ("software versions stay", "Triton v3.1 and CUDA 12.4", "Triton v3.1 and CUDA 12.4"),
     # tidy
     ("whitespace", "  two  spaces\tand   more  \n  indented line  ", "two spaces\tand more\n  indented line"),
-    ("everything at once", f"v5: on {HOST}, /home/alice/x and abc1234 beat v3",
-     "on a private identifier, a local path and a commit beat an earlier step"),
+    (
+        "everything at once",
+        f"v5: on {HOST}, /home/alice/x and abc1234 beat v3",
+        "on a private identifier, a local path and a commit beat an earlier step",
+    ),
 ]
 
 
@@ -108,6 +132,7 @@ def test_none_stays_none(scrubber):
 
 
 # --- shape labels ---------------------------------------------------------------------------------
+
 
 def test_shape_labels_follow_sorted_keys():
     shapes = ShapeLabels.from_keys([UUID_A, UUID_B, "n4096"])
@@ -150,20 +175,40 @@ def test_unknown_uuid_and_shared_prefix_stay_anonymous(scrubber):
 # --- code: only comments and strings ------------------------------------------------------------
 
 CODE = [
-    ("python // is floor division", "triton", "x = b // deadbeef  # see deadbeef\n",
-     "x = b // deadbeef  # see an identifier\n"),
+    (
+        "python // is floor division",
+        "triton",
+        "x = b // deadbeef  # see deadbeef\n",
+        "x = b // deadbeef  # see an identifier\n",
+    ),
     ("C // comment", "cuda", "int q = a; // from /home/alice/x\n", "int q = a; // from a local path\n"),
-    ("C block comment and string", "cuda", '/* v3 */ printf("v3 done\\n");', '/* an earlier step */ printf("an earlier step done\\n");'),
-    ("denylisted host in a comment", "gluon", f"n = 4  # tuned on {HOST}\n",
-     "n = 4  # tuned on a private identifier\n"),
+    (
+        "C block comment and string",
+        "cuda",
+        '/* v3 */ printf("v3 done\\n");',
+        '/* an earlier step */ printf("an earlier step done\\n");',
+    ),
+    (
+        "denylisted host in a comment",
+        "gluon",
+        f"n = 4  # tuned on {HOST}\n",
+        "n = 4  # tuned on a private identifier\n",
+    ),
     ("denylisted host in a string, mixed case", "any", 'HOST = "GPU-NODE7"\n', 'HOST = "a private identifier"\n'),
     ("layout of comments kept", "cutedsl", "x = 1  #  aligned   v3\n", "x = 1  #  aligned   an earlier step\n"),
     ("identifiers are code", "triton", "v3 = kernel_opt_3_x // 2\n", "v3 = kernel_opt_3_x // 2\n"),
-    ("load_inline: CUDA in strings is prose, Python // is code", "cuda",
-     'from torch.utils.cpp_extension import load_inline\nsrc = """// v3 from /home/alice\n"""\nn = a // b  # v3\n',
-     'from torch.utils.cpp_extension import load_inline\nsrc = """// an earlier step from a local path\n"""\nn = a // b  # an earlier step\n'),
-    ("CUDA diff hunk showing no Python: # lines read too", "cuda",
-     "@@ -7,2 +7,2 @@\n-    # tried v3 tile\n+    n = a // b\n", "@@ -7,2 +7,2 @@\n-    # tried an earlier step tile\n+    n = a // b\n"),
+    (
+        "load_inline: CUDA in strings is prose, Python // is code",
+        "cuda",
+        'from torch.utils.cpp_extension import load_inline\nsrc = """// v3 from /home/alice\n"""\nn = a // b  # v3\n',
+        'from torch.utils.cpp_extension import load_inline\nsrc = """// an earlier step from a local path\n"""\nn = a // b  # an earlier step\n',
+    ),
+    (
+        "CUDA diff hunk showing no Python: # lines read too",
+        "cuda",
+        "@@ -7,2 +7,2 @@\n-    # tried v3 tile\n+    n = a // b\n",
+        "@@ -7,2 +7,2 @@\n-    # tried an earlier step tile\n+    n = a // b\n",
+    ),
 ]
 
 
@@ -187,13 +232,18 @@ def test_code_rejects_unknown_dsl(scrubber):
 
 # --- leaks ---------------------------------------------------------------------------------------
 
+
 def test_leaks_name_each_match_left_to_right(scrubber):
-    raw = (f"v3 on {HOST} at /home/alice/x, mail bob@corp.io, see REPORT.md; deadbeef {UUID_B} {SHA} "
-           "17.9 us on H100")
+    raw = f"v3 on {HOST} at /home/alice/x, mail bob@corp.io, see REPORT.md; deadbeef {UUID_B} {SHA} 17.9 us on H100"
     assert scrubber.leaks(raw) == [
-        "version id 'v3'", "denylisted term #1", "local path '/home/alice'",
-        "e-mail address 'bob@corp.io'", "markdown page 'REPORT.md'", "hex id 'deadbeef'",
-        f"uuid '{UUID_B}'", f"hex id '{SHA}'",
+        "version id 'v3'",
+        "denylisted term #1",
+        "local path '/home/alice'",
+        "e-mail address 'bob@corp.io'",
+        "markdown page 'REPORT.md'",
+        "hex id 'deadbeef'",
+        f"uuid '{UUID_B}'",
+        f"hex id '{SHA}'",
     ]
 
 
@@ -217,6 +267,7 @@ def test_from_env_unreadable_file_names_it(tmp_path):
 
 # --- optrace scrub-check -------------------------------------------------------------------------
 
+
 def test_scrub_check_clean_file(scrubber, tmp_path, capsys):
     path = tmp_path / "packet.json"
     path.write_text(json.dumps({"agent_facing": {"what": scrubber.text(f"v3 on {HOST}: 17.9 us")}}))
@@ -235,8 +286,12 @@ def test_scrub_check_leaking_files(scrubber, tmp_path, capsys):
     notes.write_text("see REPORT.md\n")
     assert cli.main(["scrub-check", str(packet), str(code), str(diff), str(notes)]) == 1
     assert capsys.readouterr().out.splitlines() == [
-        f"{packet}: version id 'v3'", f"{packet}: denylisted term #1", f"{packet}: uuid '{UUID_B}'",
-        f"{code}: local path '/home/bob'", f"{diff}: version id 'v7'", f"{notes}: markdown page 'REPORT.md'",
+        f"{packet}: version id 'v3'",
+        f"{packet}: denylisted term #1",
+        f"{packet}: uuid '{UUID_B}'",
+        f"{code}: local path '/home/bob'",
+        f"{diff}: version id 'v7'",
+        f"{notes}: markdown page 'REPORT.md'",
     ]
 
 

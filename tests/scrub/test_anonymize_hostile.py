@@ -107,7 +107,9 @@ def test_benign_text_is_left_alone(scrubber, text):
 
 
 def test_a_glued_version_loses_only_its_number(scrubber):
-    assert scrubber.text("tried kernel_v7, then pack_v4(x) and v7_fast") == "tried kernel_vN, then pack_vN(x) and vN_fast"
+    assert (
+        scrubber.text("tried kernel_v7, then pack_v4(x) and v7_fast") == "tried kernel_vN, then pack_vN(x) and vN_fast"
+    )
 
 
 def test_record_id_tail_is_no_hash():
@@ -117,22 +119,43 @@ def test_record_id_tail_is_no_hash():
 # --- the denylist: every spelling ---------------------------------------------------------------
 
 EVASIONS = [
-    ("upper case", "ALICE"), ("substring", "aliceics"), ("camel case inside", "getAliceGrid"),
-    ("split by -", "ali-ce"), ("split by _ and .", "a_l.i_c.e"), ("zero-width space", "al\u200bice"),
-    ("soft hyphen", "ali\u00adce"), ("Cyrillic a", "\u0430lice"), ("Greek omicron", "gpu-n\u03bfde7"),
-    ("full width", "\uff41\uff4c\uff49\uff43\uff45"), ("combining accent", "a\u0301lice"),
-    ("Turkish dotted capital I", "AL\u0130CE"), ("dotless i", "al\u0131ce"), ("long s", "Strau\u017f\u017f"),
-    ("letter-spaced", "a l i c e"), ("HTML entity", "a&#108;ice"), ("named HTML entity", "ali&#x63;e"),
-    ("URL-encoded", "%61lice"), ("backslash escape", "\\x61lice"), ("unicode escape", "\\u0061lice"),
-    ("base64", "YWxpY2U="), ("hex-encoded", "616c696365"), ("sharp s folds", "STRAUSS"),
-    ("capital sharp s", "STRAU\u1e9e"), ("mathematical bold", "\U0001d41a\U0001d425\U0001d422\U0001d41c\U0001d41e"),
+    ("upper case", "ALICE"),
+    ("substring", "aliceics"),
+    ("camel case inside", "getAliceGrid"),
+    ("split by -", "ali-ce"),
+    ("split by _ and .", "a_l.i_c.e"),
+    ("zero-width space", "al\u200bice"),
+    ("soft hyphen", "ali\u00adce"),
+    ("Cyrillic a", "\u0430lice"),
+    ("Greek omicron", "gpu-n\u03bfde7"),
+    ("full width", "\uff41\uff4c\uff49\uff43\uff45"),
+    ("combining accent", "a\u0301lice"),
+    ("Turkish dotted capital I", "AL\u0130CE"),
+    ("dotless i", "al\u0131ce"),
+    ("long s", "Strau\u017f\u017f"),
+    ("letter-spaced", "a l i c e"),
+    ("HTML entity", "a&#108;ice"),
+    ("named HTML entity", "ali&#x63;e"),
+    ("URL-encoded", "%61lice"),
+    ("backslash escape", "\\x61lice"),
+    ("unicode escape", "\\u0061lice"),
+    ("base64", "YWxpY2U="),
+    ("hex-encoded", "616c696365"),
+    ("sharp s folds", "STRAUSS"),
+    ("capital sharp s", "STRAU\u1e9e"),
+    ("mathematical bold", "\U0001d41a\U0001d425\U0001d422\U0001d41c\U0001d41e"),
     ("host under a denylisted domain", "gpu-node-17.corp.example"),
-    ("digits for letters", "a1ice"), ("digit for a letter in a host", "gpu-n0de7"),
-    ("right-to-left override", "\u202eecila\u202c"), ("markup inside", "ali<b></b>ce"),
-    ("markdown emphasis inside", "ali**ce**"), ("regional indicator letters", "\U0001f1e6\U0001f1f1\U0001f1ee\U0001f1e8\U0001f1ea"),
-    ("hyphen breaking the line", "ali-\nce"), ("glued string literals", '"ali" "ce"'),
+    ("digits for letters", "a1ice"),
+    ("digit for a letter in a host", "gpu-n0de7"),
+    ("right-to-left override", "\u202eecila\u202c"),
+    ("markup inside", "ali<b></b>ce"),
+    ("markdown emphasis inside", "ali**ce**"),
+    ("regional indicator letters", "\U0001f1e6\U0001f1f1\U0001f1ee\U0001f1e8\U0001f1ea"),
+    ("hyphen breaking the line", "ali-\nce"),
+    ("glued string literals", '"ali" "ce"'),
     ("concatenated string literals", "'ali' + 'ce'"),
-    ("circled letters", "\u24d0\u24db\u24d8\u24d2\u24d4"), ("small capitals", "\u1d00\u029f\u026a\u1d04\u1d07"),
+    ("circled letters", "\u24d0\u24db\u24d8\u24d2\u24d4"),
+    ("small capitals", "\u1d00\u029f\u026a\u1d04\u1d07"),
 ]
 
 
@@ -170,14 +193,19 @@ def test_replacement_words_never_hold_a_term():
 
 # --- code: identifiers renamed consistently ---------------------------------------------------------
 
+
 def test_identifiers_are_renamed_alike_on_both_sides_of_a_diff(scrubber):
-    diff = ("@@ -1,4 +1,4 @@\n-def alice_reduce(x):\n+def alice_reduce(x, y):\n"
-            "-    g = getAliceGrid(ALICE_BLOCK)  # from alice\n+    g = getAliceGrid(ALICE_BLOCK // 2)\n"
-            "     return x // g\n")
+    diff = (
+        "@@ -1,4 +1,4 @@\n-def alice_reduce(x):\n+def alice_reduce(x, y):\n"
+        "-    g = getAliceGrid(ALICE_BLOCK)  # from alice\n+    g = getAliceGrid(ALICE_BLOCK // 2)\n"
+        "     return x // g\n"
+    )
     out = scrubber.code(diff, "triton")
-    assert out == ("@@ -1,4 +1,4 @@\n-def redacted_reduce(x):\n+def redacted_reduce(x, y):\n"
-                   "-    g = getRedactedGrid(REDACTED_BLOCK)  # from a private identifier\n"
-                   "+    g = getRedactedGrid(REDACTED_BLOCK // 2)\n     return x // g\n")
+    assert out == (
+        "@@ -1,4 +1,4 @@\n-def redacted_reduce(x):\n+def redacted_reduce(x, y):\n"
+        "-    g = getRedactedGrid(REDACTED_BLOCK)  # from a private identifier\n"
+        "+    g = getRedactedGrid(REDACTED_BLOCK // 2)\n     return x // g\n"
+    )
     assert scrubber.code_leaks(out, "triton") == []
     assert scrubber.code(out, "triton") == out
 
@@ -195,6 +223,7 @@ def test_cuda_identifiers_and_strings(scrubber):
 
 # --- the gate: every string and key of a record -------------------------------------------------------
 
+
 def _gate(record, terms=TERMS):
     return anonymization.check(RecordView(record, "r.json"), GateContext(denylist=denylist_pattern(terms)))
 
@@ -210,10 +239,16 @@ INJECTIONS = [
     ("e-mail in evidence.raw.effect", lambda r: r["evidence"]["raw"]["effect"].update(by="j@corp.io"), "e-mail"),
     ("path in payload.config", lambda r: r["payload"].update(config={"cache": "/scratch/bob/c"}), "local path"),
     ("path in a key", lambda r: r["payload"].update(config={"/home/bob/x": 1}), "local path"),
-    ("path in a config snippet's comment", lambda r: r["payload"].update(config={"snippet": "x = 1  # /home/bob"}),
-     "local path"),
-    ("term as a code identifier", lambda r: r["payload"]["implementation"].update(
-        snippet="-def alice_reduce(x):\n+def alice_reduce(x, y):"), "denylisted"),
+    (
+        "path in a config snippet's comment",
+        lambda r: r["payload"].update(config={"snippet": "x = 1  # /home/bob"}),
+        "local path",
+    ),
+    (
+        "term as a code identifier",
+        lambda r: r["payload"]["implementation"].update(snippet="-def alice_reduce(x):\n+def alice_reduce(x, y):"),
+        "denylisted",
+    ),
     ("term as a substring of a word", lambda r: r["payload"].update(goal="Use aliceics tiling."), "denylisted"),
     ("term in a key", lambda r: r["payload"].update(config={"getAliceGrid": 1}), "denylisted"),
     ("upper-case hash in served text", lambda r: r["payload"].update(goal="As in ABC1234DEF."), "hash"),
@@ -238,6 +273,7 @@ def test_raw_provenance_still_names_its_version_and_commit():
 
 def test_the_real_store_passes(shared_data):
     from optrace.gates.store.runner import run_store_gates
+
     results = {r.gate: r for r in run_store_gates(shared_data / "upstream-store", ())}
     assert results["anonymization"].status == "PASS", results["anonymization"].messages[:3]
 
@@ -279,9 +315,11 @@ def test_large_code_with_a_denied_identifier(scrubber):
 
 # --- reports ------------------------------------------------------------------------------------------
 
+
 def test_recon_reports_carry_no_denylisted_term(tmp_path, monkeypatch):
     from tests.support import tracekit
     from optrace.ingest import ingest
+
     trace = tmp_path / "kernel_opt_030_alicecorp"
     tracekit.iteration_era(trace)
     work = tmp_path / "work"
@@ -307,29 +345,41 @@ def _planted_trace(dest):
     from optrace.example.repo_builder import CommitSpec, build_trace
 
     def kernel(step):
-        return (f"import triton\nimport triton.language as tl\n\n# step {step}, tuned on zorblax-box\n"
-                f"BLOCK = {128 * (step + 1)}\n\ndef zorblax_reduce(x):\n    return getZorblaxGrid(x) // 2\n\n"
-                f"def getZorblaxGrid(x):\n    return x  # variant {step}\n")
+        return (
+            f"import triton\nimport triton.language as tl\n\n# step {step}, tuned on zorblax-box\n"
+            f"BLOCK = {128 * (step + 1)}\n\ndef zorblax_reduce(x):\n    return getZorblaxGrid(x) // 2\n\n"
+            f"def getZorblaxGrid(x):\n    return x  # variant {step}\n"
+        )
 
     def memory(n, geomean, what):
         rec = json.loads(tracekit.memory(n, geomean))
         rec["optimization"]["action_description"] = what
-        rec["pitfalls_and_fixes"] = [{"pitfall": f"the ZorBlax cache spilled at step {n} on zorblax-box",
-                                      "fix": "call getZorblaxGrid once"}]
+        rec["pitfalls_and_fixes"] = [
+            {"pitfall": f"the ZorBlax cache spilled at step {n} on zorblax-box", "fix": "call getZorblaxGrid once"}
+        ]
         return json.dumps(rec)
 
     files = tracekit.meta_files()
     files["definition.json"] = files["definition.json"].replace("Row softmax", "Row softmax for the zorblaxics team")
     commits = [
         CommitSpec("V0: baseline", {"kernel.py": kernel(0), "memory/v0.json": memory(0, 50.0, "baseline"), **files}),
-        CommitSpec("v1: committed (+20.0%) zorblaxics tiling", {"kernel.py": kernel(1),
-                   "memory/v1.json": memory(1, 40.0, "getZorblaxGrid tiling from ZORBLAX notes")},
-                   body="measured on zorblax-box by the Zorblax team"),
-        CommitSpec("v2: reverted (register spills at BLOCK=8192) - dead-end recorded",
-                   {"memory/v2.json": memory(2, 44.0, "zor-blax split-K")}),
-        CommitSpec("dead-end recorded: zorblax split-K reduction, fp32 smem accumulate",
-                   {"memory/v3.json": memory(3, 45.0, "zorblaxics split")}),
-        CommitSpec("v4: committed (+5.0%) wider rows", {"kernel.py": kernel(4), "memory/v4.json": memory(4, 38.0, "wider rows")}),
+        CommitSpec(
+            "v1: committed (+20.0%) zorblaxics tiling",
+            {"kernel.py": kernel(1), "memory/v1.json": memory(1, 40.0, "getZorblaxGrid tiling from ZORBLAX notes")},
+            body="measured on zorblax-box by the Zorblax team",
+        ),
+        CommitSpec(
+            "v2: reverted (register spills at BLOCK=8192) - dead-end recorded",
+            {"memory/v2.json": memory(2, 44.0, "zor-blax split-K")},
+        ),
+        CommitSpec(
+            "dead-end recorded: zorblax split-K reduction, fp32 smem accumulate",
+            {"memory/v3.json": memory(3, 45.0, "zorblaxics split")},
+        ),
+        CommitSpec(
+            "v4: committed (+5.0%) wider rows",
+            {"kernel.py": kernel(4), "memory/v4.json": memory(4, 38.0, "wider rows")},
+        ),
     ]
     return build_trace(dest, commits)
 
@@ -338,6 +388,7 @@ def _readable(path) -> str:
     """A file's text; a parquet table's cells and column names (its pages may be compressed)."""
     if path.suffix == ".parquet":
         import pandas as pd
+
         table = pd.read_parquet(path)
         return "\n".join([*map(str, table.columns), *(str(v) for col in table.columns for v in table[col])])
     return path.read_bytes().decode("utf-8", "replace")
@@ -348,6 +399,7 @@ def test_a_denylisted_term_reaches_no_output_file(workdir, tmp_path):
     import os
 
     from tests.support.workflow import run_snakemake
+
     trace = tmp_path / "kernel_opt_040_softmax"
     _planted_trace(trace)
     deny = tmp_path / "deny.txt"
@@ -364,8 +416,9 @@ def test_a_denylisted_term_reaches_no_output_file(workdir, tmp_path):
             if contains_denied(_readable(path), (TERM,)):
                 leaking.append(str(path.relative_to(results)))
     assert checked > 20 and leaking == []
-    assert contains_denied((results / "work" / "040-softmax" / "versions.jsonl").read_text(), (TERM,)), \
+    assert contains_denied((results / "work" / "040-softmax" / "versions.jsonl").read_text(), (TERM,)), (
         "the term was planted"
+    )
     reports = results / "staging" / "reports" / "040-softmax"
     assert "a private identifier" in (reports / "recon.json").read_text(), "the term reached a report, scrubbed"
     packets = list((results / "packets").rglob("*.diff")) + list((results / "packets").rglob("*.py"))
@@ -377,6 +430,7 @@ def test_a_denylisted_term_reaches_no_output_file(workdir, tmp_path):
 
 def test_packet_leak_check_reads_keys_and_identifiers(scrubber):
     from optrace.mine.packets import packet_leaks
+
     packet = {"agent_facing": {"measurements": {"/home/bob/x": 1.0}}, "target": {"id": "x", "scope": {"dsl": "triton"}}}
     assert packet_leaks(packet, None, scrubber) == ["local path '/home/bob'"]
     clean = {"agent_facing": {"measurements": {"geomean_us": 1.0}}, "target": {"id": "x", "scope": {"dsl": "triton"}}}

@@ -8,8 +8,9 @@ from pathlib import Path
 from tests.support.paths import ROOT
 
 # What a private copy of the workflow leaves out: each workflow test gets its own .snakemake and results.
-WORKFLOW_IGNORE = shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__", "*.egg-info",
-                                         "tests", "benchmarks")
+WORKFLOW_IGNORE = shutil.ignore_patterns(
+    ".git", ".snakemake", "results", ".venv", "__pycache__", "*.egg-info", "tests", "benchmarks"
+)
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -18,8 +19,9 @@ def copy_workflow(dest: Path) -> Path:
 
 
 def run_snakemake(wd, *args, check=True, env=None) -> subprocess.CompletedProcess:
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-c2", *map(str, args)], cwd=wd,
-                         capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-c2", *map(str, args)], cwd=wd, capture_output=True, text=True, env=env
+    )
     if check and res.returncode != 0:
         raise AssertionError(f"snakemake failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
     return res

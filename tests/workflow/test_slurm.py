@@ -45,27 +45,48 @@ def default_partition() -> str | None:
 def needs_slurm():
     if default_partition() is None:
         pytest.skip("no Slurm answers here (`sinfo` fails); CI starts one with .ci/slurm/start")
-    pytest.importorskip("snakemake_executor_plugin_slurm", reason="pip install -e '.[dev,slurm]' brings the slurm plugin (CI does)")
+    pytest.importorskip(
+        "snakemake_executor_plugin_slurm", reason="pip install -e '.[dev,slurm]' brings the slurm plugin (CI does)"
+    )
 
 
 def site_args(*extra) -> list[str]:
     """What a one-node site adds to the profile: its partition and any account (no accounting database,
     so any string is accepted), all resources repeated because a command-line map replaces the profile's,
     and a 2 s first status check instead of 10 s."""
-    return ["--workflow-profile", "none", "--profile", "profiles/slurm",
-            "--slurm-init-seconds-before-status-checks", "2",
-            "--default-resources", "slurm_account=ci", f"slurm_partition={default_partition()}", "mem_mb=1000",
-            "runtime=10", *extra]
+    return [
+        "--workflow-profile",
+        "none",
+        "--profile",
+        "profiles/slurm",
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--default-resources",
+        "slurm_account=ci",
+        f"slurm_partition={default_partition()}",
+        "mem_mb=1000",
+        "runtime=10",
+        *extra,
+    ]
 
 
 def snakemake(wd, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=wd, capture_output=True, text=True,
-                          timeout=900, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", *args],
+        cwd=wd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def tree(root, skip=()) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and not set(p.relative_to(root).parts) & set(skip)}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not set(p.relative_to(root).parts) & set(skip)
+    }
 
 
 def sheet(path, rows) -> str:
@@ -146,8 +167,9 @@ def profile(name) -> dict:
 def job_counts(wd, config) -> dict[str, int]:
     """Jobs per rule for every target (a dry run's job stats): a target rule such as `dataset` is no job
     and never gets a resource."""
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-n", "all", "dataset_csv", *config], cwd=wd,
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-n", "all", "dataset_csv", *config], cwd=wd, capture_output=True, text=True
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     table = res.stdout.split("Job stats:")[1].split("total")[0].splitlines()[3:]
     return {line.split()[0]: int(line.split()[1]) for line in table if line.strip()}

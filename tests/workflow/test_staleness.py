@@ -10,9 +10,22 @@ from tests.support.workflow import run_snakemake as snakemake
 
 pytestmark = pytest.mark.workflow
 A, B = "011-iteration", "012-horizon"
-PER_TRACE = ("ingest_trace", "dataset_sources", "recon_trace", "partition_trace", "packets_trace", "distill_trace", "validate_trace")
-AGGREGATES = {("validate_summary", None), ("stage", None), ("readme", None), ("dataset_build", None),
-              ("dataset_split", None)}
+PER_TRACE = (
+    "ingest_trace",
+    "dataset_sources",
+    "recon_trace",
+    "partition_trace",
+    "packets_trace",
+    "distill_trace",
+    "validate_trace",
+)
+AGGREGATES = {
+    ("validate_summary", None),
+    ("stage", None),
+    ("readme", None),
+    ("dataset_build", None),
+    ("dataset_split", None),
+}
 TARGETS = {"all", "validate", "ingest", "recon", "partition", "packets", "distill", "staging", "dataset"}
 
 
@@ -33,7 +46,7 @@ def planned(wd, *args) -> set[tuple[str, str | None]]:
 
 
 def chain(slug, first="ingest_trace"):
-    return {(r, slug) for r in PER_TRACE[PER_TRACE.index(first):]}
+    return {(r, slug) for r in PER_TRACE[PER_TRACE.index(first) :]}
 
 
 @pytest.fixture
@@ -41,8 +54,10 @@ def two_traces(workdir, tmp_path):
     tracekit.iteration_era(tmp_path / "kernel_opt_011_iteration")
     tracekit.long_horizon_era(tmp_path / "kernel_opt_012_horizon")
     sheet = tmp_path / "traces.tsv"
-    sheet.write_text(f"label\tpath\nkernel_opt_011_iteration\t{tmp_path / 'kernel_opt_011_iteration'}\n"
-                     f"kernel_opt_012_horizon\t{tmp_path / 'kernel_opt_012_horizon'}\n")
+    sheet.write_text(
+        f"label\tpath\nkernel_opt_011_iteration\t{tmp_path / 'kernel_opt_011_iteration'}\n"
+        f"kernel_opt_012_horizon\t{tmp_path / 'kernel_opt_012_horizon'}\n"
+    )
     cfg = ("--config", f"traces={sheet}")
     snakemake(workdir, *cfg)
     return workdir, cfg, tmp_path
@@ -72,8 +87,12 @@ def test_b_a_new_commit_reruns_that_traces_chain_only(two_traces):
     repo = tmp / "kernel_opt_012_horizon"
     (repo / "memory" / "v6.json").write_text(tracekit.memory(6, 200.0))
     (repo / "kernel.py").write_text(tracekit.kernel(6))
-    subprocess.run("git add -A && git -c user.name=a -c user.email=a@b commit -qm 'episode 5: promote verified long-horizon candidate'",
-                   shell=True, cwd=repo, check=True)
+    subprocess.run(
+        "git add -A && git -c user.name=a -c user.email=a@b commit -qm 'episode 5: promote verified long-horizon candidate'",
+        shell=True,
+        cwd=repo,
+        check=True,
+    )
     assert planned(wd, *cfg) == chain(B) | AGGREGATES
 
 
@@ -93,12 +112,23 @@ def test_c_a_ladder_threshold_reruns_partition_and_what_follows_not_ingest(two_t
     assert not {j for j in jobs if j[0] == "ingest_trace"}
 
 
-@pytest.mark.parametrize("module,expected", [
-    ("report/recon.py", {("recon_trace", A), ("recon_trace", B), ("readme", None)}),
-    ("mine/partition.py", chain(A, "partition_trace") | chain(B, "partition_trace") | {("validate_summary", None), ("stage", None), ("readme", None)}),
-    ("publish/worth.py", {("stage", None), ("readme", None)}),
-    ("dataset/build.py", {("dataset_sources", A), ("dataset_sources", B), ("dataset_build", None), ("dataset_split", None)}),
-])
+@pytest.mark.parametrize(
+    "module,expected",
+    [
+        ("report/recon.py", {("recon_trace", A), ("recon_trace", B), ("readme", None)}),
+        (
+            "mine/partition.py",
+            chain(A, "partition_trace")
+            | chain(B, "partition_trace")
+            | {("validate_summary", None), ("stage", None), ("readme", None)},
+        ),
+        ("publish/worth.py", {("stage", None), ("readme", None)}),
+        (
+            "dataset/build.py",
+            {("dataset_sources", A), ("dataset_sources", B), ("dataset_build", None), ("dataset_split", None)},
+        ),
+    ],
+)
 def test_d_a_stage_code_change_reruns_that_stage_and_its_dependants(two_traces, module, expected):
     wd, cfg, _ = two_traces
     path = wd / "src" / "optrace" / module

@@ -43,11 +43,13 @@ def test_three_grammars_two_dialects_and_a_bundle_through_a_sheet(workdir, tmp_p
     tracekit.long_horizon_era(tmp_path / "kernel_opt_012_horizon")
     bundle = make_bundle(tmp_path / "kernel_opt_012_horizon", tmp_path / "kernel_opt_013_horizon.bundle")
     sheet = tmp_path / "traces.tsv"
-    sheet.write_text("label\tpath\tproduct\n"
-                     "kernel_opt_010_skill\tkernel_opt_010_skill\tA100\n"
-                     "kernel_opt_011_iteration\tkernel_opt_011_iteration\t\n"
-                     "kernel_opt_012_horizon\tkernel_opt_012_horizon\t\n"
-                     f"kernel_opt_013_horizon\t{bundle}\t\n")
+    sheet.write_text(
+        "label\tpath\tproduct\n"
+        "kernel_opt_010_skill\tkernel_opt_010_skill\tA100\n"
+        "kernel_opt_011_iteration\tkernel_opt_011_iteration\t\n"
+        "kernel_opt_012_horizon\tkernel_opt_012_horizon\t\n"
+        f"kernel_opt_013_horizon\t{bundle}\t\n"
+    )
     snakemake(workdir, "--config", f"traces={sheet}")
     v_skill, _, m_skill = outputs(workdir, "010-skill")
     v_iter, _, m_iter = outputs(workdir, "011-iteration")
@@ -67,8 +69,10 @@ def test_single_trace_config_and_a_failing_trace_does_not_stop_others(workdir, t
     snakemake(workdir, "--config", f"trace={tmp_path / 'kernel_opt_020_ok'}")
     outputs(workdir, "020-ok")
     sheet = tmp_path / "traces.tsv"
-    sheet.write_text(f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"
-                     f"kernel_opt_021_nogpu\t{tmp_path / 'kernel_opt_021_nogpu'}\n")
+    sheet.write_text(
+        f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"
+        f"kernel_opt_021_nogpu\t{tmp_path / 'kernel_opt_021_nogpu'}\n"
+    )
     # a failing trace is data (#13 class 7): its one-line reason is recorded, the others are staged
     res = snakemake(workdir, "--keep-going", "--config", f"traces={sheet}", check=False)
     assert res.returncode == 0, res.stderr[-2000:]
@@ -76,7 +80,9 @@ def test_single_trace_config_and_a_failing_trace_does_not_stop_others(workdir, t
     assert log.startswith("error: ") and "states no GPU" in log and "Traceback" not in log
     assert (workdir / "results/staging/reports/020-ok/recon.md").exists()
     staged = json.loads((workdir / "results/staging/staged.json").read_text())
-    assert [f["trace"] for f in staged["failed_traces"]] == ["021-nogpu"] and "states no GPU" in staged["failed_traces"][0]["reason"]
+    assert [f["trace"] for f in staged["failed_traces"]] == ["021-nogpu"] and "states no GPU" in staged[
+        "failed_traces"
+    ][0]["reason"]
     assert "| 021-nogpu | ingest |" in (workdir / "results/staging/README.md").read_text()
 
 

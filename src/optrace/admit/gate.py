@@ -51,8 +51,14 @@ from optrace.gates.store.model import obj
 from optrace.gates.store.runner import check_view
 from optrace.gates.store.schema import errors_of as schema_errors
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
-from optrace.admit.store_match import (Catalogue, entry_direction, match_confidence, opposite, record_direction,
-    summary_of)
+from optrace.admit.store_match import (
+    Catalogue,
+    entry_direction,
+    match_confidence,
+    opposite,
+    record_direction,
+    summary_of,
+)
 from optrace.gates.trace.layout import store_path
 from optrace.gates.trace.model import PROFILE
 from optrace.gates.trace.corpus_profile import narrowings
@@ -87,6 +93,7 @@ class Refused(Exception):
 
 # --- validation ------------------------------------------------------------------------------------
 
+
 def destination(record: dict) -> str | None:
     """Where the record goes in the store, or None if a part of that path is unsafe."""
     return store_path(record.get("type"), obj(record, "retrieval", "scope"), record.get("id"))
@@ -101,12 +108,18 @@ def episode_key_problems(record: dict) -> list[str]:
     if len(parts) != 5 or not all(p.strip() for p in parts):
         return [f"episode_key: {key!r} is not <arch>|<dsl>|<operator_family>|<technique>|<level>"]
     scope = obj(record, "retrieval", "scope")
-    want = {0: ("retrieval.scope.arch", scope.get("arch")), 1: ("retrieval.scope.dsl", scope.get("dsl")),
-            4: ("level", record.get("level"))}
+    want = {
+        0: ("retrieval.scope.arch", scope.get("arch")),
+        1: ("retrieval.scope.dsl", scope.get("dsl")),
+        4: ("level", record.get("level")),
+    }
     if scope.get("operator_family"):
         want[2] = ("retrieval.scope.operator_family", scope.get("operator_family"))
-    return [f"episode_key: part {i + 1} is {parts[i]!r} but {name} is {value!r}"
-            for i, (name, value) in sorted(want.items()) if parts[i] != value]
+    return [
+        f"episode_key: part {i + 1} is {parts[i]!r} but {name} is {value!r}"
+        for i, (name, value) in sorted(want.items())
+        if parts[i] != value
+    ]
 
 
 def admission_problems(record: Any, known_ids: Iterable[str], denylist: re.Pattern | None) -> tuple[str, list[str]]:
@@ -121,8 +134,11 @@ def admission_problems(record: Any, known_ids: Iterable[str], denylist: re.Patte
     view = RecordView(record, relpath)
     verdicts = check_view(view, GateContext(known_ids=frozenset(known_ids) | {record.get("id")}, denylist=denylist))
     problems += [m for g in GATES for m in verdicts.get(g, ())]
-    problems += [f"{relpath}: {loc}: {msg} (opt-trace-1.0 patch {pid})"
-                 for pid, errors in narrowings(str(PROFILE)) for loc, msg in errors(record)]
+    problems += [
+        f"{relpath}: {loc}: {msg} (opt-trace-1.0 patch {pid})"
+        for pid, errors in narrowings(str(PROFILE))
+        for loc, msg in errors(record)
+    ]
     problems += [f"{relpath}: {m}" for m in episode_key_problems(record)]
     return relpath, problems
 
@@ -134,12 +150,17 @@ def conflict_errors():
 
 # --- direction and matching ------------------------------------------------------------------------
 
+
 def propose(record: dict, catalogue: Catalogue) -> dict:
     """The direction rule over exact episode_key matches."""
     rid = record.get("id")
     if rid in catalogue.entries:
-        return {"action": "present", "target": rid, "match_confidence": 1.0,
-                "reason": "a record with this id is already in the store"}
+        return {
+            "action": "present",
+            "target": rid,
+            "match_confidence": 1.0,
+            "reason": "a record with this id is already in the store",
+        }
     mine = record_direction(record)
     matches = [catalogue.entries[m] for m in catalogue.episode_matches(record)]
     if not matches:
@@ -152,12 +173,17 @@ def propose(record: dict, catalogue: Catalogue) -> dict:
         target, action, why = along[0], "confirm", "the record holding this episode points the same way"
     else:
         target, action, why = matches[0], "review", "a record holds this episode but a direction is unknown"
-    return {"action": action, "target": target["id"], "match_confidence": 1.0,
-            "reason": f"{why} ({mine} vs {entry_direction(target)})"}
+    return {
+        "action": action,
+        "target": target["id"],
+        "match_confidence": 1.0,
+        "reason": f"{why} ({mine} vs {entry_direction(target)})",
+    }
 
 
-def match_one(path: str, data: bytes | None, error: str | None, catalogue: Catalogue, known_ids,
-              denylist, max_candidates: int) -> dict:
+def match_one(
+    path: str, data: bytes | None, error: str | None, catalogue: Catalogue, known_ids, denylist, max_candidates: int
+) -> dict:
     digest = hashlib.sha256(data).hexdigest() if data is not None else None
     record = None
     if error is None:
@@ -169,14 +195,26 @@ def match_one(path: str, data: bytes | None, error: str | None, catalogue: Catal
     rid = record.get("id") if isinstance(record, dict) else None
     out.update(id=rid if isinstance(rid, str) else None)
     if problems:
-        return {**out, "valid": False, "errors": problems[:SHOWN_ERRORS], "error_count": len(problems),
-                "action": "refuse"}
+        return {
+            **out,
+            "valid": False,
+            "errors": problems[:SHOWN_ERRORS],
+            "error_count": len(problems),
+            "action": "refuse",
+        }
     candidates = catalogue.candidates(record)
     shown = candidates if max_candidates <= 0 else candidates[:max_candidates]
-    return {**out, "valid": True, "type": record["type"], "episode_key": record["episode_key"],
-            "direction": record_direction(record), **propose(record, catalogue),
-            "episode_key_matches": catalogue.episode_matches(record), "candidates_count": len(candidates),
-            "candidates": [summary_of(e) for e in shown]}
+    return {
+        **out,
+        "valid": True,
+        "type": record["type"],
+        "episode_key": record["episode_key"],
+        "direction": record_direction(record),
+        **propose(record, catalogue),
+        "episode_key_matches": catalogue.episode_matches(record),
+        "candidates_count": len(candidates),
+        "candidates": [summary_of(e) for e in shown],
+    }
 
 
 def read_input(path: Path) -> tuple[bytes | None, str | None]:
@@ -203,26 +241,38 @@ def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_
         if isinstance(rec, dict) and isinstance(rec.get("id"), str):
             batch_ids.add(rec["id"])
     known = frozenset(index.entries) | batch_ids
-    proposals = [match_one(shown_path(p), data, error, catalogue, known, denylist, max_candidates)
-                 for p, data, error in loaded]
+    proposals = [
+        match_one(shown_path(p), data, error, catalogue, known, denylist, max_candidates) for p, data, error in loaded
+    ]
     proposals.sort(key=lambda r: (TYPE_ORDER.get(r.get("type"), 9), r.get("id") or "", r["input"]))
     counts = Counter(r["action"] for r in proposals)
-    return {"schema": MATCH_SCHEMA, "store": str(store.root), "store_records": len(index.entries),
-            "counts": dict(sorted(counts.items())), "proposals": proposals}
+    return {
+        "schema": MATCH_SCHEMA,
+        "store": str(store.root),
+        "store_records": len(index.entries),
+        "counts": dict(sorted(counts.items())),
+        "proposals": proposals,
+    }
 
 
 # --- commits ---------------------------------------------------------------------------------------
+
 
 def full_track(track: Any) -> dict:
     """A schema-complete worth.track: every counter (0 when missing), a prior and the confirm keys."""
     track = track if isinstance(track, dict) else {}
     counters = obj(track, "counters")
     kept = {k: v for k, v in counters.items() if k in ("first_seen_ts", "last_used_ts")}
-    counters = {**{k: counters.get(k) if type(counters.get(k)) is int and counters[k] >= 0 else 0 for k in COUNTERS},
-                **kept}
+    counters = {
+        **{k: counters.get(k) if type(counters.get(k)) is int and counters[k] >= 0 else 0 for k in COUNTERS},
+        **kept,
+    }
     keys = track.get("confirm_keys")
-    return {"counters": counters, "prior": obj(track, "prior"),
-            "confirm_keys": [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else []}
+    return {
+        "counters": counters,
+        "prior": obj(track, "prior"),
+        "confirm_keys": [k for k in keys if isinstance(k, str)] if isinstance(keys, list) else [],
+    }
 
 
 def admitted_prior(record: dict) -> dict:
@@ -256,8 +306,12 @@ def commit_insert(txn: Transaction, record: Any, denylist) -> dict:
         raise Refused([f"{relpath} already exists although the index does not list it; run optrace check-store"])
     holders = txn.index.holders(record["episode_key"])
     if holders:
-        raise Refused([f"episode_key {record['episode_key']!r} is held by {holders[0]!r}: "
-                       "confirm it or file a conflict (optrace gate match proposes which)"])
+        raise Refused(
+            [
+                f"episode_key {record['episode_key']!r} is held by {holders[0]!r}: "
+                "confirm it or file a conflict (optrace gate match proposes which)"
+            ]
+        )
     final = stamped(record)
     errors = schema_errors(final, relpath)
     if errors:  # cannot happen for a record that passed; never write one that did not
@@ -294,21 +348,34 @@ def commit_confirm(txn: Transaction, record: Any, target: str, denylist) -> dict
     track = full_track(obj(existing, "worth").get("track"))
     key = f"{target}:{record['id']}"
     if key in track["confirm_keys"]:
-        return {"outcome": "already-counted", "id": record["id"], "target": target,
-                "verified_effective": track["counters"]["verified_effective"]}
+        return {
+            "outcome": "already-counted",
+            "id": record["id"],
+            "target": target,
+            "verified_effective": track["counters"]["verified_effective"],
+        }
     track["counters"]["verified_effective"] += 1
     track["confirm_keys"].append(key)
     updated = scored_with(existing, track)
-    problems = [m for msgs in check_view(RecordView(updated, relpath),
-                                         GateContext(known_ids=txn.index.entries.keys())).values() for m in msgs]
+    problems = [
+        m
+        for msgs in check_view(RecordView(updated, relpath), GateContext(known_ids=txn.index.entries.keys())).values()
+        for m in msgs
+    ]
     if problems:
         raise Refused([f"the confirmed target would fail the store's gates: {problems[0]}"] + problems[1:SHOWN_ERRORS])
     txn.begin("confirm", target, relpath)
     txn.write_record(relpath, store_json(updated))
     txn.stage_entry(refreshed_entry(entry, updated))
     rank = updated["worth"]["rank"]
-    return {"outcome": "confirmed", "id": record["id"], "target": target,
-            "verified_effective": track["counters"]["verified_effective"], "score": rank["score"], "tier": rank["tier"]}
+    return {
+        "outcome": "confirmed",
+        "id": record["id"],
+        "target": target,
+        "verified_effective": track["counters"]["verified_effective"],
+        "score": rank["score"],
+        "tier": rank["tier"],
+    }
 
 
 def _problem_field(record: dict, key: str) -> Any:
@@ -320,6 +387,7 @@ def conflict_document(record: dict, existing: dict, reason: str | None, now: dat
     def side(rec: dict) -> str:
         pct = obj(rec, "worth", "gain").get("pct")
         return f"{rec.get('type')} with gain {pct if pct is not None else 'unstated'}% ({record_direction(rec)})"
+
     confidence = match_confidence(record.get("episode_key"), existing.get("episode_key"))
     same = record.get("episode_key") == existing.get("episode_key")
     return {
@@ -335,8 +403,9 @@ def conflict_document(record: dict, existing: dict, reason: str | None, now: dat
             "incoming_bottleneck": _problem_field(record, "bottleneck"),
             "existing_observed_symptom": _problem_field(existing, "observed_symptom"),
             "incoming_observed_symptom": _problem_field(record, "observed_symptom"),
-            "match_explanation": "the same episode_key" if same else
-            f"{round(confidence * 5)} of the 5 episode_key parts agree",
+            "match_explanation": "the same episode_key"
+            if same
+            else f"{round(confidence * 5)} of the 5 episode_key parts agree",
             "possible_explanations": POSSIBLE_EXPLANATIONS,
         },
         "resolution": None,
@@ -352,8 +421,13 @@ def commit_conflict(txn: Transaction, record: Any, target: str, denylist, reason
         raise Refused([f"conflict file would not satisfy {CONFLICT_SCHEMA.name}: {loc}: {msg}" for loc, msg in errors])
     stem = f"{doc['created'].replace('-', '').replace(':', '')}_{record['id']}"
     path = txn.write_exclusive(txn.root / CONFLICTS_DIR, stem, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
-    return {"outcome": "conflict-filed", "id": record["id"], "target": target,
-            "path": path.relative_to(txn.root).as_posix(), "match_confidence": doc["match_confidence"]}
+    return {
+        "outcome": "conflict-filed",
+        "id": record["id"],
+        "target": target,
+        "path": path.relative_to(txn.root).as_posix(),
+        "match_confidence": doc["match_confidence"],
+    }
 
 
 def commit_one(txn: Transaction, action: str, data: bytes, target: str | None, denylist, reason=None) -> dict:
@@ -376,14 +450,18 @@ def commit_one(txn: Transaction, action: str, data: bytes, target: str | None, d
 
 def writing(store: GateStore):
     """A transaction whose I/O failure is one clear line (its staged steps are undone before)."""
+
     @contextmanager
     def guarded():
         try:
             with store.transaction() as txn:
                 yield txn
         except OSError as exc:
-            raise InputError(exc.filename or store.root, f"cannot be written ({exc.strerror}); "
-                             "nothing of this transaction was committed") from None
+            raise InputError(
+                exc.filename or store.root,
+                f"cannot be written ({exc.strerror}); nothing of this transaction was committed",
+            ) from None
+
     return guarded()
 
 
@@ -397,14 +475,18 @@ def commit_all(store: GateStore, proposals_path: Path) -> dict:
     proposals, outcomes = data["proposals"], []
     for start in range(0, len(proposals), GROUP):
         with writing(store) as txn:
-            for p in proposals[start:start + GROUP]:
+            for p in proposals[start : start + GROUP]:
                 if not isinstance(p, dict) or not isinstance(p.get("input"), str):
                     outcomes.append({"outcome": "refused", "messages": ["a proposal without an input path"]})
                     continue
                 outcomes.append({"input": p["input"], **execute(txn, p, proposals_path.parent, denylist)})
     counts = Counter(o["outcome"] for o in outcomes)
-    return {"schema": COMMIT_ALL_SCHEMA, "store": str(store.root), "counts": dict(sorted(counts.items())),
-            "outcomes": outcomes}
+    return {
+        "schema": COMMIT_ALL_SCHEMA,
+        "store": str(store.root),
+        "counts": dict(sorted(counts.items())),
+        "outcomes": outcomes,
+    }
 
 
 def execute(txn: Transaction, proposal: dict, base: Path, denylist) -> dict:
@@ -412,21 +494,37 @@ def execute(txn: Transaction, proposal: dict, base: Path, denylist) -> dict:
     if action == "present":
         return {"outcome": "skipped", "id": rid, "messages": ["already in the store"]}
     if action == "review":
-        return {"outcome": "skipped", "id": rid, "target": target,
-                "messages": ["needs a reviewer's decision: set action to confirm or conflict"]}
+        return {
+            "outcome": "skipped",
+            "id": rid,
+            "target": target,
+            "messages": ["needs a reviewer's decision: set action to confirm or conflict"],
+        }
     if action not in ("insert", "confirm", "conflict"):
-        return {"outcome": "refused", "id": rid, "messages": [f"action {action!r}: {'; '.join(proposal.get('errors') or [])}"
-                                                              if action == "refuse" else f"unknown action {action!r}"]}
+        return {
+            "outcome": "refused",
+            "id": rid,
+            "messages": [
+                f"action {action!r}: {'; '.join(proposal.get('errors') or [])}"
+                if action == "refuse"
+                else f"unknown action {action!r}"
+            ],
+        }
     path = Path(proposal["input"])
     data, error = read_input(path if path.is_absolute() else base / path)
     if error is not None:
         return {"outcome": "refused", "id": rid, "messages": [f"{path}: {error}"]}
     if hashlib.sha256(data).hexdigest() != proposal.get("sha256"):
-        return {"outcome": "refused", "id": rid, "messages": [f"{path}: changed since the proposal was made; match again"]}
+        return {
+            "outcome": "refused",
+            "id": rid,
+            "messages": [f"{path}: changed since the proposal was made; match again"],
+        }
     return commit_one(txn, action, data, target, denylist, proposal.get("conflict_reason"))
 
 
 # --- what the store holds, for recon and the staging README -------------------------------------------
+
 
 def store_root_of(index_path: Path) -> Path:
     """The store root of a `<root>/records/index.json` path (how the workflow passes the live store)."""
@@ -437,18 +535,26 @@ def readme_section(staging: Path, index_path: Path) -> str:
     """Markdown for the staging README: what each staged record would do in the live store."""
     report = match_files(GateStore(store_root_of(index_path)), staged_files(staging), 0, lambda p: p.name)
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items()) or "no staged record"
-    out = ["## Admission into the live store", "",
-           f"Against {report['store_records']} live records: {counts}. Proposals only: `snakemake promote` writes "
-           "them to reports/match.json and `optrace gate commit-all --proposals reports/match.json` executes them.",
-           "", "| record | type | proposed | live record | why |", "|---|---|---|---|---|"]
+    out = [
+        "## Admission into the live store",
+        "",
+        f"Against {report['store_records']} live records: {counts}. Proposals only: `snakemake promote` writes "
+        "them to reports/match.json and `optrace gate commit-all --proposals reports/match.json` executes them.",
+        "",
+        "| record | type | proposed | live record | why |",
+        "|---|---|---|---|---|",
+    ]
     for p in report["proposals"]:
         why = p.get("reason") or "; ".join(p.get("errors", [])[:1])
-        out.append(f"| `{p['input']}` | {p.get('type') or '—'} | {p['action']} | "
-                   f"{'`' + p['target'] + '`' if p.get('target') else '—'} | {why.replace('|', '/')} |")
+        out.append(
+            f"| `{p['input']}` | {p.get('type') or '—'} | {p['action']} | "
+            f"{'`' + p['target'] + '`' if p.get('target') else '—'} | {why.replace('|', '/')} |"
+        )
     return "\n".join(out) + "\n"
 
 
 # --- CLI -------------------------------------------------------------------------------------------
+
 
 def store_root(arg: str | None, config: Path) -> Path:
     if arg:
@@ -486,8 +592,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     m.add_argument("--out", type=Path, help="write the JSON here (paths inside are relative to it)")
     m.add_argument("--max-candidates", type=int, default=MAX_CANDIDATES, help="listed per record; 0 = all")
     c = sub.add_parser("commit", parents=[common], help="insert, confirm or conflict one record")
-    c.add_argument("action", choices=("insert", "confirm", "conflict"),
-                   help="insert a new record, confirm --target, or file a conflict with --target")
+    c.add_argument(
+        "action",
+        choices=("insert", "confirm", "conflict"),
+        help="insert a new record, confirm --target, or file a conflict with --target",
+    )
     c.add_argument("--input", type=Path, required=True, help="the record to commit (never rewritten)")
     c.add_argument("--target", help="the store record confirmed or contradicted")
     c.add_argument("--reason", help="conflict_reason (default: the two directions)")

@@ -206,17 +206,27 @@ class Transaction:
             return []
         data, error = read_json_file(str(path), 1 << 24)
         steps = data.get("pending") if isinstance(data, dict) else None
-        if not (isinstance(steps, list) and all(isinstance(st, dict) and isinstance(st.get("path"), str)
-                                                 and st.get("op") in ("insert", "confirm") for st in steps)):
-            raise InputError(path, f"unreadable commit intent ({error or 'wrong shape'}); "
-                             "inspect it, fix the store by hand and delete it")
+        if not (
+            isinstance(steps, list)
+            and all(
+                isinstance(st, dict) and isinstance(st.get("path"), str) and st.get("op") in ("insert", "confirm")
+                for st in steps
+            )
+        ):
+            raise InputError(
+                path,
+                f"unreadable commit intent ({error or 'wrong shape'}); inspect it, fix the store by hand and delete it",
+            )
         return steps
 
     def recover(self) -> list[str]:
         """Finish or undo what a killed writer left; returns what was done (empty: nothing to do)."""
-        done = [f"removed temp file {n}" for n in _remove_temps(self.root, f"{INTENT_NAME}.")
-                + _remove_temps(self.root / "records", ".index.json.")
-                + _remove_temps(self.root / CONFLICTS_DIR, ".")]
+        done = [
+            f"removed temp file {n}"
+            for n in _remove_temps(self.root, f"{INTENT_NAME}.")
+            + _remove_temps(self.root / "records", ".index.json.")
+            + _remove_temps(self.root / CONFLICTS_DIR, ".")
+        ]
         steps = self.read_intent()
         confirmed = {}
         for step in steps:

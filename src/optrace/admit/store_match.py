@@ -73,10 +73,13 @@ class Catalogue:
         """Same vendor and arch, dsl equal or `any` on either side, same operator family when it has one."""
         scope = scope_of(record)
         dsl, family = scope.get("dsl"), scope.get("operator_family")
-        out = [e for e in self.by_scope.get((scope.get("vendor"), scope.get("arch")), ())
-               if e["id"] != record.get("id")
-               and (dsl == "any" or scope_of(e).get("dsl") in (dsl, "any"))
-               and (not family or scope_of(e).get("operator_family") == family)]
+        out = [
+            e
+            for e in self.by_scope.get((scope.get("vendor"), scope.get("arch")), ())
+            if e["id"] != record.get("id")
+            and (dsl == "any" or scope_of(e).get("dsl") in (dsl, "any"))
+            and (not family or scope_of(e).get("operator_family") == family)
+        ]
         return sorted(out, key=lambda e: closeness(record, e))
 
     def episode_matches(self, record: dict) -> list[str]:
@@ -86,24 +89,50 @@ class Catalogue:
 def closeness(record: dict, entry: dict) -> tuple:
     """Sort key, closest first: same episode, same technique, same type, same dsl, shared tags."""
     mine, theirs = key_parts(record.get("episode_key")), key_parts(entry.get("episode_key"))
-    tags = set(_get(record, "retrieval").get("technique_tags") or ()) & set(_get(entry, "retrieval").get("technique_tags") or ())
-    return (mine != theirs, mine[3] != theirs[3], record.get("type") != entry.get("type"),
-            scope_of(record).get("dsl") != scope_of(entry).get("dsl"), -len(tags), entry["id"])
+    tags = set(_get(record, "retrieval").get("technique_tags") or ()) & set(
+        _get(entry, "retrieval").get("technique_tags") or ()
+    )
+    return (
+        mine != theirs,
+        mine[3] != theirs[3],
+        record.get("type") != entry.get("type"),
+        scope_of(record).get("dsl") != scope_of(entry).get("dsl"),
+        -len(tags),
+        entry["id"],
+    )
 
 
 def summary_of(entry: dict) -> dict:
-    return {"id": entry["id"], "type": entry.get("type"), "episode_key": entry.get("episode_key"),
-            "title": entry.get("title"), "tier": entry.get("tier"), "worth_score": entry.get("worth_score"),
-            "gain_pct": entry.get("gain_pct"), "direction": entry_direction(entry), "path": entry.get("path")}
+    return {
+        "id": entry["id"],
+        "type": entry.get("type"),
+        "episode_key": entry.get("episode_key"),
+        "title": entry.get("title"),
+        "tier": entry.get("tier"),
+        "worth_score": entry.get("worth_score"),
+        "gain_pct": entry.get("gain_pct"),
+        "direction": entry_direction(entry),
+        "path": entry.get("path"),
+    }
 
 
 def holdings(entries: Iterable[dict], vendor: str, arch: str, operator_family: str, closest: int = 5) -> dict:
     """What a store holds on this hardware (counts by type), and its records closest to this operator."""
-    same_hw = [e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str)
-               and scope_of(e).get("vendor") == vendor and scope_of(e).get("arch") == arch]
+    same_hw = [
+        e
+        for e in entries
+        if isinstance(e, dict)
+        and isinstance(e.get("id"), str)
+        and scope_of(e).get("vendor") == vendor
+        and scope_of(e).get("arch") == arch
+    ]
     same_op = [e for e in same_hw if scope_of(e).get("operator_family") == operator_family]
     probe = {"episode_key": f"{arch}||{operator_family}||", "retrieval": {"scope": {"arch": arch}}}
     ranked = sorted(same_op or same_hw, key=lambda e: closeness(probe, e))
-    return {"same_hardware": len(same_hw), "same_hardware_by_type": dict(sorted(Counter(e.get("type") for e in same_hw).items())),
-            "same_operator": len(same_op), "same_operator_by_type": dict(sorted(Counter(e.get("type") for e in same_op).items())),
-            "closest": [summary_of(e) for e in ranked[:closest]]}
+    return {
+        "same_hardware": len(same_hw),
+        "same_hardware_by_type": dict(sorted(Counter(e.get("type") for e in same_hw).items())),
+        "same_operator": len(same_op),
+        "same_operator_by_type": dict(sorted(Counter(e.get("type") for e in same_op).items())),
+        "closest": [summary_of(e) for e in ranked[:closest]],
+    }

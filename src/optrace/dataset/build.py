@@ -66,11 +66,11 @@ EXCLUSIONS = {
     "infrastructure": "its subject reports an infrastructure failure",
     "no_kernel": "no committed kernel.py for the version (no commit, or none holds kernel.py)",
     "uncommitted_kernel": "its commits left kernel.py unchanged: the code it measured is not in the history "
-                          "(the blob is the incumbent's)",
+    "(the blob is the incumbent's)",
     "rebaseline": "the ladder marks it a re-baseline: the harness changed, not the kernel",
     "geomean_only": "only a geomean over the workload set, no per-shape numbers",
     "source_withheld": "its kernel source cannot be published (see `withheld` below), so a sample would "
-                       "join to no code",
+    "join to no code",
 }
 # Why a joined autotune row is left out of the dataset.
 AUTOTUNE_EXCLUSIONS = {
@@ -106,34 +106,59 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "autotune": _cols(
         ("run_id", "string", "join key to `runs` (Helion's run_id, or re-derived when its source was scrubbed)"),
         ("trace", "string", "label of the trace whose `autotune/` held the row"),
-        ("status", "string", "ok or deduplicated (feasible, perf_ms set); error, timeout, peer_compilation_fail "
-                             "(infeasible labels)"),
-        ("perf_ms", "float64?", "measured time in ms; for deduplicated rows the representative's; null when infeasible"),
+        (
+            "status",
+            "string",
+            "ok or deduplicated (feasible, perf_ms set); error, timeout, peer_compilation_fail (infeasible labels)",
+        ),
+        (
+            "perf_ms",
+            "float64?",
+            "measured time in ms; for deduplicated rows the representative's; null when infeasible",
+        ),
         ("compile_time_s", "float64?", "precompile time in s; null when no precompile ran"),
         ("generation", "int64", "search generation (0 = initial population)"),
-        ("config", "string", "the config as compact JSON with sorted keys; Helion's config_id is "
-                             "`sha256(config)[:16]`"),
+        (
+            "config",
+            "string",
+            "the config as compact JSON with sorted keys; Helion's config_id is `sha256(config)[:16]`",
+        ),
     ),
     "runs": _cols(
         ("run_id", "string", "content-derived id of the problem: code, shape, GPU, codegen (see Keys)"),
-        ("source", "string", f"`{TRACE_SOURCE}` (a trace's memory/v<N>.json) or `{AUTOTUNE_SOURCE}` "
-                             "(Helion autotune telemetry)"),
+        (
+            "source",
+            "string",
+            f"`{TRACE_SOURCE}` (a trace's memory/v<N>.json) or `{AUTOTUNE_SOURCE}` (Helion autotune telemetry)",
+        ),
         ("kernel_blob", "string", "join key to `kernels`"),
-        ("group", "string", "`<operator family>/<GPU product>`: the unit of the train/test split (the family is "
-                            "the store's operator slug of the trace without shape constants: softmax_h4096 -> "
-                            "softmax)"),
+        (
+            "group",
+            "string",
+            "`<operator family>/<GPU product>`: the unit of the train/test split (the family is "
+            "the store's operator slug of the trace without shape constants: softmax_h4096 -> "
+            "softmax)",
+        ),
         ("vendor", "string", "GPU vendor (nvidia, amd)"),
         ("arch", "string", "GPU architecture (ampere, hopper, blackwell, cdna3, ...)"),
         ("product", "string", "GPU product of the hardware table (h100, a100, mi300x, ...)"),
         ("compute_capability", "string?", "the product's compute capability (sm_90) or gfx target (gfx942)"),
-        ("shape", "string?", "`<definition>:<shape key>`: the workload's key namespaced by the benchmark "
-                             "definition the trace measured (trace runs); the definition is the part before "
-                             "the first `:`"),
+        (
+            "shape",
+            "string?",
+            "`<definition>:<shape key>`: the workload's key namespaced by the benchmark "
+            "definition the trace measured (trace runs); the definition is the part before "
+            "the first `:`",
+        ),
         ("kernel_name", "string?", "Helion's kernel function name (autotune runs)"),
         ("input_shapes", "string?", "Helion's input shapes, e.g. `[(64, 4096), (4096,)]` (autotune runs)"),
         ("backend", "string?", "Helion's codegen backend, e.g. triton (autotune runs)"),
-        ("dtypes", "string?", "input dtypes in argument order, comma-separated (bfloat16,bfloat16,...); null "
-                              "when the definition states none"),
+        (
+            "dtypes",
+            "string?",
+            "input dtypes in argument order, comma-separated (bfloat16,bfloat16,...); null "
+            "when the definition states none",
+        ),
     ),
     "kernels": _cols(
         ("kernel_blob", "string", "git blob id of `source_text` (`git hash-object`); see Keys"),
@@ -146,9 +171,12 @@ TABLES: dict[str, tuple[Column, ...]] = {
         ("split", "string", "train or test"),
     ),
 }
-AXIS_DOC = ("axis_<name>", "int64? (float64? or string? when a value is not an integer)",
-            "one column per named axis over all definitions (const and per-shape var axes); null where "
-            "the run's definition lacks the axis")
+AXIS_DOC = (
+    "axis_<name>",
+    "int64? (float64? or string? when a value is not an integer)",
+    "one column per named axis over all definitions (const and per-shape var axes); null where "
+    "the run's definition lacks the axis",
+)
 FILES = {name: f"{name}.parquet" for name in TABLES}
 BUILT = ("measurements", "autotune", "runs", "kernels")
 
@@ -175,6 +203,7 @@ def arrow_schema(columns: Iterable[Column]):
 @dataclass(frozen=True)
 class TraceInput:
     """One trace's ingest outputs, and its published sources (`sources.json`)."""
+
     meta: dict
     versions: list[dict]
     autotune: list[dict]
@@ -230,8 +259,12 @@ class Published:
     withheld: str | None  # why, without the offending text
 
     def to_json(self) -> dict:
-        return {"kernel_blob": self.kernel_blob, "blob_bytes": self.blob_bytes, "source": self.source,
-                "withheld": self.withheld}
+        return {
+            "kernel_blob": self.kernel_blob,
+            "blob_bytes": self.blob_bytes,
+            "source": self.source,
+            "withheld": self.withheld,
+        }
 
 
 def publish_source(raw: bytes, dsl: str, scrubber) -> Published:
@@ -281,8 +314,10 @@ def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Pa
 
     dsl_of = {r["kernel_blob"]: r["dsl"] for r in versions if r["kernel_blob"]}
     with open_trace(trace, scratch) as opened:
-        kernels = {blob: {"dsl": dsl, **publish_source(opened.history.read_blob(blob), dsl, scrubber).to_json()}
-                   for blob, dsl in sorted(dsl_of.items())}
+        kernels = {
+            blob: {"dsl": dsl, **publish_source(opened.history.read_blob(blob), dsl, scrubber).to_json()}
+            for blob, dsl in sorted(dsl_of.items())
+        }
         runs = {}
         for row in ingest_autotune(opened.files).rows:
             ctx = row.context
@@ -292,8 +327,9 @@ def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Pa
             unchanged = pub.source == ctx.kernel_source
             runs[row.run_id] = {
                 **pub.to_json(),
-                "run_id": row.run_id if unchanged or pub.source is None else helion_run_id(
-                    pub.source, ctx.codegen, ctx.input_shapes, ctx.dtypes, ctx.hardware),
+                "run_id": row.run_id
+                if unchanged or pub.source is None
+                else helion_run_id(pub.source, ctx.codegen, ctx.input_shapes, ctx.dtypes, ctx.hardware),
                 "kernel_name": scrubber.private(ctx.kernel_name),
             }
         text = read_text(opened.files, "definition.json")
@@ -301,8 +337,7 @@ def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Pa
         definition = json.loads(text) if text else None
     except (ValueError, RecursionError):  # malformed, a huge integer or nested too deep
         definition = None  # ingest already warned about it
-    return {"dtypes": definition_dtypes(definition), "kernels": kernels,
-            "autotune_runs": dict(sorted(runs.items()))}
+    return {"dtypes": definition_dtypes(definition), "kernels": kernels, "autotune_runs": dict(sorted(runs.items()))}
 
 
 # ---------------------------------------------------------------- trace measurements
@@ -366,8 +401,13 @@ class Context:
         self.family = operator_family(t.meta["operator_slug"])
 
     def target_columns(self, vendor: str, arch: str, product: str, cc: str | None) -> dict:
-        return {"group": f"{self.family}/{product}", "vendor": vendor, "arch": arch, "product": product,
-                "compute_capability": cc}
+        return {
+            "group": f"{self.family}/{product}",
+            "vendor": vendor,
+            "arch": arch,
+            "product": product,
+            "compute_capability": cc,
+        }
 
     def trace_line(self, row: dict, shape_key: str, kernel: dict) -> dict:
         target, meta = self.t.meta["target"], self.t.meta
@@ -375,16 +415,21 @@ class Context:
         axes = {**meta["axes"]["const"], **meta["shape_axes"].get(shape_key, {})}
         return {
             "run_id": run_id_of(kernel["kernel_blob"], shape, target, row["dsl"]),
-            "source": TRACE_SOURCE, "kernel_blob": kernel["kernel_blob"],
+            "source": TRACE_SOURCE,
+            "kernel_blob": kernel["kernel_blob"],
             **self.target_columns(target["vendor"], target["arch"], target["product"], target.get("isa")),
-            "shape": shape, "kernel_name": None, "input_shapes": None,
-            "backend": None, "dtypes": self.t.sources["dtypes"],
+            "shape": shape,
+            "kernel_name": None,
+            "input_shapes": None,
+            "backend": None,
+            "dtypes": self.t.sources["dtypes"],
             **{AXIS_PREFIX + k: v for k, v in axes.items()},
         }
 
 
-def trace_measurements(ctx: Context, thresholds: Thresholds, summary: TraceSummary
-                       ) -> tuple[list[dict], list[Line], list[Line]]:
+def trace_measurements(
+    ctx: Context, thresholds: Thresholds, summary: TraceSummary
+) -> tuple[list[dict], list[Line], list[Line]]:
     t = ctx.t
     outcomes = {s.version: s.outcome for s in run_ladder(t.versions, thresholds)}
     samples, runs, kernels = [], [], []
@@ -398,16 +443,27 @@ def trace_measurements(ctx: Context, thresholds: Thresholds, summary: TraceSumma
         kernels.append(Line(t.label, kernel_row(kernel, row["dsl"])))
         for shape, value in sorted(row["by_shape_us"].items()):
             line = ctx.trace_line(row, shape, kernel)
-            samples.append({"run_id": line["run_id"], "trace": ctx.label, "version": row["n"],
-                            "verdict": row["verdict"], "latency_us": latency(t.label, row, shape, value)})
+            samples.append(
+                {
+                    "run_id": line["run_id"],
+                    "trace": ctx.label,
+                    "version": row["n"],
+                    "verdict": row["verdict"],
+                    "latency_us": latency(t.label, row, shape, value),
+                }
+            )
             runs.append(Line(t.label, line))
     summary.measurements = len(samples)
     return samples, runs, kernels
 
 
 def kernel_row(published: dict, dsl: str) -> dict:
-    return {"kernel_blob": published["kernel_blob"], "dsl": dsl, "blob_bytes": published["blob_bytes"],
-            "source_text": published["source"]}
+    return {
+        "kernel_blob": published["kernel_blob"],
+        "dsl": dsl,
+        "blob_bytes": published["blob_bytes"],
+        "source_text": published["source"],
+    }
 
 
 # ---------------------------------------------------------------- autotune rows
@@ -426,14 +482,33 @@ def autotune_samples(ctx: Context, summary: TraceSummary) -> tuple[list[dict], l
         if part is None:
             summary.autotune_excluded["unknown_hardware"] += 1
             continue
-        samples.append({"run_id": pub["run_id"], "trace": ctx.label, "status": r["status"], "perf_ms": r["perf_ms"],
-                        "compile_time_s": r["compile_time_s"], "generation": r["generation"], "config": r["config"]})
-        runs.append(Line(ctx.t.label, {
-            "run_id": pub["run_id"], "source": AUTOTUNE_SOURCE, "kernel_blob": pub["kernel_blob"],
-            **ctx.target_columns(part.vendor, part.arch, part.product, part.cc or part.gfx),
-            "shape": None, "kernel_name": pub["kernel_name"], "input_shapes": r["input_shapes"],
-            "backend": r["backend"], "dtypes": helion_dtypes(r["dtypes"]) or None,
-        }))
+        samples.append(
+            {
+                "run_id": pub["run_id"],
+                "trace": ctx.label,
+                "status": r["status"],
+                "perf_ms": r["perf_ms"],
+                "compile_time_s": r["compile_time_s"],
+                "generation": r["generation"],
+                "config": r["config"],
+            }
+        )
+        runs.append(
+            Line(
+                ctx.t.label,
+                {
+                    "run_id": pub["run_id"],
+                    "source": AUTOTUNE_SOURCE,
+                    "kernel_blob": pub["kernel_blob"],
+                    **ctx.target_columns(part.vendor, part.arch, part.product, part.cc or part.gfx),
+                    "shape": None,
+                    "kernel_name": pub["kernel_name"],
+                    "input_shapes": r["input_shapes"],
+                    "backend": r["backend"],
+                    "dtypes": helion_dtypes(r["dtypes"]) or None,
+                },
+            )
+        )
         kernels.append(Line(ctx.t.label, kernel_row(pub, HELION_DSL)))
     summary.autotune_rows = len(samples)
     return samples, runs, kernels
@@ -451,8 +526,10 @@ def merge(lines: list[Line], key: str, what: str) -> tuple[list[dict], list[str]
         kept = first.setdefault(ln.row[key], ln)
         if kept.row != ln.row:
             fields = sorted(k for k in kept.row.keys() | ln.row.keys() if kept.row.get(k) != ln.row.get(k))
-            conflicts.add(f"{what} {ln.row[key]}: {', '.join(fields)} differ between {kept.origin} and "
-                          f"{ln.origin}; {kept.origin}'s kept")
+            conflicts.add(
+                f"{what} {ln.row[key]}: {', '.join(fields)} differ between {kept.origin} and "
+                f"{ln.origin}; {kept.origin}'s kept"
+            )
     return [first[k].row for k in sorted(first)], sorted(conflicts)
 
 
@@ -502,9 +579,11 @@ def build(traces: list[TraceInput], thresholds: Thresholds, scrubber=None, table
     summaries: dict[str, TraceSummary] = {}
     for t in traces:
         ctx = Context(t, scrubber, table)
-        s = summaries[ctx.label] = TraceSummary(versions=len(t.versions), autotune=t.meta["autotune"],
-                                                withheld=sorted({k["withheld"] for k in t.sources["kernels"].values()
-                                                                 if k["withheld"]}))
+        s = summaries[ctx.label] = TraceSummary(
+            versions=len(t.versions),
+            autotune=t.meta["autotune"],
+            withheld=sorted({k["withheld"] for k in t.sources["kernels"].values() if k["withheld"]}),
+        )
         m, m_runs, m_kernels = trace_measurements(ctx, thresholds, s)
         a, a_runs, a_kernels = autotune_samples(ctx, s)
         measurements += m
@@ -516,11 +595,23 @@ def build(traces: list[TraceInput], thresholds: Thresholds, scrubber=None, table
     axes = axis_columns(runs)
     typed_axes(runs, axes)
     measurements.sort(key=lambda m: (m["run_id"], m["trace"], m["version"]))
-    autotune.sort(key=lambda r: (r["run_id"], r["trace"], r["generation"], r["config"], r["status"],
-                                 -1.0 if r["perf_ms"] is None else r["perf_ms"],
-                                 -1.0 if r["compile_time_s"] is None else r["compile_time_s"]))
-    ds = Dataset({"measurements": measurements, "autotune": autotune, "runs": runs, "kernels": kernels},
-                 axes, summaries, run_conflicts + kernel_conflicts)
+    autotune.sort(
+        key=lambda r: (
+            r["run_id"],
+            r["trace"],
+            r["generation"],
+            r["config"],
+            r["status"],
+            -1.0 if r["perf_ms"] is None else r["perf_ms"],
+            -1.0 if r["compile_time_s"] is None else r["compile_time_s"],
+        )
+    )
+    ds = Dataset(
+        {"measurements": measurements, "autotune": autotune, "runs": runs, "kernels": kernels},
+        axes,
+        summaries,
+        run_conflicts + kernel_conflicts,
+    )
     refuse_denied(ds, scrubber)
     return ds
 
@@ -567,8 +658,9 @@ def write_split(dataset_dir: Path, test_fraction: float) -> dict[str, str]:
         raise InputError(runs, "file not found (run `optrace dataset build` first)")
     groups = pq.read_table(runs, columns=["group"]).column("group").to_pylist()
     assignment = split_groups(groups, test_fraction)
-    write_parquet(dataset_dir / FILES["split"], [{"group": g, "split": s} for g, s in sorted(assignment.items())],
-                  TABLES["split"])
+    write_parquet(
+        dataset_dir / FILES["split"], [{"group": g, "split": s} for g, s in sorted(assignment.items())], TABLES["split"]
+    )
     return assignment
 
 
@@ -601,8 +693,10 @@ def load(path: str | os.PathLike):
     for name in BUILT:
         if not (root / FILES[name]).is_file():
             raise InputError(root / FILES[name], "file not found (not a dataset directory?)")
-    mapper = {_arrow_type(t): pd.StringDtype() if t == "string" else pd.Int64Dtype() if t == "int64"
-              else pd.Float64Dtype() for t in PANDAS_DTYPES}.get
+    mapper = {
+        _arrow_type(t): pd.StringDtype() if t == "string" else pd.Int64Dtype() if t == "int64" else pd.Float64Dtype()
+        for t in PANDAS_DTYPES
+    }.get
 
     def read(name: str):
         return pq.read_table(root / FILES[name]).to_pandas(types_mapper=mapper)
@@ -620,14 +714,14 @@ def load(path: str | os.PathLike):
     return frame[list(dtypes)].astype(dtypes)
 
 
-LOAD_RECIPE = '''from optrace.dataset import load
+LOAD_RECIPE = """from optrace.dataset import load
 
 samples = load("results/dataset")          # one row per sample, runs + kernels + split joined
 trace = samples[samples.source == "trace"]  # latency_us per (trace, version, shape)
 tuning = samples[samples.source == "helion-autotune"]
 feasible = tuning[tuning.status.isin(["ok", "deduplicated"])]  # perf_ms; the others are infeasible labels
 train, test = samples[samples.split == "train"], samples[samples.split == "test"]
-'''
+"""
 
 
 # ---------------------------------------------------------------- README
@@ -646,12 +740,16 @@ def column_docs(ds: Dataset) -> list[str]:
     out = []
     for name in (*BUILT, "split"):
         cols = TABLES[name]
-        out += [f"### `{FILES[name]}`", "", *_table(["column", "type", "meaning"],
-                                                     [[f"`{c.name}`", _type_text(c), c.meaning] for c in cols])]
+        out += [
+            f"### `{FILES[name]}`",
+            "",
+            *_table(["column", "type", "meaning"], [[f"`{c.name}`", _type_text(c), c.meaning] for c in cols]),
+        ]
         if name == "runs":
             out += [f"| `{AXIS_DOC[0]}` | {AXIS_DOC[1]} | {AXIS_DOC[2]} |"]
-            out += [f"| `{c.name}` | {_type_text(c)} | named axis `{c.name[len(AXIS_PREFIX):]}` |"
-                    for c in ds.axis_columns]
+            out += [
+                f"| `{c.name}` | {_type_text(c)} | named axis `{c.name[len(AXIS_PREFIX) :]}` |" for c in ds.axis_columns
+            ]
         out.append("")
     return out
 
@@ -669,14 +767,25 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
         "",
         "## Files",
         "",
-        *_table(["file", "rows", "one row per"], [
-            [f"`{FILES['measurements']}`", len(t["measurements"]), "genuine (trace, version, shape) latency measurement"],
-            [f"`{FILES['autotune']}`", len(t["autotune"]), "joined Helion autotune result"],
-            [f"`{FILES['runs']}`", f"{len(t['runs'])} ({by_source[TRACE_SOURCE]} {TRACE_SOURCE}, "
-                                   f"{by_source[AUTOTUNE_SOURCE]} {AUTOTUNE_SOURCE})", "run_id: its typed context"],
-            [f"`{FILES['kernels']}`", len(t["kernels"]), "distinct published kernel source"],
-            [f"`{FILES['split']}`", "written by `optrace dataset split`", "group: train or test"],
-        ]),
+        *_table(
+            ["file", "rows", "one row per"],
+            [
+                [
+                    f"`{FILES['measurements']}`",
+                    len(t["measurements"]),
+                    "genuine (trace, version, shape) latency measurement",
+                ],
+                [f"`{FILES['autotune']}`", len(t["autotune"]), "joined Helion autotune result"],
+                [
+                    f"`{FILES['runs']}`",
+                    f"{len(t['runs'])} ({by_source[TRACE_SOURCE]} {TRACE_SOURCE}, "
+                    f"{by_source[AUTOTUNE_SOURCE]} {AUTOTUNE_SOURCE})",
+                    "run_id: its typed context",
+                ],
+                [f"`{FILES['kernels']}`", len(t["kernels"]), "distinct published kernel source"],
+                [f"`{FILES['split']}`", "written by `optrace dataset split`", "group: train or test"],
+            ],
+        ),
         "",
         "## Keys",
         "",
@@ -716,9 +825,13 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
         "",
         *[f"- `{r}`: {why}" for r, why in EXCLUSIONS.items()],
         "",
-        *_table(["trace", "versions", "measured", "rows", *reasons],
-                [[label, s.versions, s.measured_versions, s.measurements, *(s.excluded[r] for r in reasons)]
-                 for label, s in ds.summaries.items()]),
+        *_table(
+            ["trace", "versions", "measured", "rows", *reasons],
+            [
+                [label, s.versions, s.measured_versions, s.measurements, *(s.excluded[r] for r in reasons)]
+                for label, s in ds.summaries.items()
+            ],
+        ),
         "",
     ]
     withheld = [(label, w) for label, s in ds.summaries.items() for w in s.withheld]
@@ -727,24 +840,59 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
     out += ["## Helion autotune telemetry", ""]
     tuned = {label: s for label, s in ds.summaries.items() if s.autotune}
     if tuned:
-        out += _table(["trace", "rows read", "joined", "started dropped", "excluded on ingest", "unjoinable files",
-                       "tampered config ids", "in the dataset", *AUTOTUNE_EXCLUSIONS],
-                      [[label, a["rows_read"], a["rows_joined"], a["started_dropped"],
-                        ", ".join(f"{k} {v}" for k, v in a["excluded"].items() if v) or "0",
-                        len(a["unjoinable_files"]), len(a["tampered_config_ids"]), s.autotune_rows,
-                        *(s.autotune_excluded[k] for k in AUTOTUNE_EXCLUSIONS)]
-                       for label, s in tuned.items() for a in [s.autotune]])
-        out += ["", *[f"- `{k}`: {why}" for k, why in AUTOTUNE_EXCLUSIONS.items()], "",
-                "Ingest's reasons and file names are in each trace's `work/<slug>/meta.json` (`autotune`)."]
+        out += _table(
+            [
+                "trace",
+                "rows read",
+                "joined",
+                "started dropped",
+                "excluded on ingest",
+                "unjoinable files",
+                "tampered config ids",
+                "in the dataset",
+                *AUTOTUNE_EXCLUSIONS,
+            ],
+            [
+                [
+                    label,
+                    a["rows_read"],
+                    a["rows_joined"],
+                    a["started_dropped"],
+                    ", ".join(f"{k} {v}" for k, v in a["excluded"].items() if v) or "0",
+                    len(a["unjoinable_files"]),
+                    len(a["tampered_config_ids"]),
+                    s.autotune_rows,
+                    *(s.autotune_excluded[k] for k in AUTOTUNE_EXCLUSIONS),
+                ]
+                for label, s in tuned.items()
+                for a in [s.autotune]
+            ],
+        )
+        out += [
+            "",
+            *[f"- `{k}`: {why}" for k, why in AUTOTUNE_EXCLUSIONS.items()],
+            "",
+            "Ingest's reasons and file names are in each trace's `work/<slug>/meta.json` (`autotune`).",
+        ]
     else:
         out.append("No trace has an `autotune/` directory.")
     if ds.conflicts:
         out += ["", "## Context conflicts", "", *[f"- {c}" for c in ds.conflicts]]
     dtypes = [[f"`{c.name}`", PANDAS_DTYPES[c.type]] for c in sample_columns(ds.axis_columns)]
-    out += ["", "## Loading", "", "```python", LOAD_RECIPE.rstrip("\n"), "```", "",
-            "`load` returns one row per sample with these columns and pandas dtypes (all nullable: a trace "
-            "sample has no perf_ms, an autotune sample no latency_us; `split` is null until `split` ran):", "",
-            *_table(["column", "dtype"], dtypes), ""]
+    out += [
+        "",
+        "## Loading",
+        "",
+        "```python",
+        LOAD_RECIPE.rstrip("\n"),
+        "```",
+        "",
+        "`load` returns one row per sample with these columns and pandas dtypes (all nullable: a trace "
+        "sample has no perf_ms, an autotune sample no latency_us; `split` is null until `split` ran):",
+        "",
+        *_table(["column", "dtype"], dtypes),
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -752,8 +900,12 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
 
 
 def read_trace(work_dir: Path) -> TraceInput:
-    return TraceInput(read_json(work_dir / "meta.json"), read_jsonl(work_dir / "versions.jsonl"),
-                      read_jsonl(work_dir / "autotune.jsonl"), read_json(work_dir / "sources.json"))
+    return TraceInput(
+        read_json(work_dir / "meta.json"),
+        read_jsonl(work_dir / "versions.jsonl"),
+        read_jsonl(work_dir / "autotune.jsonl"),
+        read_json(work_dir / "sources.json"),
+    )
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
@@ -805,10 +957,19 @@ def main(argv: list[str]) -> int:
     add_denylist_argument(b)
     Thresholds.add_arguments(b)
     sp = sub.add_parser("split", help="split.parquet: train/test by group")
-    sp.add_argument("dataset_dir", type=Path, nargs="?", default=Path("results/dataset"),
-                    help="the built dataset (default: results/dataset)")
-    sp.add_argument("--test-fraction", type=float, default=DEFAULT_TEST_FRACTION,
-                    help=f"fraction of groups in test (default {DEFAULT_TEST_FRACTION})")
+    sp.add_argument(
+        "dataset_dir",
+        type=Path,
+        nargs="?",
+        default=Path("results/dataset"),
+        help="the built dataset (default: results/dataset)",
+    )
+    sp.add_argument(
+        "--test-fraction",
+        type=float,
+        default=DEFAULT_TEST_FRACTION,
+        help=f"fraction of groups in test (default {DEFAULT_TEST_FRACTION})",
+    )
     c = sub.add_parser("csv", help="a .csv copy next to each parquet file")
     c.add_argument("parquet", nargs="+", type=Path, help="parquet files of the dataset")
     args = ap.parse_args(argv)
@@ -831,8 +992,10 @@ def main(argv: list[str]) -> int:
         doc = trace_sources(args.trace, read_jsonl(args.work_dir / "versions.jsonl"), scrubber, args.work_dir)
         write_json(out, doc)
         withheld = sum(1 for k in [*doc["kernels"].values(), *doc["autotune_runs"].values()] if k["withheld"])
-        print(f"dataset sources: {len(doc['kernels'])} kernel blob(s), {len(doc['autotune_runs'])} autotune run(s), "
-              f"{withheld} withheld")
+        print(
+            f"dataset sources: {len(doc['kernels'])} kernel blob(s), {len(doc['autotune_runs'])} autotune run(s), "
+            f"{withheld} withheld"
+        )
         return 0
     from optrace.ingest.hardware import HardwareTable
 
@@ -842,9 +1005,11 @@ def main(argv: list[str]) -> int:
     ds = build([t for t in map(read_trace, args.work_dirs) if "failed" not in t.meta], thresholds, scrubber, table)
     write_dataset(ds, args.out_dir, thresholds)
     excluded = sum(sum(s.excluded.values()) for s in ds.summaries.values())
-    print(f"dataset: {len(ds.summaries)} trace(s): {len(ds.tables['measurements'])} measurements "
-          f"({excluded} versions excluded), {len(ds.tables['autotune'])} autotune rows, {len(ds.tables['runs'])} runs, "
-          f"{len(ds.tables['kernels'])} kernels, {len(ds.conflicts)} context conflict(s)")
+    print(
+        f"dataset: {len(ds.summaries)} trace(s): {len(ds.tables['measurements'])} measurements "
+        f"({excluded} versions excluded), {len(ds.tables['autotune'])} autotune rows, {len(ds.tables['runs'])} runs, "
+        f"{len(ds.tables['kernels'])} kernels, {len(ds.conflicts)} context conflict(s)"
+    )
     for c in ds.conflicts:
         print(f"  warning: {c}")
     return 0

@@ -64,7 +64,9 @@ class Progress:
             self.done += 1
             detail = f" (exit {o['exit_code']})" if "exit_code" in o else ""
             reason = f": {o['reason']}" if o.get("reason") else ""
-            print(f"{self.done}/{self.total} {o['seg_id']}: {o['outcome']}{detail}{reason}", file=self.stream, flush=True)
+            print(
+                f"{self.done}/{self.total} {o['seg_id']}: {o['outcome']}{detail}{reason}", file=self.stream, flush=True
+            )
         return o
 
 
@@ -74,7 +76,7 @@ def structured_report(stdout: str) -> dict | None:
     for line in reversed(stdout.splitlines()):
         if line.startswith(REPORT_MARK):
             try:
-                data = json.loads(line[len(REPORT_MARK):])
+                data = json.loads(line[len(REPORT_MARK) :])
             except ValueError:
                 return None
             if not isinstance(data, dict):
@@ -83,8 +85,10 @@ def structured_report(stdout: str) -> dict | None:
             if not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in lists.values()):
                 return None
             notes = data.get("notes")
-            return {**{k: [x[:200] for x in v][:20] for k, v in lists.items()},
-                    "notes": notes[:MAX_NOTES_CHARS] if isinstance(notes, str) else ""}
+            return {
+                **{k: [x[:200] for x in v][:20] for k, v in lists.items()},
+                "notes": notes[:MAX_NOTES_CHARS] if isinstance(notes, str) else "",
+            }
     return None
 
 
@@ -227,11 +231,18 @@ def load_packets(packets_dir: Path) -> tuple[str, list[tuple[Path, dict]]]:
 
 
 def outcome(packet: dict, out_root: Path, path: Path, status: str, **detail) -> dict:
-    return {"seg_id": packet["seg_id"], "id": packet["target"]["id"], "record_type": packet["record_type"],
-            "output": path.relative_to(out_root).as_posix(), "outcome": status, **detail}
+    return {
+        "seg_id": packet["seg_id"],
+        "id": packet["target"]["id"],
+        "record_type": packet["record_type"],
+        "output": path.relative_to(out_root).as_posix(),
+        "outcome": status,
+        **detail,
+    }
 
 
 # ---- draft mode ---------------------------------------------------------------------------------
+
 
 def draft_one(packet_path: Path, packet: dict, out_root: Path) -> dict:
     path = record_path(out_root, packet, packet_path)
@@ -247,6 +258,7 @@ def draft_one(packet_path: Path, packet: dict, out_root: Path) -> dict:
 
 
 # ---- agent mode ---------------------------------------------------------------------------------
+
 
 def check_template(template: str) -> None:
     if not template.strip():
@@ -272,16 +284,29 @@ def run_agent(template: str, packet_path: Path, packet: dict, out_root: Path) ->
         return outcome(packet, out_root, path, "skipped-exists")
     path.parent.mkdir(parents=True, exist_ok=True)
     # shell=True because the user wrote this command line; only our quoted paths are substituted into it
-    done = subprocess.run(render_command(template, BRIEF, packet_path, path), shell=True, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, errors="replace")
+    done = subprocess.run(
+        render_command(template, BRIEF, packet_path, path),
+        shell=True,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        errors="replace",
+    )
     said = {"agent_report": tail(done.stdout)} if done.stdout.strip() else {}  # the brief asks for one on stdout
     if (structured := structured_report(done.stdout)) is not None:
         said["agent_structured"] = structured
     wrote = path.exists()
     if done.returncode != 0:
-        return outcome(packet, out_root, path, "agent-failed", exit_code=done.returncode, stderr_tail=tail(done.stderr),
-                       reason="the agent failed after writing the record; validation decides" if wrote
-                       else "the agent failed", **said)
+        return outcome(
+            packet,
+            out_root,
+            path,
+            "agent-failed",
+            exit_code=done.returncode,
+            stderr_tail=tail(done.stderr),
+            reason="the agent failed after writing the record; validation decides" if wrote else "the agent failed",
+            **said,
+        )
     if not wrote:  # the brief's answer to a packet too thin for a record: its report says why
         return outcome(packet, out_root, path, "skipped-thin", reason="the agent wrote no record", **said)
     return outcome(packet, out_root, path, "agent-wrote", **said)
@@ -289,38 +314,58 @@ def run_agent(template: str, packet_path: Path, packet: dict, out_root: Path) ->
 
 def batches(items: list, size: int) -> list[list]:
     """Batches of at most `size` packets of one record type each, types in TYPE_ORDER."""
+
     def rank(item):
         rtype = item[1].get("record_type")
         return TYPE_ORDER.index(rtype) if rtype in TYPE_ORDER else len(TYPE_ORDER)
+
     out: list[list] = []
     for rtype in sorted({rank(i) for i in items}):
         same = [i for i in items if rank(i) == rtype]
-        out += [same[i:i + size] for i in range(0, len(same), size)]
+        out += [same[i : i + size] for i in range(0, len(same), size)]
     return out
 
 
-def run_agents(template: str, packets: list[tuple[Path, dict]], out_root: Path, batch_size: int, jobs: int,
-               journal: "Journal", progress=None) -> tuple[list[dict], list[dict]]:
+def run_agents(
+    template: str,
+    packets: list[tuple[Path, dict]],
+    out_root: Path,
+    batch_size: int,
+    jobs: int,
+    journal: "Journal",
+    progress=None,
+) -> tuple[list[dict], list[dict]]:
     """(outcomes, batches): each batch runs its packets one after another; up to `jobs` batches run at once."""
     progress = progress or (lambda o: o)
 
     def run_batch(batch):
-        return [progress(journal.run(path, packet, lambda p, k: run_agent(template, p, k, out_root)))
-                for path, packet in batch]
+        return [
+            progress(journal.run(path, packet, lambda p, k: run_agent(template, p, k, out_root)))
+            for path, packet in batch
+        ]
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         done = list(pool.map(run_batch, batches(packets, batch_size)))
-    summary = [{"record_type": group[0]["record_type"], "packets": [o["seg_id"] for o in group],
-                "no_difficulty_reported": not any(reported_difficulty(o) for o in group
-                                                  if o["outcome"] != "skipped-exists")}
-               for group in done if group]
+    summary = [
+        {
+            "record_type": group[0]["record_type"],
+            "packets": [o["seg_id"] for o in group],
+            "no_difficulty_reported": not any(
+                reported_difficulty(o) for o in group if o["outcome"] != "skipped-exists"
+            ),
+        }
+        for group in done
+        if group
+    ]
     return [o for group in done for o in group], summary
 
 
 # ---- the stage ----------------------------------------------------------------------------------
 
-def distill(packets_dir: Path, out_root: Path, mode: str, command: str = "", batch_size: int = 8,
-            jobs: int = 1, stream=None) -> dict:
+
+def distill(
+    packets_dir: Path, out_root: Path, mode: str, command: str = "", batch_size: int = 8, jobs: int = 1, stream=None
+) -> dict:
     if mode == "agent":
         check_template(command)
     slug, packets = load_packets(packets_dir)
@@ -328,23 +373,36 @@ def distill(packets_dir: Path, out_root: Path, mode: str, command: str = "", bat
     extra = {}
     journal = Journal(out_root, slug)
     if mode == "draft":
-        outcomes = [progress(journal.run(path, packet, lambda p, k: draft_one(p, k, out_root))) for path, packet in packets]
+        outcomes = [
+            progress(journal.run(path, packet, lambda p, k: draft_one(p, k, out_root))) for path, packet in packets
+        ]
     elif mode == "agent":
         outcomes, extra["batches"] = run_agents(command, packets, out_root, batch_size, jobs, journal, progress)
     else:
         outcomes = []
     journal.complete()
-    return {"slug": slug, "mode": mode, "counts": dict(sorted(Counter(o["outcome"] for o in outcomes).items())),
-            "packets": outcomes, **extra}
+    return {
+        "slug": slug,
+        "mode": mode,
+        "counts": dict(sorted(Counter(o["outcome"] for o in outcomes).items())),
+        "packets": outcomes,
+        **extra,
+    }
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="optrace distill", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="optrace distill", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--packets", required=True, type=Path, help="one trace's packets directory (holds manifest.json)")
     ap.add_argument("--out", required=True, type=Path, help="the results root; records go to <out>/<target.output>")
     ap.add_argument("--report", required=True, type=Path, help="distill.json to write")
-    ap.add_argument("--mode", required=True, choices=MODES, help="draft: the deterministic drafter; agent: run --command; none: write nothing")
+    ap.add_argument(
+        "--mode",
+        required=True,
+        choices=MODES,
+        help="draft: the deterministic drafter; agent: run --command; none: write nothing",
+    )
     ap.add_argument("--command", default="", help="agent mode: command template with {brief}, {packet}, {out}")
     ap.add_argument("--batch-size", type=int, default=8, help="agent mode: packets per batch")
     ap.add_argument("--jobs", type=int, default=1, help="agent mode: batches run at once")
@@ -355,8 +413,10 @@ def main(argv: list[str]) -> int:
     write_json(args.report, report)
     quiet = [b for b in report.get("batches", []) if b["no_difficulty_reported"]]
     if quiet:
-        print(f"note: {len(quiet)} batch(es) reported no difficulty at all (suspect): "
-              + "; ".join(", ".join(b["packets"]) for b in quiet))
+        print(
+            f"note: {len(quiet)} batch(es) reported no difficulty at all (suspect): "
+            + "; ".join(", ".join(b["packets"]) for b in quiet)
+        )
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items()) or "nothing distilled"
     print(f"distill: {report['slug']}: mode {args.mode}: {counts}")
     return 0

@@ -37,33 +37,54 @@ MAX_SNIPPET_CHARS = 6000  # the store's snippets: median ~0.8 KB, p99 ~11 KB
 UNRANKED = {"score": 0.0, "tier": "provisional"}
 # The ISA an architecture compiles for: the checkable `sm_arch` of an established fact when the packet
 # names no product ISA (a trace scoped to an arch only).
-ARCH_ISA = {"ampere": "sm_80", "hopper": "sm_90", "blackwell": "sm_100", "blackwell-ultra": "sm_103",
-            "blackwell-geforce": "sm_120", "cdna3": "gfx942", "cdna4": "gfx950"}
+ARCH_ISA = {
+    "ampere": "sm_80",
+    "hopper": "sm_90",
+    "blackwell": "sm_100",
+    "blackwell-ultra": "sm_103",
+    "blackwell-geforce": "sm_120",
+    "cdna3": "gfx942",
+    "cdna4": "gfx950",
+}
 # Conditions stated in the text of the attempt itself (what was tried, on which dtype or shapes).
 DTYPE_RE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2|bfloat16|float16|float32)\b", re.I)
-SHAPE_RE = re.compile(r"\b(?:batch_size|batch|seq_len|seqlen|num_tokens|tokens|hidden(?:_size)?|head_dim|[MNK])"
-                      r"\s*(?:<=|>=|==|<|>|=|≤|≥)\s*\d+")
+SHAPE_RE = re.compile(
+    r"\b(?:batch_size|batch|seq_len|seqlen|num_tokens|tokens|hidden(?:_size)?|head_dim|[MNK])"
+    r"\s*(?:<=|>=|==|<|>|=|≤|≥)\s*\d+"
+)
 MAX_CAUSE_SENTENCES = 3
 MAX_REFERENCE_CHARS = 20_000  # a reference kernel is its whole source (the packet caps kernels at 40 000)
 # Categories that name the run's process, not a technique: never a tag.
 PROCESS_CATEGORIES = {"baseline", "exhaustive_search", "long_horizon_episode", "fast_long_horizon_episode"}
 # Capture numbers served as retrieval signals (never the duration: absolute latency is provenance only).
-SIGNAL_METRICS = ("sm_throughput_pct", "memory_throughput_pct", "l2_hit_rate_pct", "achieved_occupancy_pct",
-                  "registers_per_thread")
+SIGNAL_METRICS = (
+    "sm_throughput_pct",
+    "memory_throughput_pct",
+    "l2_hit_rate_pct",
+    "achieved_occupancy_pct",
+    "registers_per_thread",
+)
 SPECULATION_RE = re.compile(r"\b(?:may|might|maybe|possibly|perhaps|probably)\b", re.I)
 ACCURACY_RE = re.compile(r"mismatch|max_(?:abs|rel)_err|accuracy|precision|numerical|\bnan\b|incorrect|tolerance", re.I)
-API_RE = re.compile(r"unsupported|not supported|does not support|not implemented|cannot (?:express|be expressed|lower|compile)"
-                    r"|compile error|COMPILE_ERROR|do(?:es)? not compile|fails to compile", re.I)
+API_RE = re.compile(
+    r"unsupported|not supported|does not support|not implemented|cannot (?:express|be expressed|lower|compile)"
+    r"|compile error|COMPILE_ERROR|do(?:es)? not compile|fails to compile",
+    re.I,
+)
 SCOPE_KEYS = ("vendor", "arch", "product", "dsl", "operator_family")
 _PIECE_END = re.compile(r"(?<=[.!?:])\s+")
 _WORD = re.compile(r"[a-z0-9_]+")
-_STOP = frozenset("the and with for per was were that this than then from into onto over each its are has have "
-                  "but not only also when where which what".split())
+_STOP = frozenset(
+    "the and with for per was were that this than then from into onto over each its are has have "
+    "but not only also when where which what".split()
+)
 _JIT_DECORATOR = re.compile(r"^\s*@([\w.]*)(?:jit|kernel)\b")
 _PY_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")
 # `__global__ void __launch_bounds__(256, 2) sgemm_warptile(`: the name is the word before the argument list,
 # never the qualifier's
-_CUDA_ENTRY = re.compile(r"__global__\s+(?:(?:void|static|inline|__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\))\s+)*(\w+)\s*\(")
+_CUDA_ENTRY = re.compile(
+    r"__global__\s+(?:(?:void|static|inline|__launch_bounds__\s*\((?:[^()]|\([^()]*\))*\))\s+)*(\w+)\s*\("
+)
 
 
 @dataclass
@@ -77,6 +98,7 @@ class Draft:
 
 
 # ---- prose ------------------------------------------------------------------------------------
+
 
 def servable(text) -> str | None:
     """Packet prose fit for served text: non-blank, whitespace collapsed, no absolute latency."""
@@ -125,8 +147,13 @@ def content_words(text: str) -> set[str]:
 
 def is_mechanism(piece: str) -> bool:
     """A causal sentence the established-fact gate accepts, without speculation or absolute latency."""
-    return (len(piece) >= MIN_MECHANISM_CHARS and bool(MECHANISM_RE.search(piece)) and not NON_MECHANISM.search(piece)
-            and not SPECULATION_RE.search(piece) and servable(piece) is not None)
+    return (
+        len(piece) >= MIN_MECHANISM_CHARS
+        and bool(MECHANISM_RE.search(piece))
+        and not NON_MECHANISM.search(piece)
+        and not SPECULATION_RE.search(piece)
+        and servable(piece) is not None
+    )
 
 
 def mechanism_sentence(packet: dict) -> str | None:
@@ -147,11 +174,15 @@ def mechanism_sentence(packet: dict) -> str | None:
     shared = packet["seg_kind"] != "deadend-prose"  # only a prose dead end owns its version's prose alone
     sources = [(a.get("why_it_failed"), False, 0), (lever, False, 1), (a.get("how_it_was_fixed"), False, 0)]
     sources += [(said.get(k), shared, 0) for k in ("gate_verdict", "commit_body", "evidence_summary")]
-    sources += [(p.get("pitfall"), True, 0) for p in a.get("pitfalls_recorded_here", [])
-                if p.get("pitfall") != lever]  # a curated pitfall is listed there too: not its own evidence
+    sources += [
+        (p.get("pitfall"), True, 0) for p in a.get("pitfalls_recorded_here", []) if p.get("pitfall") != lever
+    ]  # a curated pitfall is listed there too: not its own evidence
     for text, needs_overlap, skip in sources:
-        found = [p for p in pieces(text)[skip:]
-                 if is_mechanism(p) and (not needs_overlap or len(words & content_words(p)) >= needed)]
+        found = [
+            p
+            for p in pieces(text)[skip:]
+            if is_mechanism(p) and (not needs_overlap or len(words & content_words(p)) >= needed)
+        ]
         if found:  # every causal sentence of the first source that has one: the whole stated cause
             return quote(text, found[:MAX_CAUSE_SENTENCES])
     return None
@@ -186,6 +217,7 @@ def single_match(pattern: re.Pattern, text: str) -> str | None:
 
 
 # ---- code -------------------------------------------------------------------------------------
+
 
 def within_budget(lines: list[str]) -> str:
     """Whole lines, as many as fit the snippet budget (always at least one)."""
@@ -248,11 +280,19 @@ def cost_of(code: str | None, status: str | None) -> dict:
     changed, _ = diff_size(code)
     scope = edit_scope(code)
     if status != "PASS":
-        return {"edit_scope": scope, "risk": "high", "risk_basis": "no passing correctness check is recorded for this step"}
+        return {
+            "edit_scope": scope,
+            "risk": "high",
+            "risk_basis": "no passing correctness check is recorded for this step",
+        }
     small = changed <= SMALL_EDIT_LINES
-    return {"edit_scope": scope, "risk": "low" if small else "med",
-            "risk_basis": "a small edit that passed the harness's correctness check" if small
-            else "a large edit; it passed the harness's correctness check"}
+    return {
+        "edit_scope": scope,
+        "risk": "low" if small else "med",
+        "risk_basis": "a small edit that passed the harness's correctness check"
+        if small
+        else "a large edit; it passed the harness's correctness check",
+    }
 
 
 def _block_end_python(lines: list[str], start: int) -> int:
@@ -335,6 +375,7 @@ def _trim_blank(lines: list[str]) -> list[str]:
 
 # ---- shared parts -----------------------------------------------------------------------------
 
+
 def operator_name(packet: dict) -> str:
     return packet["target"]["scope"]["operator_family"]
 
@@ -363,8 +404,13 @@ def problem(packet: dict) -> dict:
     profiler = usable_profiler(packet)
     conclusion = pieces(servable(profiler.get("conclusion")) if profiler else None)
     statement = servable(op.get("what_it_computes")) or f"The {operator_name(packet)} operator on {op['gpu']}."
-    return {"statement": statement, "target": op["gpu"], "operator": operator_name(packet),
-            "bottleneck": conclusion[0] if conclusion else None, "dsl": op["dsl"]}
+    return {
+        "statement": statement,
+        "target": op["gpu"],
+        "operator": operator_name(packet),
+        "bottleneck": conclusion[0] if conclusion else None,
+        "dsl": op["dsl"],
+    }
 
 
 def bottleneck_evidence(packet: dict) -> dict:
@@ -392,9 +438,15 @@ def retrieval(packet: dict) -> dict:
     return {
         "scope": scope,
         "generality": {"arch": scope["arch"], "language": scope["dsl"], "workload_family": target["workload_family"]},
-        "signals": {"metrics": signal_metrics(packet),
-                    "shape_regime": {"predicate": "*", "var_axes": [a for a in op["variable_axes"] if isinstance(a, str)],
-                                     "n_shapes": op["n_benchmarked_shapes"]}, "symptoms": found},
+        "signals": {
+            "metrics": signal_metrics(packet),
+            "shape_regime": {
+                "predicate": "*",
+                "var_axes": [a for a in op["variable_axes"] if isinstance(a, str)],
+                "n_shapes": op["n_benchmarked_shapes"],
+            },
+            "symptoms": found,
+        },
         "technique_tags": tags,
         "triggers": [f"{s} {operator_name(packet)} kernel" for s in found],
     }
@@ -425,14 +477,23 @@ def signal_metrics(packet: dict) -> dict:
 
 def evidence(packet: dict, effect: dict) -> dict:
     op, target, prov = packet["agent_facing"]["operator"], packet["target"], packet["provenance"]
-    measured_on = {"harness": op.get("harness"), "gpu": op["gpu"],
-                   "track": f"{target['scope']['arch']}/{target['scope']['dsl']}"}
+    measured_on = {
+        "harness": op.get("harness"),
+        "gpu": op["gpu"],
+        "track": f"{target['scope']['arch']}/{target['scope']['dsl']}",
+    }
     return {
-        "summary": {"confidence": "measured" if measured(packet) else "inferred",
-                    "bottleneck_evidence": bottleneck_evidence(packet),
-                    "measured_on": {k: v for k, v in measured_on.items() if isinstance(v, str) and v}},
-        "raw": {"source_repo": prov["source_label"], "version": prov["version"], "git_commit": prov["commit"],
-                "effect": effect},
+        "summary": {
+            "confidence": "measured" if measured(packet) else "inferred",
+            "bottleneck_evidence": bottleneck_evidence(packet),
+            "measured_on": {k: v for k, v in measured_on.items() if isinstance(v, str) and v},
+        },
+        "raw": {
+            "source_repo": prov["source_label"],
+            "version": prov["version"],
+            "git_commit": prov["commit"],
+            "effect": effect,
+        },
     }
 
 
@@ -453,6 +514,7 @@ def correctness(measurements: dict) -> dict:
 
 # ---- per type ---------------------------------------------------------------------------------
 
+
 def strategy_draft(packet: dict, code: str | None) -> Draft | str:
     a = packet["agent_facing"]
     said, m = a["what_the_run_said"], a["measurements"]
@@ -470,7 +532,9 @@ def strategy_draft(packet: dict, code: str | None) -> Draft | str:
     approach = servable(base.get("previous_approach"))
     if approach is None:
         thin.append("trace.builds_on.approach")
-        approach = "The untouched baseline kernel." if base.get("was_the_untouched_baseline") else "The previous kept kernel."
+        approach = (
+            "The untouched baseline kernel." if base.get("was_the_untouched_baseline") else "The previous kept kernel."
+        )
     mechanism = strategy_mechanism(packet, change)
     if mechanism is None:
         thin.append("mechanism")
@@ -482,19 +546,35 @@ def strategy_draft(packet: dict, code: str | None) -> Draft | str:
     payload = {
         "goal": f"Cut the latency of {operator_name(packet)} on {a['operator']['gpu']}: {change}",
         "problem": problem(packet),
-        "trace": {"builds_on": {"approach": approach, "is_baseline": bool(base.get("was_the_untouched_baseline"))},
-                  "technique_here": [technique(packet)]},
+        "trace": {
+            "builds_on": {"approach": approach, "is_baseline": bool(base.get("was_the_untouched_baseline"))},
+            "technique_here": [technique(packet)],
+        },
         "change": change,
         "mechanism": mechanism or "",
         "implementation": {"format": DIFF_FORMAT, "snippet": snippet},
         "cost": cost_of(code, status),
         "next_steps": next_steps,
     }
-    gain = {"basis": "measured", "kind": "performance", "primary": "latency", "pct": pct,
-            "metrics": [{"metric": "latency", "direction": "lower-better", "source": "step-record", "delta_pct": pct,
-                         "measured_over": f"geomean over {n} benchmarked shapes" if n else "geomean over the benchmarked shapes"}],
-            **correctness(m)}
-    return Draft(payload, gain, measured_effect(packet, parent_geomean_us=m.get("floor_before_us"), delta_pct=pct), thin)
+    gain = {
+        "basis": "measured",
+        "kind": "performance",
+        "primary": "latency",
+        "pct": pct,
+        "metrics": [
+            {
+                "metric": "latency",
+                "direction": "lower-better",
+                "source": "step-record",
+                "delta_pct": pct,
+                "measured_over": f"geomean over {n} benchmarked shapes" if n else "geomean over the benchmarked shapes",
+            }
+        ],
+        **correctness(m),
+    }
+    return Draft(
+        payload, gain, measured_effect(packet, parent_geomean_us=m.get("floor_before_us"), delta_pct=pct), thin
+    )
 
 
 def verdict_of(packet: dict, texts: list[str]) -> str:
@@ -512,8 +592,12 @@ def fact_condition(packet: dict, text: str) -> dict:
     """The GPU's ISA and the toolchain, plus a dtype or shape regime when the attempt's own prose states one."""
     scope = packet["target"]["scope"]
     isa = packet["agent_facing"]["operator"].get("isa") or ARCH_ISA.get(scope["arch"])
-    condition = {"sm_arch": isa, "shape_regime": single_match(SHAPE_RE, text),
-                 "dtype": single_match(DTYPE_RE, text), "toolchain": scope["dsl"] if scope["dsl"] != "any" else None}
+    condition = {
+        "sm_arch": isa,
+        "shape_regime": single_match(SHAPE_RE, text),
+        "dtype": single_match(DTYPE_RE, text),
+        "toolchain": scope["dsl"] if scope["dsl"] != "any" else None,
+    }
     return {k: v for k, v in condition.items() if v}
 
 
@@ -550,8 +634,11 @@ def lesson_text(packet: dict, lever: str, mechanism: str) -> str:
     words = content_words(lever)
     needed = min(len(words), max(2, (len(words) + 1) // 2))
     # the lever's own fix, else the fix of a pitfall this version recorded about the same lever
-    fixes = [a.get("how_it_was_fixed")] + [p.get("fix") for p in a.get("pitfalls_recorded_here") or []
-                                           if len(words & content_words(p.get("pitfall") or "")) >= needed]
+    fixes = [a.get("how_it_was_fixed")] + [
+        p.get("fix")
+        for p in a.get("pitfalls_recorded_here") or []
+        if len(words & content_words(p.get("pitfall") or "")) >= needed
+    ]
     for fix in map(servable, fixes):
         if fix and lever_key(fix) != lever_key(mechanism):
             return fix
@@ -610,10 +697,19 @@ def reference_draft(packet: dict, code: str | None) -> Draft | str:
         return "nothing servable says what this kernel does"
     goal = REFERENCE_GOALS.get(packet["seg_kind"], REFERENCE_GOALS["final-kernel"])
     implementation = {"format": SOURCE_FORMAT, "snippet": snippet, **({"core_kernel_name": name} if name else {})}
-    payload = {"goal": goal.format(op=operator_name(packet), gpu=a["operator"]["gpu"]), "problem": problem(packet),
-               "trace": {"builds_on": {"approach": approach}}, "implementation": implementation}
-    gain = {"basis": "measured" if measured(packet) else "qualitative", "kind": "none", "pct": None, "metrics": [],
-            **correctness(m)}
+    payload = {
+        "goal": goal.format(op=operator_name(packet), gpu=a["operator"]["gpu"]),
+        "problem": problem(packet),
+        "trace": {"builds_on": {"approach": approach}},
+        "implementation": implementation,
+    }
+    gain = {
+        "basis": "measured" if measured(packet) else "qualitative",
+        "kind": "none",
+        "pct": None,
+        "metrics": [],
+        **correctness(m),
+    }
     return Draft(payload, gain, measured_effect(packet), [] if name else ["implementation.core_kernel_name"])
 
 
@@ -632,8 +728,12 @@ def draft_record(packet: dict, code: str | None) -> tuple[dict | None, str]:
         return None, draft
     target = packet["target"]
     record = {
-        "schema": target["schema"], "id": target["id"], "type": packet["record_type"], "level": target["level"],
-        "status": "active", "episode_key": target["episode_key"],
+        "schema": target["schema"],
+        "id": target["id"],
+        "type": packet["record_type"],
+        "level": target["level"],
+        "status": "active",
+        "episode_key": target["episode_key"],
         "retrieval": retrieval(packet),
         "payload": draft.payload,
         "evidence": evidence(packet, draft.effect),
@@ -654,8 +754,11 @@ def read_code(packet_path: Path, packet: dict) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python -m optrace.distill.drafter", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m optrace.distill.drafter",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("packet", type=Path, help="a packet JSON (its code file sits beside it)")
     args = ap.parse_args(argv)
     packet = read_json(args.packet)

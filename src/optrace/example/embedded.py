@@ -52,8 +52,11 @@ def build_example(out: Path, plan_path: Path = PLAN) -> str:
     plan = load_plan(plan_path)
     base = plan_path.parent
     commits = [
-        CommitSpec(subject=c["subject"], body=c.get("body", ""),
-                   files={dst: _content(base, src) for dst, src in (c.get("files") or {}).items()})
+        CommitSpec(
+            subject=c["subject"],
+            body=c.get("body", ""),
+            files={dst: _content(base, src) for dst, src in (c.get("files") or {}).items()},
+        )
         for c in plan["commits"]
     ]
     untracked = {dst: _content(base, src) for dst, src in (plan.get("untracked") or {}).items()}

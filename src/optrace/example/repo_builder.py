@@ -60,8 +60,7 @@ def _git(repo: Path, *args: str, stdin: bytes | None = None) -> str:
     return res.stdout.decode().strip()
 
 
-def build_trace(dest: str | Path, commits: list[CommitSpec],
-                untracked: dict[str, str | bytes] | None = None) -> str:
+def build_trace(dest: str | Path, commits: list[CommitSpec], untracked: dict[str, str | bytes] | None = None) -> str:
     """Create `dest` as a git work tree holding `commits` (main checked out) plus untracked files.
     Returns HEAD's sha."""
     dest = Path(dest)

@@ -30,14 +30,18 @@ def locate(record: Path, results: Path | None, slug: str | None) -> TracePaths:
     return TracePaths(results, slug)
 
 
-def check_record_file(record: Path, paths: TracePaths, profile: Path, live_index: Path | None,
-                      denylist_terms: tuple[str, ...]) -> dict[str, tuple[str, list[str]]]:
+def check_record_file(
+    record: Path, paths: TracePaths, profile: Path, live_index: Path | None, denylist_terms: tuple[str, ...]
+) -> dict[str, tuple[str, list[str]]]:
     """{gate: (PASS|FAIL|SKIP, messages)} of the 17 gates on one record file."""
     run = TraceRun(paths, profile, load_live_store(live_index) if live_index else LiveStore(), denylist_terms)
     name = record.name
-    target = run.targets.get(name[:-len(".json")] if name.endswith(".json") else name)
+    target = run.targets.get(name[: -len(".json")] if name.endswith(".json") else name)
     if target is None:
-        raise InputError(record, f"no packet of trace {paths.slug} targets this record (its file name must be the packet's target id)")
+        raise InputError(
+            record,
+            f"no packet of trace {paths.slug} targets this record (its file name must be the packet's target id)",
+        )
     data, error = read_bytes(record, MAX_RECORD_BYTES)
     parsed = None
     if error is None:

@@ -55,8 +55,19 @@ from optrace.gates.store.schema import CONTRACT
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
 
 MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
-from optrace.gates.trace import (ALL_GATES, Claim, Judged, LiveStore, Packet, RecordVerdict, finish, judge,
-    load_live_store, overlaps, trace_context)
+from optrace.gates.trace import (
+    ALL_GATES,
+    Claim,
+    Judged,
+    LiveStore,
+    Packet,
+    RecordVerdict,
+    finish,
+    judge,
+    load_live_store,
+    overlaps,
+    trace_context,
+)
 from optrace.gates.trace.model import PROFILE, TraceContext
 from optrace.gates.trace.runner import TRACE_GATE_DEFS
 
@@ -70,6 +81,7 @@ SHOWN_FAILURES = 20  # failing records `check` prints
 
 
 # --- where a trace's files are -------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class TracePaths:
@@ -100,8 +112,11 @@ def record_names(distilled: Path) -> list[str]:
     """`*.json` directly in distilled/{slug}/ (no record yet: no directory), hidden temp files left out."""
     if not distilled.is_dir():
         return []
-    return sorted(e.name for e in os.scandir(distilled)
-                  if e.name.endswith(".json") and not e.name.startswith(".") and not e.is_dir(follow_symlinks=False))
+    return sorted(
+        e.name
+        for e in os.scandir(distilled)
+        if e.name.endswith(".json") and not e.name.startswith(".") and not e.is_dir(follow_symlinks=False)
+    )
 
 
 def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:
@@ -110,8 +125,11 @@ def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:
     entries = manifest.get("packets") if isinstance(manifest, dict) else None
     if not isinstance(entries, list):
         raise InputError(packets / "manifest.json", "has no packets list")
-    return {e["id"]: (e["seg_id"], e.get("code_file")) for e in entries if isinstance(e, dict)
-            and isinstance(e.get("id"), str) and isinstance(e.get("seg_id"), str)}
+    return {
+        e["id"]: (e["seg_id"], e.get("code_file"))
+        for e in entries
+        if isinstance(e, dict) and isinstance(e.get("id"), str) and isinstance(e.get("seg_id"), str)
+    }
 
 
 def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
@@ -131,6 +149,7 @@ def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
 
 
 # --- the cache -----------------------------------------------------------------------------------
+
 
 def gate_code_digest() -> str:
     """The package's whole source: editing any module invalidates the cache. A superset of what the gates
@@ -224,9 +243,14 @@ def cached(entries: dict[str, Any], key: str, secret: bytes) -> Judged | None:
 
 # --- one trace -----------------------------------------------------------------------------------
 
+
 def facts_json(trace: TraceContext) -> dict:
-    return {"commits": dict(trace.commits), "usable_captures": sorted(trace.usable_captures),
-            "capture_versions": dict(trace.capture_versions), "meta": dict(trace.meta)}
+    return {
+        "commits": dict(trace.commits),
+        "usable_captures": sorted(trace.usable_captures),
+        "capture_versions": dict(trace.capture_versions),
+        "meta": dict(trace.meta),
+    }
 
 
 def _str_map(value: Any) -> bool:
@@ -236,8 +260,13 @@ def _str_map(value: Any) -> bool:
 def facts_from_json(slug: str, facts: dict, profile: str) -> TraceContext | None:
     """The cached facts, or None when they are not what facts_json wrote."""
     commits, usable, versions, meta = (facts.get(k) for k in ("commits", "usable_captures", "capture_versions", "meta"))
-    if not (_str_map(commits) and _str_map(versions) and isinstance(meta, dict)
-            and isinstance(usable, list) and all(isinstance(d, str) for d in usable)):
+    if not (
+        _str_map(commits)
+        and _str_map(versions)
+        and isinstance(meta, dict)
+        and isinstance(usable, list)
+        and all(isinstance(d, str) for d in usable)
+    ):
         return None
     return TraceContext(slug, commits, frozenset(usable), profile, versions, meta)
 
@@ -273,20 +302,30 @@ class TraceRun:
     @property
     def trace(self) -> TraceContext:
         if self._trace is None:  # parsing 3000 versions costs more than 10 records: only on a miss
-            self._trace = trace_context(self.paths.slug, read_jsonl(self.paths.work / "versions.jsonl"),
-                                        read_jsonl(self.paths.work / "profiles.jsonl"), str(self.profile),
-                                        read_json(self.paths.work / "meta.json"))
+            self._trace = trace_context(
+                self.paths.slug,
+                read_jsonl(self.paths.work / "versions.jsonl"),
+                read_jsonl(self.paths.work / "profiles.jsonl"),
+                str(self.profile),
+                read_json(self.paths.work / "meta.json"),
+            )
         return self._trace
 
     def context(self) -> bytes:
-        files = [self.profile, CONTRACT, self.paths.work / "versions.jsonl", self.paths.work / "profiles.jsonl",
-                 self.paths.work / "meta.json"]
+        files = [
+            self.profile,
+            CONTRACT,
+            self.paths.work / "versions.jsonl",
+            self.paths.work / "profiles.jsonl",
+            self.paths.work / "meta.json",
+        ]
         try:
             parts = [path.read_bytes() for path in files]
         except OSError as exc:
             raise InputError(exc.filename, f"cannot be read ({exc.strerror})") from None
-        return context_digest([gate_code_digest().encode(), self.paths.slug.encode(),
-                               "\0".join(self.denylist_terms).encode(), *parts])
+        return context_digest(
+            [gate_code_digest().encode(), self.paths.slug.encode(), "\0".join(self.denylist_terms).encode(), *parts]
+        )
 
     def parse_packet(self, target: tuple[str, str | None], data: bytes, code: bytes) -> Packet:
         seg_id, code_file = target
@@ -298,7 +337,7 @@ class TraceRun:
     def judge_file(self, name: str, context: bytes, cache: Cache, used: dict) -> Judged:
         relpath = self.paths.relpath(name)
         data, error = read_bytes(self.paths.distilled / name, MAX_RECORD_BYTES)
-        target = self.targets.get(name[:-len(".json")])
+        target = self.targets.get(name[: -len(".json")])
         packet_bytes, code = self.packet_files(*target) if target else (b"", b"")
         key = record_key(context, relpath, data or (error or "").encode(), packet_bytes, code)
         judged = cached(cache.entries, key, self.secret)
@@ -327,9 +366,11 @@ class TraceRun:
         judged = [self.judge_file(name, context, cache, used) for name in names]
         if used.keys() != cache.entries.keys() or cache.context != context.hex():
             facts = facts_json(self._trace) if self._trace is not None else None
-            write_text_atomic(cache_path, dumps_compact({"format": CACHE_FORMAT, "context": context.hex(),
-                                                         "facts": facts, "entries": used}))
-        covered = {name[:-len(".json")] for name in names}
+            write_text_atomic(
+                cache_path,
+                dumps_compact({"format": CACHE_FORMAT, "context": context.hex(), "facts": facts, "entries": used}),
+            )
+        covered = {name[: -len(".json")] for name in names}
         missing = sorted(seg for rid, (seg, _) in self.targets.items() if rid not in covered)
         return finish(judged, self.live), missing
 
@@ -342,13 +383,19 @@ def gate_table() -> list[dict]:
 def trace_report(slug: str, verdicts: list[RecordVerdict], without_record: list[str]) -> dict:
     rows = [v.to_json() for v in verdicts]
     failed = sum(r["status"] == FAIL for r in rows)
-    return {"schema": REPORT_SCHEMA, "slug": slug, "gates": gate_table(),
-            "counts": {"records": len(rows), "passed": len(rows) - failed, "failed": failed},
-            "packets_without_record": without_record, "records": rows}
+    return {
+        "schema": REPORT_SCHEMA,
+        "slug": slug,
+        "gates": gate_table(),
+        "counts": {"records": len(rows), "passed": len(rows) - failed, "failed": failed},
+        "packets_without_record": without_record,
+        "records": rows,
+    }
 
 
-def validate_trace(paths: TracePaths, profile: Path = PROFILE, live_index: Path | None = None,
-                   denylist_terms: tuple[str, ...] = ()) -> tuple[dict, int]:
+def validate_trace(
+    paths: TracePaths, profile: Path = PROFILE, live_index: Path | None = None, denylist_terms: tuple[str, ...] = ()
+) -> tuple[dict, int]:
     """(report, records judged this run) for one trace; writes nothing but the cache."""
     live = load_live_store(live_index) if live_index else LiveStore()
     run = TraceRun(paths, profile, live, denylist_terms)
@@ -357,6 +404,7 @@ def validate_trace(paths: TracePaths, profile: Path = PROFILE, live_index: Path 
 
 
 # --- all traces ----------------------------------------------------------------------------------
+
 
 def summarize(reports: list[tuple[str, dict]]) -> dict:
     """Merge (path, report) pairs; a record whose id or episode another trace also claims fails store-overlap."""
@@ -369,26 +417,54 @@ def summarize(reports: list[tuple[str, dict]]) -> dict:
         cross_trace += new
         failed = rec["failed"] + (["store-overlap"] if new and "store-overlap" not in rec["failed"] else [])
         messages = [m for g in failed for m in rec["gates"][g]["messages"]] + new
-        records.append({"slug": slug, "path": rec["path"], "id": rec["id"], "sha256": rec.get("sha256"),
-                        "status": FAIL if failed else PASS, "failed": failed, "messages": messages})
+        records.append(
+            {
+                "slug": slug,
+                "path": rec["path"],
+                "id": rec["id"],
+                "sha256": rec.get("sha256"),
+                "status": FAIL if failed else PASS,
+                "failed": failed,
+                "messages": messages,
+            }
+        )
     traces = []
     for path, r in reports:
         mine = [rec for rec in records if rec["slug"] == r["slug"]]
         failed = sum(rec["status"] == FAIL for rec in mine)
-        traces.append({"slug": r["slug"], "report": path, "records": len(mine), "passed": len(mine) - failed,
-                       "failed": failed, "packets_without_record": len(r["packets_without_record"])})
+        traces.append(
+            {
+                "slug": r["slug"],
+                "report": path,
+                "records": len(mine),
+                "passed": len(mine) - failed,
+                "failed": failed,
+                "packets_without_record": len(r["packets_without_record"]),
+            }
+        )
     failed = sum(rec["status"] == FAIL for rec in records)
-    return {"schema": SUMMARY_SCHEMA, "records": len(records), "passed": len(records) - failed, "failed": failed,
-            "traces": traces, "cross_trace_overlaps": cross_trace, "by_record": records}
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "records": len(records),
+        "passed": len(records) - failed,
+        "failed": failed,
+        "traces": traces,
+        "cross_trace_overlaps": cross_trace,
+        "by_record": records,
+    }
 
 
 def format_summary(summary: dict) -> str:
-    lines = [f"validation: {summary['records']} records in {len(summary['traces'])} traces, "
-             f"{summary['passed']} passed, {summary['failed']} failed"]
+    lines = [
+        f"validation: {summary['records']} records in {len(summary['traces'])} traces, "
+        f"{summary['passed']} passed, {summary['failed']} failed"
+    ]
     width = max([len(t["slug"]) for t in summary["traces"]] + [5])
     for t in summary["traces"]:
-        lines.append(f"  {t['slug']:<{width}}  {t['records']:>5} records  {t['passed']:>5} passed  "
-                     f"{t['failed']:>5} failed  {t['packets_without_record']:>4} packets without a record")
+        lines.append(
+            f"  {t['slug']:<{width}}  {t['records']:>5} records  {t['passed']:>5} passed  "
+            f"{t['failed']:>5} failed  {t['packets_without_record']:>4} packets without a record"
+        )
     failing = [r for r in summary["by_record"] if r["status"] == FAIL]
     for r in failing[:SHOWN_FAILURES]:
         lines.append(f"FAIL {r['path']}  [{', '.join(r['failed'])}]")
@@ -396,12 +472,15 @@ def format_summary(summary: dict) -> str:
     if len(failing) > SHOWN_FAILURES:
         lines.append(f"... and {len(failing) - SHOWN_FAILURES} more failing records (see the summary file)")
     if not summary["records"]:
-        lines.append("FAIL no records to validate: distill first (snakemake distill), or write records into "
-                     "results/distilled/<slug>/")
+        lines.append(
+            "FAIL no records to validate: distill first (snakemake distill), or write records into "
+            "results/distilled/<slug>/"
+        )
     return "\n".join(lines)
 
 
 # --- CLI -----------------------------------------------------------------------------------------
+
 
 def denylist_terms(env_name: str) -> tuple[str, ...]:
     return read_denylist(variable=env_name)
@@ -413,8 +492,10 @@ def cmd_trace(args) -> int:
     out = args.out or paths.report
     write_text_atomic(out, dumps_compact(report))
     c = report["counts"]
-    print(f"validate: {args.slug}: {c['records']} records ({checked} checked, {c['records'] - checked} cached), "
-          f"{c['passed']} passed, {c['failed']} failed -> {out}")
+    print(
+        f"validate: {args.slug}: {c['records']} records ({checked} checked, {c['records'] - checked} cached), "
+        f"{c['passed']} passed, {c['failed']} failed -> {out}"
+    )
     return 0
 
 
@@ -430,7 +511,9 @@ def cmd_summary(args) -> int:
     try:
         summary = summarize(reports)
     except (KeyError, TypeError, AttributeError) as exc:
-        raise InputError(args.out, f"a report is not shaped like {REPORT_SCHEMA} ({type(exc).__name__}: {exc})") from None
+        raise InputError(
+            args.out, f"a report is not shaped like {REPORT_SCHEMA} ({type(exc).__name__}: {exc})"
+        ) from None
     write_text_atomic(args.out, dumps_compact(summary))
     print(format_summary(summary))
     return 0
@@ -463,8 +546,11 @@ def cmd_injection_tests() -> int:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="optrace validate", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--injection-tests", action="store_true",
-                    help="prove every gate fires on a planted defect in passing records of the example trace")
+    ap.add_argument(
+        "--injection-tests",
+        action="store_true",
+        help="prove every gate fires on a planted defect in passing records of the example trace",
+    )
     sub = ap.add_subparsers(dest="command")
     tr = sub.add_parser("trace", help="validate one trace's distilled records")
     tr.add_argument("--results", type=Path, required=True, help="results root (distilled/, packets/, work/)")

@@ -32,13 +32,11 @@ AUTOTUNE_DIR = "autotune"
 # more than the default per-file cap meant for memory and profile files.
 READ_CAP = 256 * 1024 * 1024
 
-LEAN_HEADER = ["run_id", "timestamp_s", "config_id", "generation", "status", "perf_ms",
-               "compile_time_s", "config"]
+LEAN_HEADER = ["run_id", "timestamp_s", "config_id", "generation", "status", "perf_ms", "compile_time_s", "config"]
 SOURCES_HEADER = ["run_id", "timestamp_s", "config_id", "generation", "status", "source_hash"]
 # Column names of every header Helion has written (#1095, #2699, #2737, #2770, #3229): a first line
 # that uses none of them is data, i.e. the file has no header at all.
-KNOWN_COLUMNS = frozenset(LEAN_HEADER + SOURCES_HEADER
-                          + ["kernel_id", "sample_id", "config_index", "decorator"])
+KNOWN_COLUMNS = frozenset(LEAN_HEADER + SOURCES_HEADER + ["kernel_id", "sample_id", "config_index", "decorator"])
 
 FEASIBLE = frozenset({"ok", "deduplicated"})
 INFEASIBLE = frozenset({"error", "timeout", "peer_compilation_fail"})
@@ -50,12 +48,29 @@ CONFIG_ID = re.compile(r"[0-9a-f]{16}")
 # Identity fields of a meta record that a row needs; all are strings in the merged format.
 CONTEXT_KEYS = ("kernel_name", "input_shapes", "dtypes", "hardware")
 # The settings Helion hashes into run_id (`_CODEGEN_SETTINGS` at HEAD, reference/helion-telemetry.md §5).
-CODEGEN_SETTINGS = ("allow_warp_specialize", "backend", "debug_dtype_asserts", "dot_precision", "fast_math",
-                    "index_dtype", "pallas_collective_id", "pallas_interpret", "pallas_topk_recall_target",
-                    "persistent_reserved_sms", "static_shapes", "triton_do_not_specialize")
+CODEGEN_SETTINGS = (
+    "allow_warp_specialize",
+    "backend",
+    "debug_dtype_asserts",
+    "dot_precision",
+    "fast_math",
+    "index_dtype",
+    "pallas_collective_id",
+    "pallas_interpret",
+    "pallas_topk_recall_target",
+    "persistent_reserved_sms",
+    "static_shapes",
+    "triton_do_not_specialize",
+)
 
-EXCLUSION_REASONS = ("malformed", "no_run_id", "no_meta", "tampered_config_id", "config_not_in_meta",
-                     "deduplicated_unresolved")
+EXCLUSION_REASONS = (
+    "malformed",
+    "no_run_id",
+    "no_meta",
+    "tampered_config_id",
+    "config_not_in_meta",
+    "deduplicated_unresolved",
+)
 
 
 # ---------------------------------------------------------------- ids
@@ -85,8 +100,13 @@ def config_from_repr(text: str) -> dict | None:
         node = ast.parse(text, mode="eval").body
     except SyntaxError:
         return None
-    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Config"
-            and not node.args and all(k.arg for k in node.keywords)):
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "Config"
+        and not node.args
+        and all(k.arg for k in node.keywords)
+    ):
         return None
     try:
         return {k.arg: ast.literal_eval(k.value) for k in node.keywords}
@@ -204,8 +224,9 @@ def parse_row(where: str, cells: list[str]) -> CsvRow:
         raise ValueError("status ok without a perf_ms")
     if perf_ms == 0:
         raise ValueError("perf_ms 0.000000 is not a measurement")
-    return CsvRow(where, run_id, config_id, int(generation), status, perf_ms,
-                  _number(compile_time, "compile_time_s"), config_text)
+    return CsvRow(
+        where, run_id, config_id, int(generation), status, perf_ms, _number(compile_time, "compile_time_s"), config_text
+    )
 
 
 def parse_csv(path: str, text: str) -> ParsedCsv:
@@ -249,6 +270,7 @@ class Tampered:
 @dataclass(frozen=True)
 class RunContext:
     """What a row needs from its run and cannot get anywhere else: run_id is a one-way hash of these."""
+
     kernel_name: str
     input_shapes: str
     dtypes: str
@@ -378,9 +400,14 @@ class AutotuneRow:
         }
 
     def sort_key(self) -> tuple:
-        return (self.run_id, self.generation, self.config_id, self.status,
-                -1.0 if self.perf_ms is None else self.perf_ms,
-                -1.0 if self.compile_time_s is None else self.compile_time_s)
+        return (
+            self.run_id,
+            self.generation,
+            self.config_id,
+            self.status,
+            -1.0 if self.perf_ms is None else self.perf_ms,
+            -1.0 if self.compile_time_s is None else self.compile_time_s,
+        )
 
 
 @dataclass
@@ -423,6 +450,7 @@ class AutotuneResult:
 
 def join_row(row: CsvRow, runs: dict[str, Run], report: AutotuneReport) -> AutotuneRow | None:
     """The joined row, or None with the reason counted in the report."""
+
     def exclude(reason: str) -> None:
         report.excluded[reason] += 1
 
@@ -451,8 +479,16 @@ def join_row(row: CsvRow, runs: dict[str, Run], report: AutotuneReport) -> Autot
     if stated is None:
         report.unverified_config_text += 1
     report.rows_joined += 1
-    return AutotuneRow(row.run_id, row.config_id, row.status, row.perf_ms, row.compile_time_s,
-                       row.generation, compact_config(config), run.context)
+    return AutotuneRow(
+        row.run_id,
+        row.config_id,
+        row.status,
+        row.perf_ms,
+        row.compile_time_s,
+        row.generation,
+        compact_config(config),
+        run.context,
+    )
 
 
 def _read(files: TraceFiles, rel: str) -> tuple[str | None, str | None]:
@@ -515,9 +551,11 @@ def main(argv: list[str]) -> int:
     if args.report:
         write_json(args.report, result.report.to_json())
     rep = result.report
-    print(f"autotune: {rep.rows_joined}/{rep.rows_read} rows joined from {len(rep.sets)} file(s); "
-          f"{rep.started_dropped} started dropped, {sum(rep.excluded.values())} excluded, "
-          f"{len(rep.unjoinable_files)} unjoinable file(s), {len(rep.tampered_config_ids)} tampered id(s)")
+    print(
+        f"autotune: {rep.rows_joined}/{rep.rows_read} rows joined from {len(rep.sets)} file(s); "
+        f"{rep.started_dropped} started dropped, {sum(rep.excluded.values())} excluded, "
+        f"{len(rep.unjoinable_files)} unjoinable file(s), {len(rep.tampered_config_ids)} tampered id(s)"
+    )
     return 0
 
 

@@ -10,8 +10,16 @@ SCAN_BYTES = 64 * 1024
 
 # Ordered: a Gluon kernel also imports triton; a CuTe DSL kernel may mention CUDA.
 _PATTERNS = [
-    ("gluon", re.compile(r"\btriton\.experimental\.gluon\b|\bfrom\s+triton\.experimental\s+import\s+gluon\b|@gluon\.jit\b")),
-    ("cutedsl", re.compile(r"\bimport\s+cutlass\b|\bfrom\s+cutlass\b[\w.]*\s+import\b|\bcutlass\.cute\b|@cute\.(?:jit|kernel)\b", re.I)),
+    (
+        "gluon",
+        re.compile(r"\btriton\.experimental\.gluon\b|\bfrom\s+triton\.experimental\s+import\s+gluon\b|@gluon\.jit\b"),
+    ),
+    (
+        "cutedsl",
+        re.compile(
+            r"\bimport\s+cutlass\b|\bfrom\s+cutlass\b[\w.]*\s+import\b|\bcutlass\.cute\b|@cute\.(?:jit|kernel)\b", re.I
+        ),
+    ),
     ("flydsl", re.compile(r"\bimport\s+flydsl\b|\bfrom\s+flydsl\b")),
     ("aiter", re.compile(r"\bimport\s+aiter\b|\bfrom\s+aiter\b")),
     ("cuda", re.compile(r"\bload_inline\b|__global__|\bcpp_extension\b|\bhipcc\b")),
@@ -36,8 +44,8 @@ def import_lines(source: str) -> list[str]:
     out = []
     for m in _IMPORT_START.finditer(source):
         start = _line_start(source, m.start())
-        if not source[start:m.start()].strip(" \t"):
-            out.append(source[start:m.end()])
+        if not source[start : m.start()].strip(" \t"):
+            out.append(source[start : m.end()])
     return out
 
 
@@ -51,7 +59,7 @@ def marker_lines(source: str) -> list[str]:
             continue
         seen = start
         end = source.find("\n", m.end())
-        line = source[start:end if end >= 0 else len(source)]
+        line = source[start : end if end >= 0 else len(source)]
         if not line.startswith("#"):
             out.append(line)
     return out

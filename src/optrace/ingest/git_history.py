@@ -40,17 +40,35 @@ REGULAR_MODES = ("100644", "100755")  # a symlink (120000) or gitlink (160000) k
 # any file git could still read. The shadow directory already keeps the trace's own config away.
 _NO_PROGRAM = os.devnull  # exec() of /dev/null fails: a key pointing here can start nothing
 SAFE_CONFIG = (
-    ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
-    ("core.sshCommand", _NO_PROGRAM), ("core.askPass", _NO_PROGRAM), ("core.editor", _NO_PROGRAM),
-    ("core.gitProxy", _NO_PROGRAM), ("core.alternateRefsCommand", _NO_PROGRAM),
-    ("core.attributesFile", os.devnull), ("core.excludesFile", os.devnull), ("core.untrackedCache", "false"),
-    ("gpg.program", _NO_PROGRAM), ("gpg.openpgp.program", _NO_PROGRAM), ("gpg.ssh.program", _NO_PROGRAM),
-    ("gpg.x509.program", _NO_PROGRAM), ("gpg.ssh.defaultKeyCommand", _NO_PROGRAM),
-    ("log.showSignature", "false"), ("credential.helper", ""), ("sequence.editor", _NO_PROGRAM),
-    ("diff.external", _NO_PROGRAM), ("pager.log", "false"), ("pager.cat-file", "false"),
-    ("protocol.allow", "never"), ("uploadpack.packObjectsHook", _NO_PROGRAM),
-    ("transfer.fsckObjects", "false"), ("fetch.fsckObjects", "false"), ("maintenance.auto", "false"),
-    ("gc.auto", "0"), ("include.path", os.devnull),
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", os.devnull),
+    ("core.pager", "cat"),
+    ("core.sshCommand", _NO_PROGRAM),
+    ("core.askPass", _NO_PROGRAM),
+    ("core.editor", _NO_PROGRAM),
+    ("core.gitProxy", _NO_PROGRAM),
+    ("core.alternateRefsCommand", _NO_PROGRAM),
+    ("core.attributesFile", os.devnull),
+    ("core.excludesFile", os.devnull),
+    ("core.untrackedCache", "false"),
+    ("gpg.program", _NO_PROGRAM),
+    ("gpg.openpgp.program", _NO_PROGRAM),
+    ("gpg.ssh.program", _NO_PROGRAM),
+    ("gpg.x509.program", _NO_PROGRAM),
+    ("gpg.ssh.defaultKeyCommand", _NO_PROGRAM),
+    ("log.showSignature", "false"),
+    ("credential.helper", ""),
+    ("sequence.editor", _NO_PROGRAM),
+    ("diff.external", _NO_PROGRAM),
+    ("pager.log", "false"),
+    ("pager.cat-file", "false"),
+    ("protocol.allow", "never"),
+    ("uploadpack.packObjectsHook", _NO_PROGRAM),
+    ("transfer.fsckObjects", "false"),
+    ("fetch.fsckObjects", "false"),
+    ("maintenance.auto", "false"),
+    ("gc.auto", "0"),
+    ("include.path", os.devnull),
     # git's default 96 MB delta-base cache dominated peak memory on long traces; 8 MB costs no time
     ("core.deltaBaseCacheLimit", "8m"),
 )
@@ -68,14 +86,29 @@ _SHA_RE = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 def git_environment(home: str | Path) -> dict[str, str]:
     """The whole environment of every git process: no system or global config, a neutral HOME."""
     env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
-    env.update({
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_SYSTEM": os.devnull, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TERMINAL_PROMPT": "0",
-        "GIT_PAGER": "cat", "PAGER": "cat", "GIT_ASKPASS": _NO_PROGRAM, "SSH_ASKPASS": _NO_PROGRAM,
-        "GIT_EDITOR": _NO_PROGRAM, "GIT_ATTR_NOSYSTEM": "1", "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_NO_LAZY_FETCH": "1", "GIT_OPTIONAL_LOCKS": "0", "GIT_PROTOCOL_FROM_USER": "0",
-        "GIT_ALLOW_PROTOCOL": "", "LC_ALL": "C", "LANG": "C",
-    })
+    env.update(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_SYSTEM": os.devnull,
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PAGER": "cat",
+            "PAGER": "cat",
+            "GIT_ASKPASS": _NO_PROGRAM,
+            "SSH_ASKPASS": _NO_PROGRAM,
+            "GIT_EDITOR": _NO_PROGRAM,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_NO_LAZY_FETCH": "1",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_PROTOCOL_FROM_USER": "0",
+            "GIT_ALLOW_PROTOCOL": "",
+            "LC_ALL": "C",
+            "LANG": "C",
+        }
+    )
     return env
 
 
@@ -102,8 +135,9 @@ class GitRun:
     def __init__(self, where, gitdir: Path, *args: str, what: str):
         argv, env, cwd = git_command(gitdir, *args)
         self.where, self.what = where, what
-        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self._result: tuple[bytes, bytes] = (b"", b"")
         self._thread = threading.Thread(target=self._collect, daemon=True)
         self._thread.start()
@@ -149,7 +183,9 @@ class Commit:
     subject: str
     body: str
     changes: tuple[FileChange, ...] = field(default=())
-    kernel_blob: str | None = None  # kernel.py blob at this commit (carried along first parents); None if not a regular file
+    kernel_blob: str | None = (
+        None  # kernel.py blob at this commit (carried along first parents); None if not a regular file
+    )
     kernel_mode: str | None = None  # kernel.py's mode at this commit
 
     @property
@@ -207,6 +243,7 @@ def _parse_raw(part: bytes) -> list[FileChange]:
 
 # ---- the trace's git directory, checked before git may read it ---------------------------------
 
+
 @dataclass(frozen=True)
 class GitDir:
     """Where a trace's git data lives: its git dir (HEAD, refs) and the common dir (objects, packed refs)."""
@@ -244,11 +281,13 @@ def locate_gitdir(trace: Path) -> GitDir:
         text = _git_file(trace, dotgit, required=True)
         if not text.startswith("gitdir:"):
             raise InputError(dotgit, "is a file without a `gitdir:` line; not a git work tree")
-        gitdir = (trace / text[len("gitdir:"):].strip()).resolve()
+        gitdir = (trace / text[len("gitdir:") :].strip()).resolve()
         if not gitdir.is_dir():
             raise InputError(dotgit, f"points to {gitdir}, which is not a directory")
     else:
-        raise InputError(dotgit, "is neither a directory nor a `gitdir:` file (a symlink or special file); not followed")
+        raise InputError(
+            dotgit, "is neither a directory nor a `gitdir:` file (a symlink or special file); not followed"
+        )
     common_text = _git_file(trace, gitdir / "commondir")
     common = (gitdir / common_text.strip()).resolve() if common_text else gitdir
     return GitDir(gitdir, common)
@@ -257,12 +296,18 @@ def locate_gitdir(trace: Path) -> GitDir:
 def check_gitdir(where, gd: GitDir) -> None:
     """Refuse what would block git, hide history, or make it read objects outside the trace."""
     if _lstat(gd.common / "shallow") is not None or _lstat(gd.gitdir / "shallow") is not None:
-        raise InputError(where, "is a shallow clone (.git/shallow): its history is truncated; "
-                                "run `git fetch --unshallow` in the trace, or give a full clone or a bundle")
+        raise InputError(
+            where,
+            "is a shallow clone (.git/shallow): its history is truncated; "
+            "run `git fetch --unshallow` in the trace, or give a full clone or a bundle",
+        )
     for alt in (gd.common / "objects" / "info" / "alternates", gd.common / "objects" / "info" / "http-alternates"):
         if _lstat(alt) is not None:
-            raise InputError(where, f"borrows objects from another repository ({alt.relative_to(gd.common.parent)}); "
-                                    "run `git repack -a -d` and remove that file, or give a bundle")
+            raise InputError(
+                where,
+                f"borrows objects from another repository ({alt.relative_to(gd.common.parent)}); "
+                "run `git repack -a -d` and remove that file, or give a bundle",
+            )
     objects = gd.common / "objects"
     st = _lstat(objects)
     if st is None or not stat.S_ISDIR(st.st_mode):
@@ -343,8 +388,9 @@ class BlobReader:
         argv, env, cwd = git_command(gitdir, "cat-file", "--batch")
         self.where = where
         self.stopped = False
-        self.proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+        )
 
     def read(self, blob: str, cap: int | None = None) -> bytes | None:
         """The blob's bytes, or None when it is larger than `cap`; a missing object is an InputError."""
@@ -358,10 +404,12 @@ class BlobReader:
     def read_many(self, blobs: list[str], cap: int | None = None) -> Iterator[tuple[str, bytes | None]]:
         """(blob, read(blob, cap)) for each blob in order; the requests are written by a thread, so git
         looks up the next blob while the caller works on this one (no round trip per blob)."""
+
         def ask() -> None:
             with contextlib.suppress(OSError):  # git stopped: the reads below say so
                 self.proc.stdin.write(b"".join(b.encode("ascii") + b"\n" for b in blobs))
                 self.proc.stdin.flush()
+
         writer = threading.Thread(target=ask, daemon=True)
         writer.start()
         answered = 0
@@ -415,9 +463,23 @@ class History:
     def start_log(self) -> None:
         """Start the first-parent `git log` in the background; `commits()` waits for it."""
         if self.head is not None and self._log is None:
-            self._log = GitRun(self.where, self.shadow, "log", "--first-parent", "--no-renames", "--raw", "--no-abbrev",
-                               "--no-show-signature", "--no-ext-diff", "--no-textconv", "--no-mailmap", "-z",
-                               f"--format={_LOG_FORMAT}", "HEAD", what="git log failed (a corrupt or incomplete repository)")
+            self._log = GitRun(
+                self.where,
+                self.shadow,
+                "log",
+                "--first-parent",
+                "--no-renames",
+                "--raw",
+                "--no-abbrev",
+                "--no-show-signature",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-mailmap",
+                "-z",
+                f"--format={_LOG_FORMAT}",
+                "HEAD",
+                what="git log failed (a corrupt or incomplete repository)",
+            )
 
     def commits(self) -> list[Commit]:
         if self.head is None:  # no commits yet (unborn HEAD)
@@ -475,10 +537,18 @@ def _unbundle(path: Path, shadow: Path) -> str | None:
     if problem is not None:
         raise InputError(path, f"is {problem}; a trace file must be a git bundle")
     if header not in BUNDLE_HEADERS:
-        raise InputError(path, "not a readable git bundle (it does not start with '# v2 git bundle' or '# v3 git bundle')")
+        raise InputError(
+            path, "not a readable git bundle (it does not start with '# v2 git bundle' or '# v3 git bundle')"
+        )
     make_shadow(shadow, shadow / "objects", None)
-    out = run_git(path, shadow, "bundle", "unbundle", str(path.resolve()),
-                  what="not a readable git bundle (an incremental bundle needs its prerequisite commits)")
+    out = run_git(
+        path,
+        shadow,
+        "bundle",
+        "unbundle",
+        str(path.resolve()),
+        what="not a readable git bundle (an incremental bundle needs its prerequisite commits)",
+    )
     refs = {}
     for line in out.decode("utf-8", "replace").splitlines():
         sha, _, ref = line.strip().partition(" ")

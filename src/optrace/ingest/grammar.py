@@ -62,30 +62,38 @@ def parse_subject(subject: str, body: str = "") -> SubjectClaim:
     free text in which "not reverted" or "within noise" say nothing about this commit's fate."""
     items = tuple(deadend_items(subject) or deadend_items(body))
     if m := PROMOTE_RE.match(subject):
-        return SubjectClaim("promote", episode=int(m.group(1)), verdict="kept",
-                            basis="episode promote commit", deadend_items=items)
+        return SubjectClaim(
+            "promote", episode=int(m.group(1)), verdict="kept", basis="episode promote commit", deadend_items=items
+        )
     if m := TRIAL_RE.match(subject):
         return SubjectClaim("trial", version=int(m.group(1)), basis="episode-branch trial commit")
     m = VERSION_RE.match(subject)
     if not m:
         if REVERTED_RE.search(subject):
             # `dead-end recorded: a, b. Next: ...` carries no `v<N>:`; its version is the memory file it adds
-            return SubjectClaim("untagged", verdict="reverted", basis="subject: dead-end recorded",
-                                deadend_items=items)
+            return SubjectClaim("untagged", verdict="reverted", basis="subject: dead-end recorded", deadend_items=items)
         return SubjectClaim("other")
     n = int(m.group(1))
     if lh := LH_OUTCOME_RE.match(subject):
-        return SubjectClaim("version", n, episode=int(lh.group(2)), verdict="reverted",
-                            basis=f"long-horizon outcome {lh.group(3)}", outcome=lh.group(3).lower(),
-                            deadend_items=items)
+        return SubjectClaim(
+            "version",
+            n,
+            episode=int(lh.group(2)),
+            verdict="reverted",
+            basis=f"long-horizon outcome {lh.group(3)}",
+            outcome=lh.group(3).lower(),
+            deadend_items=items,
+        )
     if PIN_RE.match(subject):
         return SubjectClaim("version", n, basis="framework pin (metadata only)", neutral=True)
     if RECORD_RE.match(subject):
-        return SubjectClaim("version", n, verdict="baseline" if n == 0 else None,
-                            basis="baseline measurement record", neutral=True)
+        return SubjectClaim(
+            "version", n, verdict="baseline" if n == 0 else None, basis="baseline measurement record", neutral=True
+        )
     if rv := REVERT_MARKER_RE.match(subject):
-        return SubjectClaim("version", n, verdict="reverted", basis=f"revert marker (undoes v{rv.group(1)})",
-                            reverts=int(rv.group(1)))
+        return SubjectClaim(
+            "version", n, verdict="reverted", basis=f"revert marker (undoes v{rv.group(1)})", reverts=int(rv.group(1))
+        )
     if REVERTED_RE.search(subject):
         word = "dead-end recorded" if re.search(r"dead-end recorded", subject, re.I) else "reverted"
         return SubjectClaim("version", n, verdict="reverted", basis=f"subject: {word}", deadend_items=items)

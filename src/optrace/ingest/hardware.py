@@ -349,7 +349,7 @@ def _entry_label(doc, path: list) -> tuple[str, list]:
             if section == "products" and isinstance(entry.get("product"), str):
                 label = f'product "{entry["product"]}" ({label})'
             elif section == "arch_tokens" and isinstance(entry.get("arch"), str):
-                label = f'{label} (arch {entry["arch"]})'
+                label = f"{label} (arch {entry['arch']})"
         return label, path[2:]
     return ("table" if not path else str(path[0])), path[1:]
 
@@ -385,7 +385,7 @@ def _index_arch_tokens(entries: list[dict], where) -> dict[tuple[str, ...], tupl
         for token in entry["tokens"]:
             key = tokens(token)
             if index.setdefault(key, value) != value:
-                label = f'arch_tokens[{i}] (arch {entry["arch"]})'
+                label = f"arch_tokens[{i}] (arch {entry['arch']})"
                 raise InputError(where, f'{label}: token "{token}" is already arch {index[key][1]}')
     return index
 

@@ -19,8 +19,14 @@ from optrace.ingest.dsl import detect_dsl
 from optrace.errors import InputError
 from optrace.run.families import operator_slug, trace_slug, workload_family
 from optrace.ingest.git_history import KERNEL_FILE, REGULAR_MODES, Commit, History, open_trace
-from optrace.ingest.hardware import (HardwareTable, Target, in_store_vocabulary, products_named, resolve,
-    target_from_override)
+from optrace.ingest.hardware import (
+    HardwareTable,
+    Target,
+    in_store_vocabulary,
+    products_named,
+    resolve,
+    target_from_override,
+)
 from optrace.jsonio import write_json, write_jsonl
 from optrace.mine.ladder import harness_file
 from optrace.ingest.autotune import ingest_autotune
@@ -84,7 +90,11 @@ def classify_commits(commits: list[Commit]) -> VersionIndex:
                 continue
             n = max(added)
         elif claim.kind != "version":
-            why = "episode-branch trial commit on the first-parent line" if claim.kind == "trial" else "subject names no version"
+            why = (
+                "episode-branch trial commit on the first-parent line"
+                if claim.kind == "trial"
+                else "subject names no version"
+            )
             non_version.append(_non_version(commit, why))
             continue
         if claim.episode is not None:
@@ -101,7 +111,9 @@ def decide_verdict(vc: VersionCommits) -> tuple[str, str, list[str]]:
     """(verdict, how it was decided, warnings): the last commit whose subject carries a verdict decides,
     cross-checked with whether kernel.py changed (the orchestrator's own source of truth)."""
     changed = any(c.kernel_changed for c, _ in vc.commits)
-    deciding = [cl for _, cl in vc.commits if cl.verdict and not cl.neutral] or [cl for _, cl in vc.commits if cl.verdict]
+    deciding = [cl for _, cl in vc.commits if cl.verdict and not cl.neutral] or [
+        cl for _, cl in vc.commits if cl.verdict
+    ]
     warnings = []
     if not deciding:
         if changed:
@@ -154,8 +166,13 @@ def drop_unusable_kernels(rows: list[dict], commits: list[Commit], unusable: dic
     return warnings
 
 
-def build_rows(hist: VersionIndex, memory: dict[int, StepRecord], captures: list[ProfileCapture],
-               dsl_of_blob: dict[str, str], default_dsl: str) -> tuple[list[dict], list[str]]:
+def build_rows(
+    hist: VersionIndex,
+    memory: dict[int, StepRecord],
+    captures: list[ProfileCapture],
+    dsl_of_blob: dict[str, str],
+    default_dsl: str,
+) -> tuple[list[dict], list[str]]:
     warnings = list(hist.warnings)
     verdicts: dict[int, tuple[str, str]] = {}
     for n, vc in hist.versions.items():
@@ -185,45 +202,50 @@ def build_rows(hist: VersionIndex, memory: dict[int, StepRecord], captures: list
         verdict, basis = verdicts.get(n, ("none", "no commit carries this version"))
         caps = by_version.get(key, [])
         outcome = next((cl.outcome for cl in reversed(claims) if cl.outcome), None)
-        rows.append({
-            "version": key,
-            "n": n,
-            "sha": commit.sha if commit else None,
-            "parent": commit.parent if commit else None,
-            "date": commit.date if commit else None,
-            "subject": commit.subject if commit else None,
-            "body": commit.body if commit else None,
-            "verdict": verdict,
-            "verdict_basis": basis,
-            "outcome": outcome,
-            "kernel_changed": any(c.kernel_changed for c, _ in vc.commits) if vc else False,
-            "kernel_blob": commit.kernel_blob if commit else None,
-            "dsl": dsl_of_blob.get(commit.kernel_blob, default_dsl) if commit and commit.kernel_blob else default_dsl,
-            "geomean_us": rec.geomean_us if rec else None,
-            "number_note": (rec.number_note if rec else "no step record (memory/v<N>.json)"),
-            "by_shape_us": rec.by_shape_us if rec else {},
-            "correctness": rec.correctness if rec else {"status": None, "max_abs_err": None, "max_rel_err": None},
-            "quality_gate": rec.quality_gate if rec else {"result": None, "failure_reason": None},
-            "carried_from": rec.carried_from if rec else None,
-            "no_change": grammar.has_no_change(subject_text),
-            "infrastructure": grammar.has_infra(subject_text),
-            "deadend_items": list(dict.fromkeys(i for cl in claims for i in cl.deadend_items)),
-            "pitfalls": [{"text": p.text, "fix": p.fix} for p in rec.pitfalls] if rec else [],
-            "open_directions": list(rec.open_directions) if rec else [],
-            "action_category": rec.action_category if rec else None,
-            "action_description": rec.action_description if rec else None,
-            "speedup_vs_ref": rec.speedup_vs_ref if rec else None,
-            "evidence_summary": rec.evidence_summary if rec else None,
-            "bottleneck_type": rec.bottleneck_type if rec else None,
-            "expected_impact": rec.expected_impact if rec else None,
-            "experiments": list(rec.experiments) if rec else [],
-            "harness_files": sorted({c.path for cm, _ in (vc.commits if vc else []) for c in cm.changes
-                                     if harness_file(c.path)}),
-            "reverts": next((f"v{cl.reverts}" for cl in claims if cl.reverts is not None), None),
-            "reverted_by": reverted_by.get(n),
-            "profile_dirs": [c.dir for c in caps],
-            "usable_profile_dirs": [c.dir for c in caps if c.usable],
-        })
+        rows.append(
+            {
+                "version": key,
+                "n": n,
+                "sha": commit.sha if commit else None,
+                "parent": commit.parent if commit else None,
+                "date": commit.date if commit else None,
+                "subject": commit.subject if commit else None,
+                "body": commit.body if commit else None,
+                "verdict": verdict,
+                "verdict_basis": basis,
+                "outcome": outcome,
+                "kernel_changed": any(c.kernel_changed for c, _ in vc.commits) if vc else False,
+                "kernel_blob": commit.kernel_blob if commit else None,
+                "dsl": dsl_of_blob.get(commit.kernel_blob, default_dsl)
+                if commit and commit.kernel_blob
+                else default_dsl,
+                "geomean_us": rec.geomean_us if rec else None,
+                "number_note": (rec.number_note if rec else "no step record (memory/v<N>.json)"),
+                "by_shape_us": rec.by_shape_us if rec else {},
+                "correctness": rec.correctness if rec else {"status": None, "max_abs_err": None, "max_rel_err": None},
+                "quality_gate": rec.quality_gate if rec else {"result": None, "failure_reason": None},
+                "carried_from": rec.carried_from if rec else None,
+                "no_change": grammar.has_no_change(subject_text),
+                "infrastructure": grammar.has_infra(subject_text),
+                "deadend_items": list(dict.fromkeys(i for cl in claims for i in cl.deadend_items)),
+                "pitfalls": [{"text": p.text, "fix": p.fix} for p in rec.pitfalls] if rec else [],
+                "open_directions": list(rec.open_directions) if rec else [],
+                "action_category": rec.action_category if rec else None,
+                "action_description": rec.action_description if rec else None,
+                "speedup_vs_ref": rec.speedup_vs_ref if rec else None,
+                "evidence_summary": rec.evidence_summary if rec else None,
+                "bottleneck_type": rec.bottleneck_type if rec else None,
+                "expected_impact": rec.expected_impact if rec else None,
+                "experiments": list(rec.experiments) if rec else [],
+                "harness_files": sorted(
+                    {c.path for cm, _ in (vc.commits if vc else []) for c in cm.changes if harness_file(c.path)}
+                ),
+                "reverts": next((f"v{cl.reverts}" for cl in claims if cl.reverts is not None), None),
+                "reverted_by": reverted_by.get(n),
+                "profile_dirs": [c.dir for c in caps],
+                "usable_profile_dirs": [c.dir for c in caps if c.usable],
+            }
+        )
     return rows, warnings
 
 
@@ -235,7 +257,9 @@ def resolve_target(meta: Metadata, over: Overrides, table: HardwareTable, trace:
         target = resolve(meta.hardware_candidates, table)
         products = {p for _, p in products_named(meta.hardware_candidates, table)}
         if len(products) > 1:
-            warnings.append(f"sources name different GPUs ({', '.join(sorted(products))}); used {target.product if target else '?'}")
+            warnings.append(
+                f"sources name different GPUs ({', '.join(sorted(products))}); used {target.product if target else '?'}"
+            )
     if target is None:
         raise InputError(
             trace,
@@ -244,7 +268,9 @@ def resolve_target(meta: Metadata, over: Overrides, table: HardwareTable, trace:
             "`product` column in the trace sheet",
         )
     if not in_store_vocabulary(target.arch):
-        warnings.append(f"arch {target.arch!r} ({target.product}) is not in the store's scope vocabulary; its records cannot be scoped")
+        warnings.append(
+            f"arch {target.arch!r} ({target.product}) is not in the store's scope vocabulary; its records cannot be scoped"
+        )
     return target, warnings
 
 
@@ -258,9 +284,16 @@ def harness_of(meta: Metadata, over: Overrides) -> str:
     return "the trace's own benchmark harness"
 
 
-def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, over: Overrides,
-           non_target: list[str], scratch: Path | None = None,
-           denylist: tuple[str, ...] = ()) -> tuple[list[dict], list[dict], dict, list[dict]]:
+def ingest(
+    trace_path: str | Path,
+    *,
+    label: str | None,
+    table: HardwareTable,
+    over: Overrides,
+    non_target: list[str],
+    scratch: Path | None = None,
+    denylist: tuple[str, ...] = (),
+) -> tuple[list[dict], list[dict], dict, list[dict]]:
     with open_trace(trace_path, scratch) as trace:
         # a directory name holding a denylisted term never names the operator (nor, through it, an id)
         name, _ = safe_label(trace.name, str(trace_path), denylist_pattern(denylist), label)
@@ -278,15 +311,23 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
         head = commits[-1]
         files = trace.files
         target, hw_warnings = resolve_target(meta_in, over, table, str(trace_path))
-        default_dsl = over.dsl or dsl_from_languages(meta_in.languages) or dsl_of_blob.get(head.kernel_blob or "", "any")
+        default_dsl = (
+            over.dsl or dsl_from_languages(meta_in.languages) or dsl_of_blob.get(head.kernel_blob or "", "any")
+        )
         # long-horizon captures are per episode: map them to their canonical version
-        captures = [replace(c, version=f"v{hist.episode_version[c.episode]}") if c.version is None and c.episode in hist.episode_version else c
-                    for c in captures]
+        captures = [
+            replace(c, version=f"v{hist.episode_version[c.episode]}")
+            if c.version is None and c.episode in hist.episode_version
+            else c
+            for c in captures
+        ]
         rows, warnings = build_rows(hist, memory.records, captures, dsl_of_blob, default_dsl)
         warnings += drop_unusable_kernels(rows, commits, unusable_kernels)
         warnings += memory.warnings + meta_in.warnings + hw_warnings
         warnings += [f"profiles/{d}: not a capture directory name; ignored" for d in ignored_profile_dirs(files)]
-        warnings += [f"{c.dir}: episode {c.episode} has no version in the history" for c in captures if c.version is None]
+        warnings += [
+            f"{c.dir}: episode {c.episode} has no version in the history" for c in captures if c.version is None
+        ]
         warnings += files.skipped()
         if not any(c.kernel_changed for c in commits):
             warnings.append(f"no commit changes {KERNEL_FILE}: kernel versions and diffs are unavailable")
@@ -301,8 +342,13 @@ def ingest(trace_path: str | Path, *, label: str | None, table: HardwareTable, o
             "axes": {"const": meta_in.const_axes, "var": meta_in.var_axes},
             "n_shapes": meta_in.n_shapes,
             "shape_axes": meta_in.shape_axes,
-            "target": {"vendor": target.vendor, "arch": target.arch, "product": target.product, "isa": target.isa,
-                       "basis": target.basis},
+            "target": {
+                "vendor": target.vendor,
+                "arch": target.arch,
+                "product": target.product,
+                "isa": target.isa,
+                "basis": target.basis,
+            },
             "languages": meta_in.languages,
             "default_dsl": default_dsl,
             "harness": harness_of(meta_in, over),
@@ -328,21 +374,36 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dsl", help="override the kernel DSL (e.g. triton)")
     ap.add_argument("--harness", help="override the benchmark harness name")
     add_denylist_argument(ap)
-    ap.add_argument("--non-target-kernels", default=",".join(DEFAULT_NON_TARGET),
-                    help="comma-separated harness kernels whose captures are unusable")
+    ap.add_argument(
+        "--non-target-kernels",
+        default=",".join(DEFAULT_NON_TARGET),
+        help="comma-separated harness kernels whose captures are unusable",
+    )
     args = ap.parse_args(argv)
     table = HardwareTable.load(args.targets)
-    over = Overrides(args.hardware or None, args.vendor or None, args.arch or None, args.product or None,
-                     args.dsl or None, args.harness or None)
+    over = Overrides(
+        args.hardware or None,
+        args.vendor or None,
+        args.arch or None,
+        args.product or None,
+        args.dsl or None,
+        args.harness or None,
+    )
     non_target = [k.strip() for k in args.non_target_kernels.split(",") if k.strip()]
     out = Path(args.out_dir)
     # Ingest's objects live until it returns and hold no cycles: the cyclic collector would only walk
     # them again and again (~10 % of the CPU at 3000 versions).
     gc.disable()
     try:
-        rows, profiles, meta, autotune = ingest(args.trace, label=args.label, table=table, over=over,
-                                                non_target=non_target, scratch=out,
-                                                denylist=read_denylist(variable=args.denylist_env))
+        rows, profiles, meta, autotune = ingest(
+            args.trace,
+            label=args.label,
+            table=table,
+            over=over,
+            non_target=non_target,
+            scratch=out,
+            denylist=read_denylist(variable=args.denylist_env),
+        )
     finally:
         gc.enable()
     write_jsonl(out / "versions.jsonl", rows)
@@ -350,9 +411,11 @@ def main(argv: list[str]) -> int:
     write_jsonl(out / "autotune.jsonl", autotune)
     write_json(out / "meta.json", meta)
     kept = sum(r["verdict"] == "kept" for r in rows)
-    print(f"ingest: {meta['slug']}: {len(rows)} versions ({kept} kept), {len(profiles)} captures "
-          f"({sum(p['usable'] for p in profiles)} usable), target {meta['target']['product']} "
-          f"[{meta['target']['basis']}], {len(meta['warnings'])} warnings")
+    print(
+        f"ingest: {meta['slug']}: {len(rows)} versions ({kept} kept), {len(profiles)} captures "
+        f"({sum(p['usable'] for p in profiles)} usable), target {meta['target']['product']} "
+        f"[{meta['target']['basis']}], {len(meta['warnings'])} warnings"
+    )
     for w in meta["warnings"]:
         print(f"  warning: {w}")
     return 0

@@ -79,7 +79,9 @@ def scan_memory(files: TraceFiles) -> MemoryScan:
         names.sort(key=_canonical_first)
         for other in names[1:]:
             variants.append({"file": f"memory/{other}", "why": f"duplicate of v{n} (memory/{names[0]} is used)"})
-            warnings.append(f"memory/{other}: another spelling of v{n}; memory/{names[0]} is used, this file is ignored")
+            warnings.append(
+                f"memory/{other}: another spelling of v{n}; memory/{names[0]} is used, this file is ignored"
+            )
         rel = f"memory/{names[0]}"
         data, problem = _load(files, rel)
         if not isinstance(data, dict):

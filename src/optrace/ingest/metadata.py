@@ -16,14 +16,27 @@ from optrace.ingest.trace_files import TraceFiles, read_text
 
 # SOL-ExecBench / FlashInfer-Bench language names -> store DSL vocabulary
 LANGUAGE_DSL = {
-    "triton": "triton", "tlx": "triton", "gluon": "gluon", "cute_dsl": "cutedsl", "cutedsl": "cutedsl",
-    "cutlass": "cuda", "cuda": "cuda", "cuda_cpp": "cuda", "cpp": "cuda", "cudnn": "cuda",
-    "cudnn_frontend": "cuda", "cublas": "cuda", "flydsl": "flydsl", "aiter": "aiter",
+    "triton": "triton",
+    "tlx": "triton",
+    "gluon": "gluon",
+    "cute_dsl": "cutedsl",
+    "cutedsl": "cutedsl",
+    "cutlass": "cuda",
+    "cuda": "cuda",
+    "cuda_cpp": "cuda",
+    "cpp": "cuda",
+    "cudnn": "cuda",
+    "cudnn_frontend": "cuda",
+    "cublas": "cuda",
+    "flydsl": "flydsl",
+    "aiter": "aiter",
 }
 # Placeholders that name no GPU
 NO_GPU_TOKENS = {"local", "any", "", "none", "unknown"}
 # `[ \t]*`, not `\s*`: at each line start `\s*` would run over all following blank lines (quadratic)
-README_HW_RE = re.compile(r"^[ \t]*[-*][ \t]*(platform|runtime arch|gpu|hardware)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
+README_HW_RE = re.compile(
+    r"^[ \t]*[-*][ \t]*(platform|runtime arch|gpu|hardware)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M
+)
 
 
 @dataclass
@@ -109,7 +122,9 @@ def read_metadata(files: TraceFiles, workspace_name: str) -> Metadata:
             meta.shape_axes[w["uuid"]] = w["axes"]
 
     for row in _jsonl(files, "traces.jsonl", w):
-        env = ((row.get("evaluation") or {}).get("environment") or {}) if isinstance(row.get("evaluation"), dict) else {}
+        env = (
+            ((row.get("evaluation") or {}).get("environment") or {}) if isinstance(row.get("evaluation"), dict) else {}
+        )
         if isinstance(env, dict) and isinstance(env.get("hardware"), str):
             meta.hardware_candidates.append(("traces.jsonl evaluation.environment.hardware", env["hardware"]))
             break

@@ -26,7 +26,7 @@ def normalize_kernel_name(name: str) -> str:
     """
     text = name.strip()
     if text.startswith("void "):
-        text = text[len("void "):]
+        text = text[len("void ") :]
     for scope in _ANON_SCOPES:
         text = text.replace(scope, "")
     text = _cut_template_args(text)
@@ -96,10 +96,15 @@ def parse_number(text: str) -> float | None:
 
 # ncu prints time units both short (`ns`) and long (`nsecond`), depending on --print-units.
 _US_PER_UNIT = {
-    "ns": 1e-3, "nsecond": 1e-3,
-    "us": 1.0, "usecond": 1.0, "µs": 1.0,
-    "ms": 1e3, "msecond": 1e3,
-    "s": 1e6, "second": 1e6,
+    "ns": 1e-3,
+    "nsecond": 1e-3,
+    "us": 1.0,
+    "usecond": 1.0,
+    "µs": 1.0,
+    "ms": 1e3,
+    "msecond": 1e3,
+    "s": 1e6,
+    "second": 1e6,
 }
 _RAW_DURATION = "gpu__time_duration.sum"  # always ns unless a unit says otherwise
 

@@ -200,7 +200,7 @@ class GitTreeFiles:
         names: dict[str, bool] = {}
         for path in self._tree:
             if path.startswith(prefix):
-                head, sep, _ = path[len(prefix):].partition("/")
+                head, sep, _ = path[len(prefix) :].partition("/")
                 names[head] = names.get(head, False) or bool(sep)
         return [Entry(n, d) for n, d in sorted(names.items())]
 

@@ -21,11 +21,13 @@ ANCHORS = ("baseline", "rebaseline") + CLAIMS  # what a later claim is measured 
 # The implied reference latency (geomean x speedup) moving by this factor means the harness changed.
 REFERENCE_MOVE = 1.25
 HARNESS_FILE_RE = re.compile(
-    r"^(?:definition\.json|workload\.jsonl|harness/.+|bench(?:mark)?s?/.+|[^/]*bench[^/]*\.(?:py|cu|sh)|test_kernel\.py)$")
+    r"^(?:definition\.json|workload\.jsonl|harness/.+|bench(?:mark)?s?/.+|[^/]*bench[^/]*\.(?:py|cu|sh)|test_kernel\.py)$"
+)
 REBASELINE_TEXT_RE = re.compile(
     r"\bre-?baselin\w*|\bharness (?:changed|change|update[sd]?)\b|\b(?:new|changed) (?:benchmark|harness|workload set)\b"
     r"|\b(?:benchmark|problem|matrix) size changed\b|\bswitch(?:ed|es)? (?:the )?(?:benchmark|harness|workloads?)\b",
-    re.I)
+    re.I,
+)
 
 
 def harness_file(path: str) -> bool:
@@ -42,12 +44,21 @@ class Thresholds:
     @staticmethod
     def add_arguments(parser) -> None:
         """The ladder's thresholds as options, for every stage that runs the ladder."""
-        parser.add_argument("--milestone-pct", type=float, default=Thresholds.milestone_pct,
-                            help="a version must beat the floor by this %% to claim a milestone")
-        parser.add_argument("--mega-pct", type=float, default=Thresholds.mega_pct,
-                            help="... and by this %% to be a mega milestone")
-        parser.add_argument("--rebaseline-factor", type=float, default=Thresholds.rebaseline_factor,
-                            help="a jump beyond this factor is the harness changing, not the kernel")
+        parser.add_argument(
+            "--milestone-pct",
+            type=float,
+            default=Thresholds.milestone_pct,
+            help="a version must beat the floor by this %% to claim a milestone",
+        )
+        parser.add_argument(
+            "--mega-pct", type=float, default=Thresholds.mega_pct, help="... and by this %% to be a mega milestone"
+        )
+        parser.add_argument(
+            "--rebaseline-factor",
+            type=float,
+            default=Thresholds.rebaseline_factor,
+            help="a jump beyond this factor is the harness changing, not the kernel",
+        )
 
     @classmethod
     def from_args(cls, args) -> "Thresholds":
@@ -128,29 +139,72 @@ def run_ladder(rows: list[dict], t: Thresholds = Thresholds()) -> list[Step]:
         evidence = rebaseline_evidence(row, best_row)
         if evidence:
             ratio = geo / best
-            steps.append(Step(row["version"], row["n"], "rebaseline",
-                              f"harness re-baseline ({f'{ratio:.1f}x slower' if ratio >= 1 else f'{1 / ratio:.1f}x faster'}): "
-                              f"{evidence}; the floor moves, no claim", geo, improve, best))
+            steps.append(
+                Step(
+                    row["version"],
+                    row["n"],
+                    "rebaseline",
+                    f"harness re-baseline ({f'{ratio:.1f}x slower' if ratio >= 1 else f'{1 / ratio:.1f}x faster'}): "
+                    f"{evidence}; the floor moves, no claim",
+                    geo,
+                    improve,
+                    best,
+                )
+            )
             best, best_row, holder = geo, row, len(steps) - 1
             continue
         review = None
         if geo * t.rebaseline_factor < best or geo > best * t.rebaseline_factor:
-            review = (f"{best / geo:.1f}x faster" if geo < best else f"{geo / best:.1f}x slower") + \
-                " than the floor with no re-baseline evidence (reference, harness files, text): review"
+            review = (
+                f"{best / geo:.1f}x faster" if geo < best else f"{geo / best:.1f}x slower"
+            ) + " than the floor with no re-baseline evidence (reference, harness files, text): review"
         if improve >= t.milestone_pct and not row["no_change"]:
             kind = "mega" if improve >= t.mega_pct else "milestone"
-            steps.append(Step(row["version"], row["n"], kind, f"{improve:.2f}% faster than the floor", geo, improve, best,
-                              review=review))
+            steps.append(
+                Step(
+                    row["version"],
+                    row["n"],
+                    kind,
+                    f"{improve:.2f}% faster than the floor",
+                    geo,
+                    improve,
+                    best,
+                    review=review,
+                )
+            )
             best, best_row, holder = geo, row, len(steps) - 1
         elif improve > 0:
-            why = ("its subject says it changed nothing" if row["no_change"]
-                   else f"under the {t.milestone_pct}% milestone threshold")
-            steps.append(Step(row["version"], row["n"], "floor", f"took the floor by {improve:.2f}% without a claim: {why}",
-                              geo, improve, best, review=review))
+            why = (
+                "its subject says it changed nothing"
+                if row["no_change"]
+                else f"under the {t.milestone_pct}% milestone threshold"
+            )
+            steps.append(
+                Step(
+                    row["version"],
+                    row["n"],
+                    "floor",
+                    f"took the floor by {improve:.2f}% without a claim: {why}",
+                    geo,
+                    improve,
+                    best,
+                    review=review,
+                )
+            )
             best, best_row, holder = geo, row, len(steps) - 1
         else:
-            steps.append(Step(row["version"], row["n"], "flat", f"no improvement over the floor ({improve:.2f}%)", geo,
-                              improve, best, review=review))
+            steps.append(
+                Step(
+                    row["version"],
+                    row["n"],
+                    "flat",
+                    f"no improvement over the floor ({improve:.2f}%)",
+                    geo,
+                    improve,
+                    best,
+                    review=review,
+                )
+            )
     if holder is not None:
         steps[holder] = Step(**{**asdict(steps[holder]), "final": True})
     return steps

@@ -25,11 +25,17 @@ MAX_DIFF_CHARS = 60_000
 MAX_KERNEL_CHARS = 40_000
 MAX_CONCLUSION_CHARS = 1200
 MAX_LIST = 5
-FACT_RULE = ("An anti-strategy needs a checkable condition (arch, shape regime, dtype or toolchain), a causal "
-             "mechanism of at least 40 characters, and a concluding verdict; otherwise write nothing.")
+FACT_RULE = (
+    "An anti-strategy needs a checkable condition (arch, shape regime, dtype or toolchain), a causal "
+    "mechanism of at least 40 characters, and a concluding verdict; otherwise write nothing."
+)
 # (anchor, where its section ends): an inline bold label runs to the paragraph end, a heading to the next heading
-_ANCHORS = [(r"\*\*Root cause\*\*:?", r"\n\s*\n"), (r"^#+\s*Key Finding.*$", r"\n#"),
-            (r"^#+\s*(?:Diagnosis|Bottleneck Analysis).*$", r"\n#"), (r"\*\*Evidence\*\*:?", r"\n\s*\n")]
+_ANCHORS = [
+    (r"\*\*Root cause\*\*:?", r"\n\s*\n"),
+    (r"^#+\s*Key Finding.*$", r"\n#"),
+    (r"^#+\s*(?:Diagnosis|Bottleneck Analysis).*$", r"\n#"),
+    (r"\*\*Evidence\*\*:?", r"\n\s*\n"),
+]
 
 
 def report_conclusion(text: str) -> str | None:
@@ -37,7 +43,7 @@ def report_conclusion(text: str) -> str | None:
     for anchor, end in _ANCHORS:
         m = re.search(anchor, text, re.I | re.M)
         if m:
-            section = re.split(end, text[m.end():].strip(), maxsplit=1)[0].strip()
+            section = re.split(end, text[m.end() :].strip(), maxsplit=1)[0].strip()
             if len(section) >= 30:
                 return section[:MAX_CONCLUSION_CHARS]
     head = "\n".join(text.strip().splitlines()[:20]).strip()
@@ -45,11 +51,14 @@ def report_conclusion(text: str) -> str | None:
 
 
 # `summary.txt` lines (classify_ncu's layout): name -> (packet key, unit suffix to strip)
-_SUMMARY_NUMBERS = [(r"^Duration:\s*([\d.]+)\s*us", "duration_us"), (r"^SM Throughput:\s*([\d.]+)\s*%", "sm_throughput_pct"),
-                    (r"^Memory Throughput:\s*([\d.]+)\s*%", "memory_throughput_pct"),
-                    (r"^L2 Hit Rate:\s*([\d.]+)\s*%", "l2_hit_rate_pct"),
-                    (r"^Achieved Occupancy:\s*([\d.]+)\s*%", "achieved_occupancy_pct"),
-                    (r"^Registers/Thread:\s*(\d+)", "registers_per_thread")]
+_SUMMARY_NUMBERS = [
+    (r"^Duration:\s*([\d.]+)\s*us", "duration_us"),
+    (r"^SM Throughput:\s*([\d.]+)\s*%", "sm_throughput_pct"),
+    (r"^Memory Throughput:\s*([\d.]+)\s*%", "memory_throughput_pct"),
+    (r"^L2 Hit Rate:\s*([\d.]+)\s*%", "l2_hit_rate_pct"),
+    (r"^Achieved Occupancy:\s*([\d.]+)\s*%", "achieved_occupancy_pct"),
+    (r"^Registers/Thread:\s*(\d+)", "registers_per_thread"),
+]
 MAX_STALLS = 5
 
 
@@ -69,15 +78,17 @@ def summary_metrics(text: str) -> dict:
 
 
 def unified_diff(before: str, after: str) -> str:
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 f"a/{KERNEL_FILE}", f"b/{KERNEL_FILE}", n=3)
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{KERNEL_FILE}", f"b/{KERNEL_FILE}", n=3
+    )
     out = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     return out[:MAX_DIFF_CHARS]
 
 
 class PacketBuilder:
-    def __init__(self, meta: dict, rows: list[dict], profiles: list[dict], scrubber: Scrubber, slug: str,
-                 read_blob, read_file):
+    def __init__(
+        self, meta: dict, rows: list[dict], profiles: list[dict], scrubber: Scrubber, slug: str, read_blob, read_file
+    ):
         self.meta, self.scrub, self.slug = meta, scrubber, slug
         self.rows = {r["version"]: r for r in rows}
         self.order = sorted(rows, key=lambda r: r["n"])
@@ -104,18 +115,28 @@ class PacketBuilder:
     # ---- layers -------------------------------------------------------------------------------
     def operator(self, dsl: str) -> dict:
         m, t = self.meta, self.meta["target"]
-        return {"what_it_computes": self.text(m["description"]), "fixed_axes": m["axes"]["const"],
-                "variable_axes": m["axes"]["var"], "n_benchmarked_shapes": m["n_shapes"], "dsl": dsl,
-                "gpu": f"{t['product'].upper()} ({t['vendor']} {t['arch']})", "isa": t["isa"],
-                "harness": self.text(m["harness"])}
+        return {
+            "what_it_computes": self.text(m["description"]),
+            "fixed_axes": m["axes"]["const"],
+            "variable_axes": m["axes"]["var"],
+            "n_benchmarked_shapes": m["n_shapes"],
+            "dsl": dsl,
+            "gpu": f"{t['product'].upper()} ({t['vendor']} {t['arch']})",
+            "isa": t["isa"],
+            "harness": self.text(m["harness"]),
+        }
 
     def run_said(self, row: dict) -> dict:
-        return {"change": self.text(row["action_description"]), "commit_subject": self.text(row["subject"]),
-                "commit_body": self.text(row["body"]) or None, "category_hint": row["action_category"],
-                "gate_verdict": self.text(row["quality_gate"]["failure_reason"]),
-                "evidence_summary": self.text(row.get("evidence_summary")),
-                "bottleneck_type": self.text(row.get("bottleneck_type")),
-                "expected_impact": self.text(row.get("expected_impact"))}
+        return {
+            "change": self.text(row["action_description"]),
+            "commit_subject": self.text(row["subject"]),
+            "commit_body": self.text(row["body"]) or None,
+            "category_hint": row["action_category"],
+            "gate_verdict": self.text(row["quality_gate"]["failure_reason"]),
+            "evidence_summary": self.text(row.get("evidence_summary")),
+            "bottleneck_type": self.text(row.get("bottleneck_type")),
+            "expected_impact": self.text(row.get("expected_impact")),
+        }
 
     def shape_entry(self, key: str, latency: float) -> dict:
         axes = self.meta.get("shape_axes", {}).get(key)
@@ -124,11 +145,16 @@ class PacketBuilder:
 
     def measurements(self, row: dict, seg: dict) -> dict:
         st = seg.get("strategy") or (seg.get("lever") or {}).get("measured") or {}
-        per_shape = sorted((self.shape_entry(k, v) for k, v in row["by_shape_us"].items()),
-                           key=lambda x: (x["latency_us"], x["shape"]))
-        return {"geomean_us": row["geomean_us"], "improve_pct_vs_floor": st.get("improve_pct"),
-                "floor_before_us": st.get("floor_before_us"), "per_shape_latency": per_shape,
-                "correctness": row["correctness"]}
+        per_shape = sorted(
+            (self.shape_entry(k, v) for k, v in row["by_shape_us"].items()), key=lambda x: (x["latency_us"], x["shape"])
+        )
+        return {
+            "geomean_us": row["geomean_us"],
+            "improve_pct_vs_floor": st.get("improve_pct"),
+            "floor_before_us": st.get("floor_before_us"),
+            "per_shape_latency": per_shape,
+            "correctness": row["correctness"],
+        }
 
     def profiler(self, versions: list[str]) -> tuple[dict, list[str], str | None]:
         """Conclusion only from a usable capture; unusable captures' REPORT.md never reach a packet."""
@@ -142,8 +168,16 @@ class PacketBuilder:
                 break
         kernels = sorted({self.profiles[d]["kernel_normalized"] for d in dirs if d in self.profiles})
         metrics = next((m for d in dirs if (m := self.capture_metrics(d))), {})
-        return ({"ncu_measured_the_kernel_under_test": bool(dirs), "kernel": kernels[0] if kernels else None,
-                 "conclusion": self.text(conclusion), "metrics": metrics}, dirs, report)
+        return (
+            {
+                "ncu_measured_the_kernel_under_test": bool(dirs),
+                "kernel": kernels[0] if kernels else None,
+                "conclusion": self.text(conclusion),
+                "metrics": metrics,
+            },
+            dirs,
+            report,
+        )
 
     def capture_metrics(self, capture_dir: str) -> dict:
         # a capture is read once however many packets cite it (a lever's versions, a strategy's parent)
@@ -156,7 +190,10 @@ class PacketBuilder:
         dirs, pits = [], []
         for v in versions:
             row = self.rows[v]
-            dirs += [{"direction": self.text(d["direction"]), "rationale": self.text(d["rationale"])} for d in row["open_directions"]]
+            dirs += [
+                {"direction": self.text(d["direction"]), "rationale": self.text(d["rationale"])}
+                for d in row["open_directions"]
+            ]
             pits += [{"pitfall": self.text(p["text"]), "fix": self.text(p["fix"])} for p in row["pitfalls"]]
         return dirs[:MAX_LIST], pits[:MAX_LIST]
 
@@ -168,19 +205,28 @@ class PacketBuilder:
         profiler, capture_dirs, report = self.profiler(versions)
         directions, pitfalls = self.directions_and_pitfalls(versions)
         dsl = seg["scope"]["dsl"]
-        agent = {"operator": self.operator(dsl), "what_the_run_said": self.run_said(row),
-                 "measurements": self.measurements(row, seg), "profiler": profiler,
-                 "open_directions": directions, "pitfalls_recorded_here": pitfalls}
+        agent = {
+            "operator": self.operator(dsl),
+            "what_the_run_said": self.run_said(row),
+            "measurements": self.measurements(row, seg),
+            "profiler": profiler,
+            "open_directions": directions,
+            "pitfalls_recorded_here": pitfalls,
+        }
         code, suffix = None, None
         if seg["record_type"] == "strategy":
             base = seg["strategy"]["builds_on"]
             base_row = self.rows[base["version"]] if base else None
             parent_profiler = self.profiler([base["version"]])[0] if base else None
-            agent["builds_on"] = {"was_the_untouched_baseline": bool(base and base["is_baseline"]),
-                                  "previous_approach": self.text(base_row["action_description"]) if base_row else None,
-                                  # what this step attacked: the parent's own capture, never this version's
-                                  "parent_profiler": parent_profiler if parent_profiler and parent_profiler["ncu_measured_the_kernel_under_test"] else None,
-                                  "parent_bottleneck_type": self.text(base_row.get("bottleneck_type")) if base_row else None}
+            agent["builds_on"] = {
+                "was_the_untouched_baseline": bool(base and base["is_baseline"]),
+                "previous_approach": self.text(base_row["action_description"]) if base_row else None,
+                # what this step attacked: the parent's own capture, never this version's
+                "parent_profiler": parent_profiler
+                if parent_profiler and parent_profiler["ncu_measured_the_kernel_under_test"]
+                else None,
+                "parent_bottleneck_type": self.text(base_row.get("bottleneck_type")) if base_row else None,
+            }
             if base and base["kernel_blob"] and row["kernel_blob"] and base["kernel_blob"] != row["kernel_blob"]:
                 code, suffix = unified_diff(self.kernel(base["kernel_blob"]), self.kernel(row["kernel_blob"])), ".diff"
         elif seg["record_type"] == "anti-strategy":
@@ -189,8 +235,11 @@ class PacketBuilder:
             agent["why_it_failed"] = lv.get("cause")
             agent["how_it_was_fixed"] = lv["fix"]
             agent["times_tried"] = len(lv["occurrences"])
-            agent["established_fact_required"] = {"rule": FACT_RULE, "precheck": lv["fact_precheck"]["verdict"],
-                                                  "precheck_note": lv["fact_precheck"]["reason"]}
+            agent["established_fact_required"] = {
+                "rule": FACT_RULE,
+                "precheck": lv["fact_precheck"]["verdict"],
+                "precheck_note": lv["fact_precheck"]["reason"],
+            }
             before = self._kernel_before[row["version"]]  # what this attempt changed
             if row["kernel_changed"] and before and row["kernel_blob"] and before != row["kernel_blob"]:
                 code, suffix = unified_diff(self.kernel(before), self.kernel(row["kernel_blob"])), ".diff"
@@ -200,16 +249,32 @@ class PacketBuilder:
             code = self.scrub.code(code, dsl)
             agent["code_file"] = seg["seg_id"] + suffix
         packet = {
-            "seg_id": seg["seg_id"], "record_type": seg["record_type"], "seg_kind": seg["seg_kind"],
-            "target": {"id": seg["id"], "episode_key": seg["episode_key"], "scope": seg["scope"],
-                       "workload_family": seg["workload_family"], "level": "operator", "schema": "clean-1.3",
-                       "output": f"distilled/{self.slug}/{seg['id']}.json"},
+            "seg_id": seg["seg_id"],
+            "record_type": seg["record_type"],
+            "seg_kind": seg["seg_kind"],
+            "target": {
+                "id": seg["id"],
+                "episode_key": seg["episode_key"],
+                "scope": seg["scope"],
+                "workload_family": seg["workload_family"],
+                "level": "operator",
+                "schema": "clean-1.3",
+                "output": f"distilled/{self.slug}/{seg['id']}.json",
+            },
             "agent_facing": agent,
-            "provenance": {"source_label": self.meta["source_label"], "version": row["version"], "commit": row["sha"],
-                           **({"builds_on": {"version": b["version"], "commit": b["sha"], "geomean_us": b["geomean_us"]}}
-                              if (b := (seg.get("strategy") or {}).get("builds_on")) else {}),
-                           "occurrences": [{"version": v, "commit": self.rows[v]["sha"]} for v in versions],
-                           "capture_dirs": capture_dirs, "report": report},
+            "provenance": {
+                "source_label": self.meta["source_label"],
+                "version": row["version"],
+                "commit": row["sha"],
+                **(
+                    {"builds_on": {"version": b["version"], "commit": b["sha"], "geomean_us": b["geomean_us"]}}
+                    if (b := (seg.get("strategy") or {}).get("builds_on"))
+                    else {}
+                ),
+                "occurrences": [{"version": v, "commit": self.rows[v]["sha"]} for v in versions],
+                "capture_dirs": capture_dirs,
+                "report": report,
+            },
         }
         return packet, code, suffix
 
@@ -236,27 +301,44 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
     profiles = read_jsonl(work_dir / "profiles.jsonl")
     failures, entries, keep, checked = [], [], {"manifest.json"}, {}
     with open_trace(trace, out_dir) as opened:
-        builder = PacketBuilder(meta, rows, profiles, scrubber, slug, opened.history.read_blob,
-                                lambda rel: read_text(opened.files, rel, cap=1024 * 1024))
+        builder = PacketBuilder(
+            meta,
+            rows,
+            profiles,
+            scrubber,
+            slug,
+            opened.history.read_blob,
+            lambda rel: read_text(opened.files, rel, cap=1024 * 1024),
+        )
         for seg in segments:
             packet, code, suffix = builder.build(seg)
             leaks = packet_leaks(packet, code, scrubber, checked)
             if leaks:
-                failures.append(f"{out_dir / (seg['seg_id'] + '.json')}: still leaks after scrubbing: {'; '.join(leaks)}")
+                failures.append(
+                    f"{out_dir / (seg['seg_id'] + '.json')}: still leaks after scrubbing: {'; '.join(leaks)}"
+                )
                 continue
             write_text_atomic(out_dir / f"{seg['seg_id']}.json", dumps_compact(packet))
             keep.add(f"{seg['seg_id']}.json")
             if code is not None:
                 write_text_atomic(out_dir / f"{seg['seg_id']}{suffix}", code)
                 keep.add(f"{seg['seg_id']}{suffix}")
-            entries.append({"seg_id": seg["seg_id"], "id": seg["id"], "record_type": seg["record_type"],
-                            "code_file": packet["agent_facing"].get("code_file")})
+            entries.append(
+                {
+                    "seg_id": seg["seg_id"],
+                    "id": seg["id"],
+                    "record_type": seg["record_type"],
+                    "code_file": packet["agent_facing"].get("code_file"),
+                }
+            )
     for stale in out_dir.iterdir():  # segments that no longer exist leave no packet behind
         if stale.is_file() and stale.name not in keep and not stale.name.startswith("."):
             stale.unlink()
     if not failures:
-        write_json(out_dir / "manifest.json", {"slug": slug, "head_sha": meta["head_sha"], "count": len(entries),
-                                               "packets": entries})
+        write_json(
+            out_dir / "manifest.json",
+            {"slug": slug, "head_sha": meta["head_sha"], "count": len(entries), "packets": entries},
+        )
     return len(entries), failures
 
 
@@ -269,7 +351,9 @@ def main(argv: list[str]) -> int:
     add_denylist_argument(ap)
     args = ap.parse_args(argv)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    count, failures = build_packets(args.out_dir, args.trace, args.work_dir, args.slug, Scrubber.from_env(args.denylist_env))
+    count, failures = build_packets(
+        args.out_dir, args.trace, args.work_dir, args.slug, Scrubber.from_env(args.denylist_env)
+    )
     for f in failures:
         print(f"error: {f}", file=sys.stderr)
     print(f"packets: {args.slug}: {count} written" + (f", {len(failures)} refused (leaks)" if failures else ""))

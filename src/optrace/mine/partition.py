@@ -33,10 +33,17 @@ MARKERS = {"strategy": "s", "anti-strategy": "a", "pitfall": "p", "reference-ker
 NOT_A_LEVER_OUTCOMES = {"invalid_handoff", "interrupted", "blocked"}  # process failures, not levers
 _BOILERPLATE = [
     r"\d+(?:\.\d+)?\s*(?:us|µs|μs)?\s*(?:->|→|=>)\s*\d+(?:\.\d+)?\s*(?:us|µs|μs)\b",  # 21.3->21.2us
-    r"^\s*[vV]\d+\s*:", r"^\s*episode \d+:\s*promote verified long-horizon candidate", r"\bcommitted\b",
-    r"\(?[+-]?\d+(?:\.\d+)?%\s*(?:geomean improvement)?\)?", r"\breverted\b", r"\bdead-end recorded\b",
-    r"[-=]>|→", r"\d+(?:\.\d+)?\s*(?:us|µs|μs)\b", r"\bNO_CHANGE\b|\bwithin noise\b|\bflat-within-noise\b",
-    r"\bno improvement over\b", r"\b\d+(?:st|nd|rd|th) consecutive dead-end\b",
+    r"^\s*[vV]\d+\s*:",
+    r"^\s*episode \d+:\s*promote verified long-horizon candidate",
+    r"\bcommitted\b",
+    r"\(?[+-]?\d+(?:\.\d+)?%\s*(?:geomean improvement)?\)?",
+    r"\breverted\b",
+    r"\bdead-end recorded\b",
+    r"[-=]>|→",
+    r"\d+(?:\.\d+)?\s*(?:us|µs|μs)\b",
+    r"\bNO_CHANGE\b|\bwithin noise\b|\bflat-within-noise\b",
+    r"\bno improvement over\b",
+    r"\b\d+(?:st|nd|rd|th) consecutive dead-end\b",
 ]
 _BOILERPLATE_RE = re.compile("|".join(_BOILERPLATE), re.I)
 
@@ -60,8 +67,11 @@ MAX_TECHNIQUE_WORDS = 6  # a tag, not a sentence: the store's technique tags are
 def slug_words(text: str) -> list[str]:
     """The name-like words of a text: version ids, hex runs, numbers and units dropped."""
     words = re.findall(r"[a-z0-9]+", text.lower())
-    return [w for w in words if not re.fullmatch(r"v\d+|[0-9a-f]{7,40}", w) and not _NUMERIC_WORD.fullmatch(w)
-            and w not in _UNIT_WORDS]
+    return [
+        w
+        for w in words
+        if not re.fullmatch(r"v\d+|[0-9a-f]{7,40}", w) and not _NUMERIC_WORD.fullmatch(w) and w not in _UNIT_WORDS
+    ]
 
 
 def text_key(text: str) -> str:
@@ -87,8 +97,30 @@ def slugify(text: str) -> str:
     return out or "unnamed"
 
 
-_TAG_STOP = {"the", "a", "an", "of", "to", "in", "on", "at", "as", "and", "for", "by", "is", "are", "each", "its",
-             "it", "this", "that", "from", "into", "with"}
+_TAG_STOP = {
+    "the",
+    "a",
+    "an",
+    "of",
+    "to",
+    "in",
+    "on",
+    "at",
+    "as",
+    "and",
+    "for",
+    "by",
+    "is",
+    "are",
+    "each",
+    "its",
+    "it",
+    "this",
+    "that",
+    "from",
+    "into",
+    "with",
+}
 
 
 def technique_slug(text: str) -> str:
@@ -96,12 +128,19 @@ def technique_slug(text: str) -> str:
     dash or comma) that holds at least two name words, at most MAX_TECHNIQUE_WORDS of them, never cut
     inside a word and never holding a number or a version's episode prefix."""
     text = re.sub(r"^\s*episode \d+:\s*", "", text, flags=re.I)
-    clauses = [c for c in re.split(r"\s[(\[]|[()\[\]:;—]|\s-\s|,\s|\s(?:so|because|since|which|while|when|where)\s",
-                                   text) if c.strip()]
+    clauses = [
+        c
+        for c in re.split(r"\s[(\[]|[()\[\]:;—]|\s-\s|,\s|\s(?:so|because|since|which|while|when|where)\s", text)
+        if c.strip()
+    ]
     named = [[w for w in slug_words(c) if w not in _TAG_STOP] for c in clauses]
     # a one-word clause names the technique unless a number was dropped from it (`BLOCK=8192` is no name)
-    whole = [len(w) >= 2 or (len(w) == 1 and len(re.findall(r"[a-z0-9]+", c.lower())) == 1) for w, c in zip(named, clauses)]
-    words = next((w for w, ok in zip(named, whole) if ok), None) or next((w for w in named if w), []) or slug_words(text)
+    whole = [
+        len(w) >= 2 or (len(w) == 1 and len(re.findall(r"[a-z0-9]+", c.lower())) == 1) for w, c in zip(named, clauses)
+    ]
+    words = (
+        next((w for w, ok in zip(named, whole) if ok), None) or next((w for w in named if w), []) or slug_words(text)
+    )
     return slugify(" ".join(words[:MAX_TECHNIQUE_WORDS]))
 
 
@@ -141,15 +180,36 @@ def seg_identity(ctx: Context, kind: str, dsl: str, technique: str, anchor: str,
     return record_id, episode_key
 
 
-def _common(ctx: Context, row: dict, record_type: str, seg_kind: str, seg_id: str, technique: str,
-            id_kind: str, anchor: str, text: str) -> dict:
+def _common(
+    ctx: Context,
+    row: dict,
+    record_type: str,
+    seg_kind: str,
+    seg_id: str,
+    technique: str,
+    id_kind: str,
+    anchor: str,
+    text: str,
+) -> dict:
     record_id, episode_key = seg_identity(ctx, id_kind, row["dsl"], technique, anchor, text)
     return {
-        "seg_id": seg_id, "record_type": record_type, "seg_kind": seg_kind, "id": record_id,
-        "episode_key": episode_key, "technique": technique,
-        "version": row["version"], "n": row["n"], "sha": row["sha"], "kernel_blob": row["kernel_blob"],
-        "scope": {"vendor": ctx.vendor, "arch": ctx.arch, "product": ctx.product, "dsl": row["dsl"],
-                  "operator_family": ctx.operator_slug},
+        "seg_id": seg_id,
+        "record_type": record_type,
+        "seg_kind": seg_kind,
+        "id": record_id,
+        "episode_key": episode_key,
+        "technique": technique,
+        "version": row["version"],
+        "n": row["n"],
+        "sha": row["sha"],
+        "kernel_blob": row["kernel_blob"],
+        "scope": {
+            "vendor": ctx.vendor,
+            "arch": ctx.arch,
+            "product": ctx.product,
+            "dsl": row["dsl"],
+            "operator_family": ctx.operator_slug,
+        },
         "workload_family": ctx.workload_family,
     }
 
@@ -169,14 +229,24 @@ def strategy_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], sc
         if step.outcome in CLAIMS and previous is not None:
             row = rows[step.version]
             text = scrub(technique_text(row))
-            seg = _common(ctx, row, "strategy", step.outcome, "", technique_slug(text), "strategy", row["version"], text)
+            seg = _common(
+                ctx, row, "strategy", step.outcome, "", technique_slug(text), "strategy", row["version"], text
+            )
             seg["seg_id"] = f"strategy-{seg['id'][-6:]}"  # file names reach the agent: no version id in them
             base = rows[previous.version]
             seg["strategy"] = {
-                "improve_pct": gain_pct(base["geomean_us"], row["geomean_us"]), "geomean_us": row["geomean_us"],
-                "floor_before_us": base["geomean_us"], "final": step.final, "review": step.review,
-                "builds_on": {"version": base["version"], "sha": base["sha"], "kernel_blob": base["kernel_blob"],
-                              "geomean_us": base["geomean_us"], "is_baseline": previous.outcome == "baseline"},
+                "improve_pct": gain_pct(base["geomean_us"], row["geomean_us"]),
+                "geomean_us": row["geomean_us"],
+                "floor_before_us": base["geomean_us"],
+                "final": step.final,
+                "review": step.review,
+                "builds_on": {
+                    "version": base["version"],
+                    "sha": base["sha"],
+                    "kernel_blob": base["kernel_blob"],
+                    "geomean_us": base["geomean_us"],
+                    "is_baseline": previous.outcome == "baseline",
+                },
             }
             out.append(seg)
         previous = step
@@ -222,8 +292,15 @@ def failed_levers(row: dict, by_version: dict[str, dict]) -> list[tuple[str, str
 
 def evidence_text(row: dict, lever: str, cause: str | None) -> str:
     """All the prose the run left about a lever's version: what the precheck reads."""
-    parts = [lever, cause or "", row["subject"] or "", row.get("body") or "", row["quality_gate"]["failure_reason"] or "",
-             row.get("evidence_summary") or "", row.get("expected_impact") or ""]
+    parts = [
+        lever,
+        cause or "",
+        row["subject"] or "",
+        row.get("body") or "",
+        row["quality_gate"]["failure_reason"] or "",
+        row.get("evidence_summary") or "",
+        row.get("expected_impact") or "",
+    ]
     parts += [p["text"] + " " + (p["fix"] or "") for p in row["pitfalls"]]
     parts += [experiment_cause(e) or "" for e in row.get("experiments") or []]
     return " ".join(p for p in parts if p)
@@ -238,8 +315,12 @@ def tried_against(row: dict, floor: float | None, split_by: str) -> dict | None:
     return {"floor_before_us": floor, "improve_pct": gain_pct(floor, geo)}
 
 
-SEG_KINDS = {"mechanical": "deadend-item", "agent": "deadend-prose", "revert-pair": "deadend-prose",
-             "experiment": "deadend-experiment"}
+SEG_KINDS = {
+    "mechanical": "deadend-item",
+    "agent": "deadend-prose",
+    "revert-pair": "deadend-prose",
+    "experiment": "deadend-experiment",
+}
 
 
 def anti_segments(ctx: Context, rows: list[dict], scrub, steps: list[Step] = ()) -> list[dict]:
@@ -258,9 +339,15 @@ def anti_segments(ctx: Context, rows: list[dict], scrub, steps: list[Step] = ())
             verdict, reason = precheck(scrub(evidence_text(row, lever, cause)))
             seg = _common(ctx, row, "anti-strategy", SEG_KINDS[split_by], "", technique, "anti-strategy", key, clean)
             seg["seg_id"] = f"anti-{seg['id'][-6:]}"
-            seg["lever"] = {"text": clean, "split_by": split_by, "fix": None, "cause": scrub(cause) if cause else None,
-                            "occurrences": [occurrence], "fact_precheck": {"verdict": verdict, "reason": reason},
-                            "measured": tried_against(row, floors.get(row["version"]), split_by)}
+            seg["lever"] = {
+                "text": clean,
+                "split_by": split_by,
+                "fix": None,
+                "cause": scrub(cause) if cause else None,
+                "occurrences": [occurrence],
+                "fact_precheck": {"verdict": verdict, "reason": reason},
+                "measured": tried_against(row, floors.get(row["version"]), split_by),
+            }
             levers[key] = seg
     return list(levers.values())
 
@@ -278,11 +365,19 @@ def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> 
                 out[key]["lever"]["occurrences"].append(occurrence)
                 continue
             verdict, reason = precheck(clean + " " + (scrub(pit["fix"]) if pit["fix"] else ""))
-            seg = _common(ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(clean), "pitfall", key, clean)
+            seg = _common(
+                ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(clean), "pitfall", key, clean
+            )
             seg["seg_id"] = f"pitfall-{seg['id'][-6:]}"
-            seg["lever"] = {"text": clean, "split_by": "curated", "fix": scrub(pit["fix"]) if pit["fix"] else None,
-                            "cause": None, "occurrences": [occurrence],
-                            "fact_precheck": {"verdict": verdict, "reason": reason}, "measured": None}
+            seg["lever"] = {
+                "text": clean,
+                "split_by": "curated",
+                "fix": scrub(pit["fix"]) if pit["fix"] else None,
+                "cause": None,
+                "occurrences": [occurrence],
+                "fact_precheck": {"verdict": verdict, "reason": reason},
+                "measured": None,
+            }
             out[key] = seg
     return list(out.values())
 
@@ -290,7 +385,7 @@ def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> 
 def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], scrub) -> list[dict]:
     out, seen = [], set()
     final = next((s for s in steps if s.final), None)
-    picks = ([(final, "final-kernel", "refk-final", "final")] if final else [])
+    picks = [(final, "final-kernel", "refk-final", "final")] if final else []
     picks += [(s, "mega-snapshot", None, "snapshot") for s in steps if s.outcome == "mega"]
     for step, kind, seg_id, prefix in picks:
         row = rows[step.version]
@@ -306,7 +401,9 @@ def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], s
     return out
 
 
-def build_segments(rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[[str], str]) -> tuple[list[dict], list[Step]]:
+def build_segments(
+    rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[[str], str]
+) -> tuple[list[dict], list[Step]]:
     tgt = meta["target"]
     # the operator slug comes from trace-controlled names: it goes through the scrubber like any text
     operator = slugify(scrub(meta["operator_slug"].replace("-", " ")))
@@ -315,8 +412,12 @@ def build_segments(rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[
     by_version = {r["version"]: r for r in rows}
     antis = anti_segments(ctx, rows, scrub, steps)
     taken = {lever_key(s["lever"]["text"]) for s in antis}
-    segments = (strategy_segments(ctx, by_version, steps, scrub) + antis
-                + pitfall_segments(ctx, rows, taken, scrub) + reference_segments(ctx, by_version, steps, scrub))
+    segments = (
+        strategy_segments(ctx, by_version, steps, scrub)
+        + antis
+        + pitfall_segments(ctx, rows, taken, scrub)
+        + reference_segments(ctx, by_version, steps, scrub)
+    )
     ids = Counter(s["id"] for s in segments)
     dupes = [i for i, c in ids.items() if c > 1]
     if dupes:  # content hashes collide only if the same content appears twice: a bug, not bad input
@@ -330,30 +431,51 @@ def render_md(segments: list[dict], steps: list[Step], profiles: list[dict], met
     reports = {p["version"] for p in profiles if p["usable"] and p["report"]}
     out = [f"# Partition: {meta['source_label']}", "", "## Segments", ""]
     out += [f"- {t} / {k}: {c}" for (t, k), c in sorted(kinds.items())]
-    out += ["", "Id pattern: `<vendor>.<product|arch>.<dsl>.<operator_slug>.<technique>-<marker><hash6>` "
-            "(markers: s strategy, a anti-strategy, p pitfall, r reference kernel); content-derived.",
-            "", "## Strategies", "", "| version | kind | geomean µs | gain | builds on | dsl | id |", "|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "Id pattern: `<vendor>.<product|arch>.<dsl>.<operator_slug>.<technique>-<marker><hash6>` "
+        "(markers: s strategy, a anti-strategy, p pitfall, r reference kernel); content-derived.",
+        "",
+        "## Strategies",
+        "",
+        "| version | kind | geomean µs | gain | builds on | dsl | id |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in segments:
         if s["record_type"] == "strategy":
             st = s["strategy"]
             base = st["builds_on"]["version"] if st["builds_on"] else "—"
             final = " (final)" if st["final"] else ""
-            out.append(f"| {s['version']} | {s['seg_kind']}{final} | {st['geomean_us']:.2f} | {st['improve_pct']:+.2f}% | {base} | {s['scope']['dsl']} | `{s['id']}` |")
+            out.append(
+                f"| {s['version']} | {s['seg_kind']}{final} | {st['geomean_us']:.2f} | {st['improve_pct']:+.2f}% | {base} | {s['scope']['dsl']} | `{s['id']}` |"
+            )
     out += ["", "## Failed levers and pitfalls", "", "| lever | kind | occurrences | precheck |", "|---|---|---|---|"]
     for s in segments:
         if s["record_type"] == "anti-strategy":
             lv = s["lever"]
             occ = ", ".join(o["version"] for o in lv["occurrences"])
             pc = lv["fact_precheck"]
-            out.append(f"| {textwrap.shorten(lv['text'], 80, placeholder=' …', break_on_hyphens=False).replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |")
-    flagged = sum(1 for s in segments if s["record_type"] == "anti-strategy" and s["lever"]["fact_precheck"]["verdict"] == "flag")
-    reviews = [f"- {s['version']}: {s['strategy']['review']}" for s in segments
-               if s["record_type"] == "strategy" and s["strategy"]["review"]]
+            out.append(
+                f"| {textwrap.shorten(lv['text'], 80, placeholder=' …', break_on_hyphens=False).replace('|', '/')} | {s['seg_kind']} | {occ} | {pc['verdict']}: {pc['reason']} |"
+            )
+    flagged = sum(
+        1 for s in segments if s["record_type"] == "anti-strategy" and s["lever"]["fact_precheck"]["verdict"] == "flag"
+    )
+    reviews = [
+        f"- {s['version']}: {s['strategy']['review']}"
+        for s in segments
+        if s["record_type"] == "strategy" and s["strategy"]["review"]
+    ]
     out += ["", "## Claims flagged for review", ""] + (reviews or ["- none"])
-    out += ["", "Re-baselines (the floor moved, nothing claimed): "
-            + (", ".join(f"{st.version} ({st.reason})" for st in steps if st.outcome == "rebaseline") or "none")]
+    out += [
+        "",
+        "Re-baselines (the floor moved, nothing claimed): "
+        + (", ".join(f"{st.version} ({st.reason})" for st in steps if st.outcome == "rebaseline") or "none"),
+    ]
     out += ["", f"Flagged (kept, for the distiller to judge): {flagged}", "", "## Reference kernels", ""]
-    out += [f"- {s['seg_id']}: {s['version']} (`{s['id']}`)" for s in segments if s["record_type"] == "reference-kernel"] or ["- none"]
+    out += [
+        f"- {s['seg_id']}: {s['version']} (`{s['id']}`)" for s in segments if s["record_type"] == "reference-kernel"
+    ] or ["- none"]
     out += ["", "## Evidence", ""]
     for s in segments:
         v = s["version"]
@@ -368,7 +490,9 @@ def main(argv: list[str]) -> int:
     from optrace.scrub.anonymize import Scrubber
 
     ap = argparse.ArgumentParser(prog="optrace partition", description=__doc__)
-    ap.add_argument("--work-dir", required=True, type=Path, help="ingest outputs of one trace (segments.jsonl is written here)")
+    ap.add_argument(
+        "--work-dir", required=True, type=Path, help="ingest outputs of one trace (segments.jsonl is written here)"
+    )
     ap.add_argument("--report", required=True, type=Path, help="partition.md to write")
     Thresholds.add_arguments(ap)
     add_denylist_argument(ap)
@@ -377,8 +501,7 @@ def main(argv: list[str]) -> int:
     meta = read_json(args.work_dir / "meta.json")
     profiles = read_jsonl(args.work_dir / "profiles.jsonl")
     scrubber = Scrubber.from_env(args.denylist_env)
-    segments, steps = build_segments(rows, meta, Thresholds.from_args(args),
-                                     scrubber.text)
+    segments, steps = build_segments(rows, meta, Thresholds.from_args(args), scrubber.text)
     write_jsonl(args.work_dir / "segments.jsonl", segments)
     write_text_atomic(args.report, scrubber.private(render_md(segments, steps, profiles, meta)))  # a report: no term
     kinds = Counter(s["record_type"] for s in segments)

@@ -36,8 +36,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="optrace check-store", description=__doc__.split("\n\n")[0])
     ap.add_argument("store_root", nargs="?", help="directory holding records/ (and records/index.json)")
     ap.add_argument("--all", action="store_true", help="print every message, not the first 12 per gate")
-    ap.add_argument("--injection-tests", action="store_true",
-                    help="plant one defect per gate and check each fires (built-in specimens without STORE_ROOT)")
+    ap.add_argument(
+        "--injection-tests",
+        action="store_true",
+        help="plant one defect per gate and check each fires (built-in specimens without STORE_ROOT)",
+    )
     args = ap.parse_args(argv)
     if args.store_root is None and not args.injection_tests:
         ap.error("STORE_ROOT is required")
@@ -49,6 +52,7 @@ def main(argv: list[str]) -> int:
     terms = read_denylist()
     if args.injection_tests:
         from optrace.gates.store.injection import format_outcomes, run_injections, specimen_store
+
         store = load_store(args.store_root) if args.store_root else specimen_store()
         outcomes = run_injections(store, terms)
         print(format_outcomes(outcomes))

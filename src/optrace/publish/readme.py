@@ -76,31 +76,56 @@ def render(results: Path, slugs: list[str], scrub) -> str:
     failed_by_trace = Counter(f["trace"] for f in summary["failed"])
     failed_traces = {f["trace"]: f for f in summary.get("failed_traces", [])}
     good = [slug for slug in slugs if slug not in failed_traces]
-    out = ["# Staging store (not the live store)", "",
-           f"{len(index)} records staged from {len(good)} trace(s); {len(summary['failed'])} failed validation and were not staged."
-           + (f" {len(failed_traces)} trace(s) failed and are listed below." if failed_traces else ""),
-           "`optrace check-store` on this directory runs the store's own gates.", "",
-           "## Traces", "", "| trace | operator | target | versions | segments | staged | failed | ladder |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = [
+        "# Staging store (not the live store)",
+        "",
+        f"{len(index)} records staged from {len(good)} trace(s); {len(summary['failed'])} failed validation and were not staged."
+        + (f" {len(failed_traces)} trace(s) failed and are listed below." if failed_traces else ""),
+        "`optrace check-store` on this directory runs the store's own gates.",
+        "",
+        "## Traces",
+        "",
+        "| trace | operator | target | versions | segments | staged | failed | ladder |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for slug in good:
         meta = read_json(results / "work" / slug / "meta.json")
         versions = len(read_jsonl(results / "work" / slug / "versions.jsonl"))
         segments = len(read_jsonl(results / "work" / slug / "segments.jsonl"))
         t = meta["target"]
-        out.append(f"| {scrub(meta['source_label'])} | {scrub(meta['operator_name'])} | {t['product']} ({t['vendor']} {t['arch']}) "
-                   f"| {versions} | {segments} | {staged_by_trace[slug]} | {failed_by_trace[slug]} "
-                   f"| [ladder](reports/{slug}/ladder.svg) |")
-    out += ["", "## Records", "", "| id (tail) | type | tier | score | gain | basis | version |", "|---|---|---|---|---|---|---|"]
+        out.append(
+            f"| {scrub(meta['source_label'])} | {scrub(meta['operator_name'])} | {t['product']} ({t['vendor']} {t['arch']}) "
+            f"| {versions} | {segments} | {staged_by_trace[slug]} | {failed_by_trace[slug]} "
+            f"| [ladder](reports/{slug}/ladder.svg) |"
+        )
+    out += [
+        "",
+        "## Records",
+        "",
+        "| id (tail) | type | tier | score | gain | basis | version |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for e in index:
         rec = records[e["id"]]
         gain = rec["worth"]["gain"]
         pct = f"{gain['pct']:+.2f}%" if gain.get("pct") is not None else _first_regression(gain)
         basis = (rec["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "—")
-        out.append(f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {basis} "
-                   f"| {rec['evidence']['raw'].get('version') or '—'} |")
+        out.append(
+            f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {basis} "
+            f"| {rec['evidence']['raw'].get('version') or '—'} |"
+        )
     if failed_traces:
-        out += ["", "## Traces that failed (nothing of theirs is staged)", "", "| trace | stage | reason |", "|---|---|---|"]
-        out += [f"| {slug} | {f['stage']} | {scrub(f['reason'] or '').replace('|', '/')} |" for slug, f in sorted(failed_traces.items())]
+        out += [
+            "",
+            "## Traces that failed (nothing of theirs is staged)",
+            "",
+            "| trace | stage | reason |",
+            "|---|---|---|",
+        ]
+        out += [
+            f"| {slug} | {f['stage']} | {scrub(f['reason'] or '').replace('|', '/')} |"
+            for slug, f in sorted(failed_traces.items())
+        ]
     if summary["failed"]:
         out += ["", "## Not staged (failed validation)", "", "| trace | record | failed gates |", "|---|---|---|"]
         out += [f"| {f['trace']} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |" for f in summary["failed"]]
@@ -111,10 +136,15 @@ def render(results: Path, slugs: list[str], scrub) -> str:
         out += [f"| {slug} | `{seg}` | {rtype} | {scrub(why).replace('|', '/')} |" for slug, seg, rtype, why in without]
     else:
         out.append("Every packet produced a record.")
-    cells = Counter(f"{e['type']} / {e['retrieval']['scope']['arch']} / {e['retrieval']['scope']['dsl']} / "
-                    f"{e['retrieval']['scope'].get('operator_family') or 'misc'}" for e in index)
+    cells = Counter(
+        f"{e['type']} / {e['retrieval']['scope']['arch']} / {e['retrieval']['scope']['dsl']} / "
+        f"{e['retrieval']['scope'].get('operator_family') or 'misc'}"
+        for e in index
+    )
     tiers = Counter(e["tier"] for e in index)
-    bases = Counter((records[e["id"]]["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "none") for e in index)
+    bases = Counter(
+        (records[e["id"]]["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "none") for e in index
+    )
     out += ["", "## Histograms", ""] + _histogram("type / arch / dsl / family", cells) + _histogram("tier", tiers)
     out += _histogram("bottleneck evidence basis", bases)
     out += ["## Ladders", ""] + [f"![{slug} ladder](reports/{slug}/ladder.svg)" for slug in good] + [""]

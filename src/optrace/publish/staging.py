@@ -28,7 +28,18 @@ from optrace.gates.trace.layout import store_path
 from optrace.gates.validate import read_bytes
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 
-RECORD_KEY_ORDER = ("schema", "id", "type", "level", "status", "episode_key", "retrieval", "payload", "evidence", "worth")
+RECORD_KEY_ORDER = (
+    "schema",
+    "id",
+    "type",
+    "level",
+    "status",
+    "episode_key",
+    "retrieval",
+    "payload",
+    "evidence",
+    "worth",
+)
 SEARCH_FIELDS = ("goal", "technique", "what", "summary", "lesson", "attempted", "change", "mechanism")
 MAX_SEARCH_CHARS = 2000
 MAX_TITLE_CHARS = 160
@@ -38,8 +49,6 @@ def store_json(record: dict) -> str:
     """The store's own file format: indent 1, store key order, UTF-8."""
     ordered = {k: record[k] for k in RECORD_KEY_ORDER if k in record}
     return json.dumps(ordered, ensure_ascii=False, indent=1) + "\n"
-
-
 
 
 def trace_prior(rows: list[dict]) -> dict:
@@ -75,9 +84,17 @@ def score(record: dict, prior: dict) -> dict:
 def scored_with(record: dict, track: dict) -> dict:
     """A copy of the record carrying `track` and the rank the formula gives for it (admission rescores)."""
     r = rank(record["type"], record["worth"]["gain"].get("basis", ""), track)
-    worth = {**record["worth"], "rank": {"score": r.score, "tier": r.tier, "formula": FORMULA,
-                                         "components": r.components, "builder_version": BUILDER_VERSION},
-             "track": track}
+    worth = {
+        **record["worth"],
+        "rank": {
+            "score": r.score,
+            "tier": r.tier,
+            "formula": FORMULA,
+            "components": r.components,
+            "builder_version": BUILDER_VERSION,
+        },
+        "track": track,
+    }
     return {**record, "worth": worth}
 
 
@@ -160,16 +177,29 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of) -> dic
                 write_text_atomic(target, text)
             keep.add(rel)
             entries.append(index_entry(scored, rel))
-            summary["staged"].append({"trace": slug, "id": scored["id"], "path": rel, "type": scored["type"],
-                                      "score": scored["worth"]["rank"]["score"], "tier": scored["worth"]["rank"]["tier"]})
+            summary["staged"].append(
+                {
+                    "trace": slug,
+                    "id": scored["id"],
+                    "path": rel,
+                    "type": scored["type"],
+                    "score": scored["worth"]["rank"]["score"],
+                    "tier": scored["worth"]["rank"]["tier"],
+                }
+            )
     records_dir = staging / "records"
     for stale in records_dir.rglob("*.json") if records_dir.exists() else []:
         rel = stale.relative_to(staging).as_posix()
         if rel != "records/index.json" and rel not in keep:
             stale.unlink()
     entries.sort(key=lambda e: e["id"])
-    index = {"schema": "clean-1.3", "generated_by": "optrace stage", "builder_version": BUILDER_VERSION,
-             "count": len(entries), "records": entries}
+    index = {
+        "schema": "clean-1.3",
+        "generated_by": "optrace stage",
+        "builder_version": BUILDER_VERSION,
+        "count": len(entries),
+        "records": entries,
+    }
     write_text_atomic(records_dir / "index.json", json.dumps(index, ensure_ascii=False, indent=1) + "\n")
     summary["staged"].sort(key=lambda s: s["id"])
     summary["failed"].sort(key=lambda s: (s["trace"], s["path"]))
@@ -193,7 +223,9 @@ def main(argv: list[str]) -> int:
     except KeyError as exc:
         raise InputError(args.results, f"a record has no packet or a required field ({exc})") from None
     write_json(args.summary, summary)
-    print(f"stage: {len(summary['staged'])} records staged, {len(summary['failed'])} failed validation (listed in {args.summary})")
+    print(
+        f"stage: {len(summary['staged'])} records staged, {len(summary['failed'])} failed validation (listed in {args.summary})"
+    )
     for f in summary["failed_traces"]:
         print(f"  trace {f['trace']} failed at {f['stage']}: {f['reason']}")
     return 0

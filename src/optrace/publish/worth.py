@@ -13,7 +13,14 @@ from datetime import datetime
 
 FORMULA = "clamp(prior + 0.35*signed_feedback*confidence + usage_bonus) * recency_decay(half_life=90d)"
 BUILDER_VERSION = "opt-trace-1.0"
-COUNTERS = ("query_count", "served_count", "applied_count", "verified_effective", "verified_ineffective", "fallback_served")
+COUNTERS = (
+    "query_count",
+    "served_count",
+    "applied_count",
+    "verified_effective",
+    "verified_ineffective",
+    "fallback_served",
+)
 HALF_LIFE_DAYS = 90.0
 
 
@@ -99,7 +106,9 @@ def rank(record_type: str, gain_basis: str, track: dict, now: datetime | None = 
     counters = track.get("counters") or {}
     p = prior_score(record_type, prior)
     signed, confidence, base = feedback(record_type, prior, counters)
-    usage = 0.05 * clamp(math.log(1 + max(counters.get("served_count", 0), counters.get("query_count", 0))) / math.log(50))
+    usage = 0.05 * clamp(
+        math.log(1 + max(counters.get("served_count", 0), counters.get("query_count", 0))) / math.log(50)
+    )
     rec = recency(counters.get("last_used_ts"), now)
     adjust = 0.35 * signed * confidence
     score = round(clamp((p + adjust + usage) * rec), 4)
@@ -114,7 +123,13 @@ def rank(record_type: str, gain_basis: str, track: dict, now: datetime | None = 
         tier = "proven"
     else:
         tier = "promising"
-    components = {"prior": round(p, 4), "base_rate": round(base, 4), "feedback_signed": round(signed, 4),
-                  "feedback_confidence": round(confidence, 4), "feedback_adjust": round(adjust, 4),
-                  "usage_bonus": round(usage, 4), "recency": round(rec, 4)}
+    components = {
+        "prior": round(p, 4),
+        "base_rate": round(base, 4),
+        "feedback_signed": round(signed, 4),
+        "feedback_confidence": round(confidence, 4),
+        "feedback_adjust": round(adjust, 4),
+        "usage_bonus": round(usage, 4),
+        "recency": round(rec, 4),
+    }
     return Rank(score, tier, components)

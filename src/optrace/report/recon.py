@@ -97,7 +97,7 @@ def overlap(meta: dict, index_path: Path | None) -> dict | None:
 
 
 def _operator_family(entry: dict) -> str | None:
-    scope = ((entry.get("retrieval") or {}).get("scope") or {})
+    scope = (entry.get("retrieval") or {}).get("scope") or {}
     return scope.get("operator_family")
 
 
@@ -117,14 +117,24 @@ def build_recon(rows, profiles, meta, steps: list[Step], index_path: Path | None
     final = next((s.version for s in steps if s.final), None)
     return {
         "identity": {
-            "slug": meta["slug"], "source_label": meta["source_label"], "operator_name": meta["operator_name"],
-            "operator_slug": meta["operator_slug"], "workload_family": meta["workload_family"],
-            "target": meta["target"], "head_sha": meta["head_sha"], "n_shapes": meta["n_shapes"],
-            "axes": meta["axes"], "default_dsl": meta["default_dsl"], "dsl_changes": dsl_changes(rows),
+            "slug": meta["slug"],
+            "source_label": meta["source_label"],
+            "operator_name": meta["operator_name"],
+            "operator_slug": meta["operator_slug"],
+            "workload_family": meta["workload_family"],
+            "target": meta["target"],
+            "head_sha": meta["head_sha"],
+            "n_shapes": meta["n_shapes"],
+            "axes": meta["axes"],
+            "default_dsl": meta["default_dsl"],
+            "dsl_changes": dsl_changes(rows),
         },
         "coverage": coverage(rows, profiles, meta),
         "ladder": {
-            "outcomes": {k: counts.get(k, 0) for k in ("baseline", "milestone", "mega", "floor", "flat", "rebaseline", "rejected")},
+            "outcomes": {
+                k: counts.get(k, 0)
+                for k in ("baseline", "milestone", "mega", "floor", "flat", "rebaseline", "rejected")
+            },
             "final": final,
             "steps": [s.to_row() for s in steps],
         },
@@ -137,40 +147,63 @@ def build_recon(rows, profiles, meta, steps: list[Step], index_path: Path | None
 
 
 def render_md(recon: dict) -> str:
-    i, c, lad, f, p, y = (recon[k] for k in ("identity", "coverage", "ladder", "failures", "profiler", "expected_yield"))
+    i, c, lad, f, p, y = (
+        recon[k] for k in ("identity", "coverage", "ladder", "failures", "profiler", "expected_yield")
+    )
     t = i["target"]
-    out = [f"# Recon: {i['source_label']}", "",
-           "## Identity and coverage", "",
-           f"- operator: `{i['operator_name']}` (slug `{i['operator_slug']}`, family `{i['workload_family']}`)",
-           f"- target: {t['vendor']} {t['arch']} {t['product']} — {t['basis']}",
-           f"- HEAD: `{i['head_sha']}`; shapes benchmarked: {i['n_shapes']}; axes: const {json.dumps(i['axes']['const'])}, var {i['axes']['var']}",
-           f"- DSL: default `{i['default_dsl']}`; by version: " + ", ".join(f"{d['version']} `{d['dsl']}`" for d in i["dsl_changes"]),
-           f"- versions: {c['versions']} ({c['with_commit']} with a commit, {c['with_step_record']} with a step record, "
-           f"{c['with_genuine_number']} with a genuine number)",
-           "- verdicts: " + ", ".join(f"{k} {v}" for k, v in c["verdicts"].items())
-           + f"; NO_CHANGE {c['no_change']}, infrastructure {c['infrastructure']}, carried forward {c['carried_forward']}",
-           f"- dead-end levers listed: {c['deadend_items']}; pitfalls recorded: {c['pitfalls']}; memory variants: "
-           f"{c['memory_variants']}; non-version commits: {c['non_version_commits']}",
-           "", "## Ladder preview", "",
-           "Outcomes: " + ", ".join(f"{k} {v}" for k, v in lad["outcomes"].items() if v) + f"; final: {lad['final'] or 'none'}",
-           "", "| version | outcome | geomean µs | vs floor | reason |", "|---|---|---|---|---|"]
+    out = [
+        f"# Recon: {i['source_label']}",
+        "",
+        "## Identity and coverage",
+        "",
+        f"- operator: `{i['operator_name']}` (slug `{i['operator_slug']}`, family `{i['workload_family']}`)",
+        f"- target: {t['vendor']} {t['arch']} {t['product']} — {t['basis']}",
+        f"- HEAD: `{i['head_sha']}`; shapes benchmarked: {i['n_shapes']}; axes: const {json.dumps(i['axes']['const'])}, var {i['axes']['var']}",
+        f"- DSL: default `{i['default_dsl']}`; by version: "
+        + ", ".join(f"{d['version']} `{d['dsl']}`" for d in i["dsl_changes"]),
+        f"- versions: {c['versions']} ({c['with_commit']} with a commit, {c['with_step_record']} with a step record, "
+        f"{c['with_genuine_number']} with a genuine number)",
+        "- verdicts: "
+        + ", ".join(f"{k} {v}" for k, v in c["verdicts"].items())
+        + f"; NO_CHANGE {c['no_change']}, infrastructure {c['infrastructure']}, carried forward {c['carried_forward']}",
+        f"- dead-end levers listed: {c['deadend_items']}; pitfalls recorded: {c['pitfalls']}; memory variants: "
+        f"{c['memory_variants']}; non-version commits: {c['non_version_commits']}",
+        "",
+        "## Ladder preview",
+        "",
+        "Outcomes: "
+        + ", ".join(f"{k} {v}" for k, v in lad["outcomes"].items() if v)
+        + f"; final: {lad['final'] or 'none'}",
+        "",
+        "| version | outcome | geomean µs | vs floor | reason |",
+        "|---|---|---|---|---|",
+    ]
     for s in lad["steps"]:
         geo = f"{s['geomean_us']:.2f}" if s["geomean_us"] is not None else "—"
         pct = f"{s['improve_pct']:+.2f}%" if s["improve_pct"] is not None else ""
         mark = " (final)" if s["final"] else ""
         review = f" **Review:** {s['review']}" if s.get("review") else ""
-        out.append(f"| {s['version']} | {s['outcome']}{mark} | {geo} | {pct} | {s['reason'].replace('|', '/')}{review} |")
+        out.append(
+            f"| {s['version']} | {s['outcome']}{mark} | {geo} | {pct} | {s['reason'].replace('|', '/')}{review} |"
+        )
     flagged = [s for s in lad["steps"] if s.get("review")]
-    out += ["", "Flagged for review (a jump beyond the re-baseline factor without re-baseline evidence): "
-            + (", ".join(s["version"] for s in flagged) or "none")]
+    out += [
+        "",
+        "Flagged for review (a jump beyond the re-baseline factor without re-baseline evidence): "
+        + (", ".join(s["version"] for s in flagged) or "none"),
+    ]
     out += ["", "## Failures", ""]
     out += [f"- {k}: {v}" for k, v in f["rejection_reasons"].items()] or ["- none"]
     out.append(f"- reverted in list form: {f['reverted_list_form']}, in prose form: {f['reverted_prose_form']}")
     if f["list_form_example"]:
         out.append(f"- list-form example: {'; '.join(f['list_form_example'])}")
-    out += ["", "## Profiler", "",
-            f"- captures: {p['captures']}, usable: {p['usable']}",
-            "- kernels: " + (", ".join(f"`{k}` ×{v}" for k, v in p["kernels"].items()) or "none")]
+    out += [
+        "",
+        "## Profiler",
+        "",
+        f"- captures: {p['captures']}, usable: {p['usable']}",
+        "- kernels: " + (", ".join(f"`{k}` ×{v}" for k, v in p["kernels"].items()) or "none"),
+    ]
     out += [f"- unusable `{u['dir']}`: {u['reason']}" for u in p["unusable"]]
     if p["reports_ignored"]:
         out.append(f"- REPORT.md of unusable captures, never used: {', '.join(p['reports_ignored'])}")
@@ -179,17 +212,25 @@ def render_md(recon: dict) -> str:
     if o is None:
         out.append("- no live store configured (`live_store`)")
     else:
-        out.append(f"- {o['same_operator_family']} of {o['store_records']} records share operator family "
-                   f"`{i['operator_slug']}`: " + (", ".join(f"{k} {v}" for k, v in o["by_type"].items()) or "none"))
+        out.append(
+            f"- {o['same_operator_family']} of {o['store_records']} records share operator family "
+            f"`{i['operator_slug']}`: " + (", ".join(f"{k} {v}" for k, v in o["by_type"].items()) or "none")
+        )
         out += [f"- episode key `{k}`" for k in o["episode_keys"][:20]]
         h = o["holdings"]
-        out.append(f"- on {i['target']['vendor']} {i['target']['arch']}: {h['same_hardware']} records ("
-                   + (", ".join(f"{k} {v}" for k, v in h["same_hardware_by_type"].items()) or "none")
-                   + f"); of this operator: {h['same_operator']}")
+        out.append(
+            f"- on {i['target']['vendor']} {i['target']['arch']}: {h['same_hardware']} records ("
+            + (", ".join(f"{k} {v}" for k, v in h["same_hardware_by_type"].items()) or "none")
+            + f"); of this operator: {h['same_operator']}"
+        )
         out += [f"- closest: `{c['id']}` ({c['type']}, {c['tier']})" for c in h["closest"]]
-    out += ["", "## Expected yield", "",
-            f"- strategies: {y['strategies']}, anti-strategy levers: {y['anti_strategy_levers']}, "
-            f"reference kernels: {y['reference_kernels']}"]
+    out += [
+        "",
+        "## Expected yield",
+        "",
+        f"- strategies: {y['strategies']}, anti-strategy levers: {y['anti_strategy_levers']}, "
+        f"reference kernels: {y['reference_kernels']}",
+    ]
     if recon["warnings"]:
         out += ["", "## Warnings", ""] + [f"- {w}" for w in recon["warnings"]]
     return "\n".join(out) + "\n"
@@ -210,8 +251,13 @@ NO_NUMBER = ("v", "#777777", "no number (marked on the axis)")
 NO_NUMBER_Y = 0.03  # axes fraction: on the version axis, just clear of its line
 FLOOR_OUTCOMES = ("baseline", "milestone", "mega", "floor", "rebaseline")
 MAX_GAIN_LABELS = 30  # the largest gains are labelled; more would overlap into noise
-TICK_SUBS = ((1,), (1, 2, 5), (1, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9),
-             (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9))
+TICK_SUBS = (
+    (1,),
+    (1, 2, 5),
+    (1, 2, 3, 5, 7),
+    (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9),
+)
 
 
 def log_ticks(low: float, high: float, want: int = 4) -> list[float]:
@@ -221,8 +267,12 @@ def log_ticks(low: float, high: float, want: int = 4) -> list[float]:
 
     ticks: list[float] = []
     for subs in TICK_SUBS:
-        ticks = [round(m * 10.0 ** k, 6) for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
-                 for m in subs if low <= m * 10.0 ** k <= high]
+        ticks = [
+            round(m * 10.0**k, 6)
+            for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+            for m in subs
+            if low <= m * 10.0**k <= high
+        ]
         if len(ticks) >= want:
             break
     return sorted(set(ticks))
@@ -271,21 +321,49 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
     for key, (marker, colour, label) in STYLE.items():
         pts = groups.get(key)
         if pts:
-            ax.scatter([s.n for s in pts], [s.geomean_us for s in pts], marker=marker, c=colour,
-                       s=80 if marker == "*" else 36, label=label, zorder=3)
+            ax.scatter(
+                [s.n for s in pts],
+                [s.geomean_us for s in pts],
+                marker=marker,
+                c=colour,
+                s=80 if marker == "*" else 36,
+                label=label,
+                zorder=3,
+            )
     # A revert leaves the kernel at the floor: drawn there, what it measured only dotted. Before any
     # floor exists there is nothing to go back to, so it stands at its own number.
     back = [s for s in groups.get("reverted", []) if s.n in floors or s.geomean_us is not None]
     if back:
         marker, colour, label = REVERTED
-        ax.scatter([s.n for s in back], [floors.get(s.n, s.geomean_us) for s in back], marker=marker, c=colour,
-                   s=40, label=label, zorder=4)
+        ax.scatter(
+            [s.n for s in back],
+            [floors.get(s.n, s.geomean_us) for s in back],
+            marker=marker,
+            c=colour,
+            s=40,
+            label=label,
+            zorder=4,
+        )
         stems = [s for s in back if s.n in floors and s.geomean_us is not None]
         if stems:  # one collection each, not an artist per revert: long traces revert thousands of times
-            ax.vlines([s.n for s in stems], [floors[s.n] for s in stems], [s.geomean_us for s in stems],
-                      linestyles=":", colors=colour, lw=1, zorder=2)
-            ax.scatter([s.n for s in stems], [s.geomean_us for s in stems], marker="o", facecolors="none",
-                       edgecolors=colour, s=22, zorder=3)
+            ax.vlines(
+                [s.n for s in stems],
+                [floors[s.n] for s in stems],
+                [s.geomean_us for s in stems],
+                linestyles=":",
+                colors=colour,
+                lw=1,
+                zorder=2,
+            )
+            ax.scatter(
+                [s.n for s in stems],
+                [s.geomean_us for s in stems],
+                marker="o",
+                facecolors="none",
+                edgecolors=colour,
+                s=22,
+                zorder=3,
+            )
     floor = [(s.n, s.geomean_us) for s in steps if s.outcome in FLOOR_OUTCOMES and s.geomean_us is not None]
     if floor:
         last = max(s.n for s in steps)
@@ -294,17 +372,36 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
     missing = [s for s in steps if s.geomean_us is None]
     if missing:
         marker, colour, label = NO_NUMBER
-        ax.scatter([s.n for s in missing], [NO_NUMBER_Y] * len(missing), marker=marker, facecolors="none",
-                   edgecolors=colour, s=40, label=label, transform=ax.get_xaxis_transform(), clip_on=False, zorder=4)
-    claims = sorted((s for s in steps if s.outcome in CLAIMS and s.improve_pct is not None and s.geomean_us),
-                    key=lambda s: -s.improve_pct)[:MAX_GAIN_LABELS]
+        ax.scatter(
+            [s.n for s in missing],
+            [NO_NUMBER_Y] * len(missing),
+            marker=marker,
+            facecolors="none",
+            edgecolors=colour,
+            s=40,
+            label=label,
+            transform=ax.get_xaxis_transform(),
+            clip_on=False,
+            zorder=4,
+        )
+    claims = sorted(
+        (s for s in steps if s.outcome in CLAIMS and s.improve_pct is not None and s.geomean_us),
+        key=lambda s: -s.improve_pct,
+    )[:MAX_GAIN_LABELS]
     for s in claims:
-        ax.annotate(f"{s.version} +{s.improve_pct:.1f}%", (s.n, s.geomean_us), textcoords="offset points",
-                    xytext=(4, 5), fontsize=7, color=STYLE[s.outcome][1])
+        ax.annotate(
+            f"{s.version} +{s.improve_pct:.1f}%",
+            (s.n, s.geomean_us),
+            textcoords="offset points",
+            xytext=(4, 5),
+            fontsize=7,
+            color=STYLE[s.outcome][1],
+        )
     for s in steps:
         if s.final and s.geomean_us is not None:
-            ax.annotate("final", (s.n, s.geomean_us), textcoords="offset points", xytext=(0, -14),
-                        ha="center", fontsize=8)
+            ax.annotate(
+                "final", (s.n, s.geomean_us), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=8
+            )
     values = [s.geomean_us for s in steps if s.geomean_us] + [g for g in floors.values() if g]
     if values:
         ax.set_yscale("log")
@@ -344,6 +441,9 @@ def main(argv: list[str]) -> int:
     title = scrub.private(f"{meta['source_label']} on {meta['target']['product']}")
     write_text_atomic(args.out_dir / "ladder.svg", render_svg(rows, steps, title))
     lad = recon["ladder"]
-    print(f"recon: {meta['slug']}: " + ", ".join(f"{k} {v}" for k, v in lad["outcomes"].items() if v)
-          + f"; final {lad['final']}")
+    print(
+        f"recon: {meta['slug']}: "
+        + ", ".join(f"{k} {v}" for k, v in lad["outcomes"].items() if v)
+        + f"; final {lad['final']}"
+    )
     return 0

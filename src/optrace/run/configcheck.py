@@ -80,8 +80,14 @@ def _schema_at(schema: dict, path: list[str]) -> dict:
 
 
 def _kind(kind) -> str:
-    names = {"number": "a number", "integer": "a whole number", "string": "a string", "boolean": "true or false",
-             "array": "a list", "object": "a map of keys"}
+    names = {
+        "number": "a number",
+        "integer": "a whole number",
+        "string": "a string",
+        "boolean": "true or false",
+        "array": "a list",
+        "object": "a map of keys",
+    }
     return " or ".join(names.get(k, k) for k in kind) if isinstance(kind, list) else names.get(kind, str(kind))
 
 

@@ -15,8 +15,15 @@ import re
 
 TRACE_NUMBERED_RE = re.compile(r"^kernel_opt_(\d+)_(.+)$", re.I)
 _CONTAINER_WORDS = {"root", "home", "work", "tmp", "data", "src", "repo", "repos", "traces", "trace", "kernel", "opt"}
-_ABBREV = {"attention": "attn", "backward": "bwd", "forward": "fwd", "projection": "proj",
-           "normalization": "norm", "convolution": "conv", "activation": "act"}
+_ABBREV = {
+    "attention": "attn",
+    "backward": "bwd",
+    "forward": "fwd",
+    "projection": "proj",
+    "normalization": "norm",
+    "convolution": "conv",
+    "activation": "act",
+}
 _DROP = {"with", "and", "the", "a", "of", "for", "to", "using", "based"}
 # (store operator family, words of an operator name); the first family with a matching word wins, so the
 # specific families (a paged attention, a MoE GEMM, MLA) come before the general ones.
@@ -47,8 +54,24 @@ _FAMILY_WORDS = [
     ("decoder-layer", {"decoder", "layer", "block", "transformer"}),
     ("conv-vision", {"conv", "conv1d", "conv2d", "conv3d", "vision", "vit", "pool", "pooling"}),
     ("attention", {"attn", "attention", "mha", "gqa", "mla", "mqa", "flash", "decode", "prefill", "paged"}),
-    ("gemm-projection", {"gemm", "sgemm", "hgemm", "dgemm", "gemv", "matmul", "mm", "bmm", "proj", "projection", "linear",
-                         "dense", "qkv"}),
+    (
+        "gemm-projection",
+        {
+            "gemm",
+            "sgemm",
+            "hgemm",
+            "dgemm",
+            "gemv",
+            "matmul",
+            "mm",
+            "bmm",
+            "proj",
+            "projection",
+            "linear",
+            "dense",
+            "qkv",
+        },
+    ),
     ("mlp-activation", {"mlp", "ffn", "silu", "gelu", "swiglu", "geglu", "relu", "act", "activation"}),
 ]
 

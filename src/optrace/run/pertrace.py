@@ -23,9 +23,15 @@ from pathlib import Path
 from optrace.errors import InputError
 from optrace.jsonio import dumps_compact, write_text_atomic
 
-STAGES = {"ingest": "optrace.ingest.ingest", "recon": "optrace.report.recon", "partition": "optrace.mine.partition",
-          "packets": "optrace.mine.packets", "distill": "optrace.distill.distill", "validate": "optrace.gates.validate",
-          "dataset": "optrace.dataset.build"}
+STAGES = {
+    "ingest": "optrace.ingest.ingest",
+    "recon": "optrace.report.recon",
+    "partition": "optrace.mine.partition",
+    "packets": "optrace.mine.packets",
+    "distill": "optrace.distill.distill",
+    "validate": "optrace.gates.validate",
+    "dataset": "optrace.dataset.build",
+}
 
 
 def upstream_failure(meta: Path) -> dict | None:
@@ -58,8 +64,10 @@ def placeholder(path: Path, slug: str, failed: dict) -> str:
     line = f"{slug}: not analysed, the trace failed at {failed['stage']}: {failed['reason']}"
     if name.endswith(".svg"):
         text = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        return ('<svg xmlns="http://www.w3.org/2000/svg" width="640" height="40">'
-                f'<text x="8" y="24" font-size="12">{text}</text></svg>\n')
+        return (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="640" height="40">'
+            f'<text x="8" y="24" font-size="12">{text}</text></svg>\n'
+        )
     return f"# {slug}\n\n{line}\n"
 
 
@@ -72,14 +80,15 @@ def main(argv: list[str]) -> int:
     if "--" not in argv:
         raise InputError("optrace.run.pertrace", "usage: --slug S --meta M --outputs OUT... -- <stage> <args>")
     split = argv.index("--")
-    ap = argparse.ArgumentParser(prog="optrace.run.pertrace", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="optrace.run.pertrace", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--slug", required=True)
     ap.add_argument("--meta", required=True, type=Path, help="the trace's meta.json (ingest's output)")
     ap.add_argument("--label", default="", help="the trace's label (ingest: named in its failure placeholder)")
     ap.add_argument("--outputs", nargs="+", type=Path, required=True, help="the rule's declared outputs")
     args = ap.parse_args(argv[:split])
-    stage, stage_argv = argv[split + 1], argv[split + 2:]
+    stage, stage_argv = argv[split + 1], argv[split + 2 :]
     if stage not in STAGES:
         raise InputError("optrace.run.pertrace", f"unknown stage {stage!r}")
     failed = None if stage == "ingest" else upstream_failure(args.meta)

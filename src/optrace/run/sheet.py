@@ -27,8 +27,14 @@ SHEET_COLUMNS = ("label", "path", "vendor", "arch", "product", "dsl", "harness")
 OVERRIDE_COLUMNS = SHEET_COLUMNS[2:]
 # What ingest reads from the work tree besides git: a change to any of it makes ingest stale.
 FINGERPRINT_DIRS = ("memory", "profiles", "versions", "autotune")
-FINGERPRINT_FILES = ("definition.json", "solution.json", "workload.jsonl", "traces.jsonl",
-                     "framework_baseline.json", "README.md")
+FINGERPRINT_FILES = (
+    "definition.json",
+    "solution.json",
+    "workload.jsonl",
+    "traces.jsonl",
+    "framework_baseline.json",
+    "README.md",
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,10 @@ def safe_label(label: str, path: str, denied, fallback: str | None = None) -> tu
     if denied is None or not denied.contains(label):
         return label, None
     if fallback and not denied.contains(fallback):
-        return fallback, f"{neutral_label(path)}: the trace's directory name holds a denylisted term; named by its sheet label"
+        return (
+            fallback,
+            f"{neutral_label(path)}: the trace's directory name holds a denylisted term; named by its sheet label",
+        )
     name = neutral_label(path)
     return name, f"{name}: the trace's name holds a denylisted term; named by a hash of its path instead"
 
@@ -67,8 +76,9 @@ def safe_label(label: str, path: str, denied, fallback: str | None = None) -> tu
 def entry_for_path(path: str, hardware: str = "", denylist: tuple[str, ...] = ()) -> TraceEntry:
     p = Path(path)
     label, note = safe_label(p.stem if p.suffix == ".bundle" else p.name, path, denylist_pattern(denylist))
-    return TraceEntry(label, str(path), trace_slug(label), {"product": hardware} if hardware else {},
-                      where="config trace", note=note)
+    return TraceEntry(
+        label, str(path), trace_slug(label), {"product": hardware} if hardware else {}, where="config trace", note=note
+    )
 
 
 def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list[TraceEntry]:
@@ -77,14 +87,20 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
         text = sheet.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(sheet, f"cannot read the trace sheet ({exc.strerror})") from None
-    rows = list(csv.DictReader((line for line in text.splitlines() if line.strip() and not line.startswith("#")),
-                               delimiter="\t"))
+    rows = list(
+        csv.DictReader(
+            (line for line in text.splitlines() if line.strip() and not line.startswith("#")), delimiter="\t"
+        )
+    )
     if not rows:
         raise InputError(sheet, "the trace sheet has no rows (columns: label<TAB>path[<TAB>vendor ...])")
     unknown = set(rows[0]) - set(SHEET_COLUMNS)
     if unknown or not {"label", "path"} <= set(rows[0]):
-        raise InputError(sheet, f"columns must be label, path and optionally {', '.join(OVERRIDE_COLUMNS)}"
-                                f" (found {', '.join(k for k in rows[0] if k)})")
+        raise InputError(
+            sheet,
+            f"columns must be label, path and optionally {', '.join(OVERRIDE_COLUMNS)}"
+            f" (found {', '.join(k for k in rows[0] if k)})",
+        )
     entries, seen = [], {}
     denied = denylist_pattern(denylist)
     for i, row in enumerate(rows, 2):
@@ -125,7 +141,9 @@ def select_traces(config: dict, example_path: str, example_label: str, environ=o
         check_paths_exist(entries)
         return entries
     over = {"product": config["hardware"]} if config.get("hardware") else {}
-    label, note = safe_label(example_label, example_path, denylist_pattern(denylist))  # the example's name can be denylisted too
+    label, note = safe_label(
+        example_label, example_path, denylist_pattern(denylist)
+    )  # the example's name can be denylisted too
     return [TraceEntry(label, example_path, trace_slug(label), over, example=True, note=note)]
 
 
@@ -213,8 +231,11 @@ def _common_dir(gitdir: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="optrace sheet", description="check a trace sheet and list its traces; "
-                                 "exits 2 naming the first row whose path is missing or not a trace")
+    ap = argparse.ArgumentParser(
+        prog="optrace sheet",
+        description="check a trace sheet and list its traces; "
+        "exits 2 naming the first row whose path is missing or not a trace",
+    )
     ap.add_argument("sheet", help="a TSV sheet: label, path and optional override columns")
     add_denylist_argument(ap)
     args = ap.parse_args(argv)

@@ -18,6 +18,7 @@ MAX_REASON_CHARS = 300
 @dataclass(frozen=True)
 class StageFiles:
     """One per-trace stage as the workflow declares it: its log and outputs, patterns over `{slug}`."""
+
     name: str
     log: str
     outputs: tuple[str, ...]
@@ -29,6 +30,7 @@ class StageFiles:
 @dataclass(frozen=True)
 class Places:
     """The aggregate outputs the summary reads and points to."""
+
     validation_summary: Path
     staged: Path
     staging_readme: Path
@@ -178,29 +180,45 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
             out.append(f"  {t.slug:<{width}}  not validated (the target stopped before validation)")
             continue
         staged = "not staged yet" if t.staged is None else f"{t.staged} staged"
-        out.append(f"  {t.slug:<{width}}  {t.records} records: {staged}, {t.failed} failed validation, "
-                   f"{t.without_record} packets without a record")
+        out.append(
+            f"  {t.slug:<{width}}  {t.records} records: {staged}, {t.failed} failed validation, "
+            f"{t.without_record} packets without a record"
+        )
         if t.first_failure:
             more = f" (first of {t.failed})" if t.failed > 1 else ""
             out.append(f"  {'':<{width}}    {t.first_failure[0]}{more}")
             out.append(f"  {'':<{width}}      {t.first_failure[1]}")
     validated = [t for t in summary.traces if t.validated]
     staged = sum(t.staged or 0 for t in summary.traces)
-    out += ["", f"  total: {len(summary.traces)} traces ({len(summary.failed_traces)} failed), "
-                f"{summary.records} records validated, {staged} staged, {summary.failed_records} failed validation, "
-                f"{sum(t.without_record for t in validated)} packets without a record"]
+    out += [
+        "",
+        f"  total: {len(summary.traces)} traces ({len(summary.failed_traces)} failed), "
+        f"{summary.records} records validated, {staged} staged, {summary.failed_records} failed validation, "
+        f"{sum(t.without_record for t in validated)} packets without a record",
+    ]
     p = summary.places
-    out += ["", _where("staging README", p.staging_readme, summary.newest_report),
-            _where("validation summary", p.validation_summary, summary.newest_report), _where("dataset", p.dataset)]
+    out += [
+        "",
+        _where("staging README", p.staging_readme, summary.newest_report),
+        _where("validation summary", p.validation_summary, summary.newest_report),
+        _where("dataset", p.dataset),
+    ]
     if summary.failed_traces:
         out.append("  fix or drop each failed trace and re-run: only what is stale runs again")
     if summary.failed_records:
-        out.append("  failing records are listed per gate in the validation summary; fix them and run `snakemake validate`")
-        out.append(f"  this run exits 1 because a record failed ({exits_because})" if exits_because else
-                   "  strict is off: failing records do not change the exit status (`--config strict=true` makes them exit 1)")
+        out.append(
+            "  failing records are listed per gate in the validation summary; fix them and run `snakemake validate`"
+        )
+        out.append(
+            f"  this run exits 1 because a record failed ({exits_because})"
+            if exits_because
+            else "  strict is off: failing records do not change the exit status (`--config strict=true` makes them exit 1)"
+        )
     elif need_records and not summary.records:
-        out.append("  no records to validate: distill first (`snakemake distill`), or write records into "
-                   "results/distilled/<slug>/; this run exits 1")
+        out.append(
+            "  no records to validate: distill first (`snakemake distill`), or write records into "
+            "results/distilled/<slug>/; this run exits 1"
+        )
     return "\n".join(out) + "\n"
 
 

@@ -26,8 +26,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
-from optrace.scrub.leak_patterns import (DENYLIST_ENV, HARDWARE_NAMES, PYTHON_DSLS, compat, compile_denylist, emails,
-    hex_runs, local_paths, markdown_pages, outermost, prose_spans, read_denylist, uuids, version_ids, Leak)
+from optrace.scrub.leak_patterns import (
+    DENYLIST_ENV,
+    HARDWARE_NAMES,
+    PYTHON_DSLS,
+    compat,
+    compile_denylist,
+    emails,
+    hex_runs,
+    local_paths,
+    markdown_pages,
+    outermost,
+    prose_spans,
+    read_denylist,
+    uuids,
+    version_ids,
+    Leak,
+)
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl
 
@@ -50,6 +65,7 @@ Finder = Callable[[str], Iterator[tuple[int, int, str]]]
 def _spans_of(matches: Callable[[str], Iterator[tuple[int, str]]], phrase: str) -> Finder:
     """A finder of (start, token) matches as (start, end, phrase) spans."""
     return lambda text: ((start, start + len(token), phrase) for start, token in matches(text))
+
 
 # Local paths run on through later segments; a sentence's full stop is not part of a path.
 _PATH_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.~+@%=/\\:-")
@@ -82,7 +98,7 @@ def _local_path_spans(text: str) -> Iterator[tuple[int, int, str]]:
             continue
         end = _PATH_RIGHT.match(text, start + len(token)).end()
         lead = _run_back(text, start, _PATH_CHARS, reach)
-        if text[max(reach, lead - 5):lead] == "file:":
+        if text[max(reach, lead - 5) : lead] == "file:":
             lead -= 5
         reach = end
         yield lead, _trim(text, start, end), "a local path"
@@ -97,7 +113,7 @@ def _markdown_spans(text: str) -> Iterator[tuple[int, int, str]]:
     """The finder's stem starts at a word character: take the `../` or `/` in front of it too."""
     for start, token in markdown_pages(text):
         lead = start
-        if text[start - 1:start] == "/":
+        if text[start - 1 : start] == "/":
             while lead > 0 and start - lead < 64 and text[lead - 1] in "./~":
                 lead -= 1
         yield lead, start + len(token), "a document"
@@ -147,8 +163,10 @@ def _hex_spans(text: str) -> Iterator[tuple[int, int, str]]:
 # an identifier (kernel_v7, v7_fast, pack_v4) loses only its number: `kernel_vN` still reads as the
 # identifier it was, where a phrase inside it would not.
 _LINE_PREFIX = re.compile(r"^[ \t]*([vV]\d+(?:_(?:rerun|baseline|base)\d*)?):[ \t]*", re.M)
-_LIST_GAP = re.compile(r"[ \t]*(?:,|/|&|\+|->|-|–|—|\.\.|to\b|and\b|or\b|vs\.?|through\b)?"
-                       r"[ \t]*(?:(?:and|or)\b[ \t]*)?")
+_LIST_GAP = re.compile(
+    r"[ \t]*(?:,|/|&|\+|->|-|–|—|\.\.|to\b|and\b|or\b|vs\.?|through\b)?"
+    r"[ \t]*(?:(?:and|or)\b[ \t]*)?"
+)
 _LIST_GAP_MAX = 24  # longer gaps are prose, and a fullmatch over a huge gap would backtrack
 GLUED_VERSION = "vN"
 
@@ -160,19 +178,28 @@ def _version_spans(text: str) -> Iterator[tuple[int, int, str]]:
     found = []
     for start, token in version_ids(text):
         end = start + len(token)
-        if text[start - 1:start] == "_" or text[end:end + 1] == "_":
+        if text[start - 1 : start] == "_" or text[end : end + 1] == "_":
             yield start, end, GLUED_VERSION
         else:
             found.append((start, end, token))
     i = 0
     while i < len(found):
         j = i
-        while (j + 1 < len(found) and found[j + 1][0] - found[j][1] <= _LIST_GAP_MAX
-               and _LIST_GAP.fullmatch(text, found[j][1], found[j + 1][0])):
+        while (
+            j + 1 < len(found)
+            and found[j + 1][0] - found[j][1] <= _LIST_GAP_MAX
+            and _LIST_GAP.fullmatch(text, found[j][1], found[j + 1][0])
+        ):
             j += 1
         token = found[i][2]
         several = j > i or token.lower().startswith("versions")
-        phrase = "earlier steps" if several else "a re-measurement" if "_re" in token or "_base" in token else "an earlier step"
+        phrase = (
+            "earlier steps"
+            if several
+            else "a re-measurement"
+            if "_re" in token or "_base" in token
+            else "an earlier step"
+        )
         yield found[i][0], found[j][1], phrase
         i = j + 1
 
@@ -216,7 +243,7 @@ def _join(before: str, phrase: str) -> tuple[str, str]:
     article = _ARTICLE_TAIL.search(before, max(0, cut - 8), cut)
     if article and _drops_article(phrase, article.group(0)):
         cut = article.start()
-    if before[cut:cut + 1].isupper():
+    if before[cut : cut + 1].isupper():
         phrase = phrase[0].upper() + phrase[1:]
     return before[:cut], phrase
 
@@ -224,7 +251,7 @@ def _join(before: str, phrase: str) -> tuple[str, str]:
 def _apply(text: str, spans: list[Span]) -> str:
     out, pos = [], 0
     for s in spans:
-        before, phrase = _join(text[pos:s.start], s.phrase)
+        before, phrase = _join(text[pos : s.start], s.phrase)
         out += [before, phrase]
         pos = s.end
     out.append(text[pos:])
@@ -287,8 +314,11 @@ class ShapeLabels:
 # (`//`, `/* */`, strings) unless the source shows it is Python passing CUDA to load_inline; a trace's
 # kernel.py usually is, and a diff hunk may show neither its imports nor its quotes, so CUDA that
 # shows no Python also has its `#` lines read.
-_PYTHON_HOST = re.compile(r"\bload_inline\b|\bcpp_extension\b|\"{3}|'{3}"
-                          r"|^[ +-]?[ \t]*(?:import [\w.]+|from [\w.]+ import\b|def \w+\(|@\w)", re.M)
+_PYTHON_HOST = re.compile(
+    r"\bload_inline\b|\bcpp_extension\b|\"{3}|'{3}"
+    r"|^[ +-]?[ \t]*(?:import [\w.]+|from [\w.]+ import\b|def \w+\(|@\w)",
+    re.M,
+)
 
 
 def _shown_language(source: str) -> str:
@@ -396,16 +426,30 @@ class Scrubber:
     def _finders(self, shapes: ShapeLabels | None) -> list[Finder]:
         """In rule order: earlier rules win ties between identical spans (a path through a denied
         directory reads "a local path"; any denied term a later rule would leave is then cleared)."""
-        return [_local_path_spans, _email_spans, _markdown_spans, _trace_path_spans, self._denied_spans,
-                *([shapes.spans] if shapes else []), _spans_of(uuids, "a shape"), _hex_spans, _version_spans]
+        return [
+            _local_path_spans,
+            _email_spans,
+            _markdown_spans,
+            _trace_path_spans,
+            self._denied_spans,
+            *([shapes.spans] if shapes else []),
+            _spans_of(uuids, "a shape"),
+            _hex_spans,
+            _version_spans,
+        ]
 
     def _rewrite(self, s: str, shapes: ShapeLabels | None = None) -> str:
         finders = self._finders(shapes)
         spans = [Span(a, b, phrase, rank) for rank, finder in enumerate(finders) for a, b, phrase in finder(s)]
         view, starts, ends = compat(s)
         if starts is not None:  # full-width, escaped or look-alike spellings of a path, address, hash...
-            spans += [Span(starts[a], ends[b - 1], phrase, rank) for rank, finder in enumerate(finders)
-                      if finder != self._denied_spans for a, b, phrase in finder(view) if b > a]
+            spans += [
+                Span(starts[a], ends[b - 1], phrase, rank)
+                for rank, finder in enumerate(finders)
+                if finder != self._denied_spans
+                for a, b, phrase in finder(view)
+                if b > a
+            ]
         chosen = _resolve(spans)
         out = _apply(s, chosen)
         # unchanged text was just searched; a replacement may join its neighbours into a term
@@ -451,16 +495,28 @@ class Scrubber:
         """What still leaks in (scrubbed) text, left to right, as `<kind> '<match>'`; a denied term as
         `denylisted term #k` (its place in the list), since leak reports land in logs."""
         finders = ((("denylisted term", self.denied_terms),) if denied else ()) + (
-            ("local path", local_paths), ("e-mail address", emails), ("markdown page", markdown_pages),
-            ("uuid", uuids), ("hex id", lambda t: hex_runs(t, need_digit=False)), ("version id", version_ids))
+            ("local path", local_paths),
+            ("e-mail address", emails),
+            ("markdown page", markdown_pages),
+            ("uuid", uuids),
+            ("hex id", lambda t: hex_runs(t, need_digit=False)),
+            ("version id", version_ids),
+        )
         found = [Leak(kind, token, a) for kind, finder in finders for a, token in finder(s)]
         view, starts, ends = compat(s)
         if starts is not None:
-            found += [Leak(kind, s[starts[a]:ends[a + len(token) - 1]], starts[a]) for kind, finder in (finders[1:] if denied else finders)
-                      for a, token in finder(view)]
+            found += [
+                Leak(kind, s[starts[a] : ends[a + len(token) - 1]], starts[a])
+                for kind, finder in (finders[1:] if denied else finders)
+                for a, token in finder(view)
+            ]
         found = outermost(found)
-        return [f"denylisted {self._deny.label(leak.token)}" if leak.kind == "denylisted term" else f"{leak.kind} {leak.token!r}"
-                for leak in found]
+        return [
+            f"denylisted {self._deny.label(leak.token)}"
+            if leak.kind == "denylisted term"
+            else f"{leak.kind} {leak.token!r}"
+            for leak in found
+        ]
 
 
 # --- scrub-check ---------------------------------------------------------------------------------
@@ -517,8 +573,9 @@ def main(argv: list[str]) -> int:
         return 2
     scrubber = Scrubber.from_env()
     # Read every file before printing, so an unreadable one ends the run with its error alone.
-    report = [f"{path}: {leak}" for path in argv for chunk in prose_of_file(Path(path))
-              for leak in scrubber.leaks(chunk)]
+    report = [
+        f"{path}: {leak}" for path in argv for chunk in prose_of_file(Path(path)) for leak in scrubber.leaks(chunk)
+    ]
     for line in report:
         print(line)
     return 1 if report else 0

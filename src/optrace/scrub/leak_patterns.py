@@ -29,16 +29,19 @@ def add_denylist_argument(parser) -> None:
     """`--denylist-env`, the same option with the same default in every stage that scrubs or checks."""
     parser.add_argument("--denylist-env", default=DENYLIST_ENV, help="variable naming the private denylist file")
 
+
 # Every scan here is linear in the text: patterns start with a literal (or a bounded class) and
 # never nest unbounded quantifiers; what looks backwards from a match (an e-mail's local part, a
 # page's stem, a uuid's head) is a bounded character scan, never an end-anchored search. Python's
 # regex engine scans for a leading literal in C, so patterns start with one where they can.
 # Local paths: home-like roots (POSIX, macOS, HPC scratch and shared file systems), `~user/`,
 # Windows drive and UNC paths. A bare `~/.cache/` names no one (the store's curated guides use it).
-ABSOLUTE_PATH = re.compile(r"/(?i:root|home|users|scratch|lustre|gpfs|nfs)/[\w.-]+"
-                           r"|(?<![\w~])~[A-Za-z_][\w.-]*/"
-                           r"|(?<![\w:\\])[A-Za-z]:\\[\w.$-]+|(?<![\w:])[A-Za-z]:/(?:Users|home)/[\w.-]+"
-                           r"|(?<![\w\\])\\\\[\w.-]+\\[\w.$-]+")
+ABSOLUTE_PATH = re.compile(
+    r"/(?i:root|home|users|scratch|lustre|gpfs|nfs)/[\w.-]+"
+    r"|(?<![\w~])~[A-Za-z_][\w.-]*/"
+    r"|(?<![\w:\\])[A-Za-z]:\\[\w.$-]+|(?<![\w:])[A-Za-z]:/(?:Users|home)/[\w.-]+"
+    r"|(?<![\w\\])\\\\[\w.-]+\\[\w.$-]+"
+)
 EMAIL_DOMAIN = re.compile(r"@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
 EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
 # "alice at example dot com", "bob [at] corp (dot) io": spelled-out e-mails; the last label must be a
@@ -46,9 +49,11 @@ EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 # Every gap is bounded, so a long run of spaces costs nothing.
 _AT = r"(?<!\w)(?:[\[({<][ \t]{0,3}at[ \t]{0,3}[\])}>]|at(?=[ \t]))[ \t]{0,3}"
 _DOT = r"(?:[ \t]{0,3}[\[({<][ \t]{0,3}dot[ \t]{0,3}[\])}>][ \t]{0,3}|[ \t]{1,3}dot[ \t]{1,3})"
-SPELLED_EMAIL = re.compile(rf"{_AT}[\w-]{{1,63}}(?:{_DOT}[\w-]{{1,63}}){{0,4}}{_DOT}"
-                           r"(?:com|org|net|edu|gov|io|ai|dev|co|uk|de|fr|cn|jp|kr|tw|in|ru|ch|nl|se|ca|au|us|info|me)\b",
-                           re.I)
+SPELLED_EMAIL = re.compile(
+    rf"{_AT}[\w-]{{1,63}}(?:{_DOT}[\w-]{{1,63}}){{0,4}}{_DOT}"
+    r"(?:com|org|net|edu|gov|io|ai|dev|co|uk|de|fr|cn|jp|kr|tw|in|ru|ch|nl|se|ca|au|us|info|me)\b",
+    re.I,
+)
 MARKDOWN_EXT = re.compile(r"\.(?:md|markdown)\b", re.I)
 # A docs/ or records/ path needs a second segment or a file extension, so "3 records/s" is a rate.
 STORE_PATH = re.compile(r"\b(?:docs|records)/(?:[\w.-]+/)+[\w.-]*|\b(?:docs|records)/[\w-]+\.[A-Za-z]\w*")
@@ -65,8 +70,11 @@ UUID_TAIL = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-
 # .v4 suffix or software "v5.0"; and "version 7" / "versions 3 and 5" spelled out (not "version 12.4").
 VERSION_ID = re.compile(r"[vV](?<![0-9A-Za-z.][vV])\d+(?:_(?:rerun|baseline|base)\d*)?(?![0-9A-Za-z]|\.\d)")
 _NUMBER = r"(?:#?\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|twenty)"
-VERSION_WORD = re.compile(rf"\bversions?[ \t]{{1,3}}{_NUMBER}(?:[ \t]{{0,3}}(?:,|&|and|or|to|-|–)[ \t]{{0,3}}{_NUMBER})*"
-                          r"(?!\w|\.\d)|\bver\.[ \t]{0,3}\d+(?!\w|\.\d)", re.I)
+VERSION_WORD = re.compile(
+    rf"\bversions?[ \t]{{1,3}}{_NUMBER}(?:[ \t]{{0,3}}(?:,|&|and|or|to|-|–)[ \t]{{0,3}}{_NUMBER})*"
+    r"(?!\w|\.\d)|\bver\.[ \t]{0,3}\d+(?!\w|\.\d)",
+    re.I,
+)
 # A vector width, not a version, only in vector syntax: right after "vectorized"/"vec"/"float4"-like
 # words or right before "load(s)"/"store(s)"/an element type ("v4 loads", "float4 v2", "v2 f16").
 # A type merely nearby ("v4 switched to bf16") does not spare a version id.
@@ -96,6 +104,7 @@ def _matches(pattern: re.Pattern):
     def finder(text: str) -> Iterator[tuple[int, str]]:
         for m in pattern.finditer(text):
             yield m.start(), m.group(0)
+
     return finder
 
 
@@ -118,13 +127,13 @@ def emails(text: str) -> Iterator[tuple[int, str]]:
     for m in EMAIL_DOMAIN.finditer(text):
         start = _email_local_start(text, m.start())
         if start is not None:
-            yield start, text[start:m.end()]
+            yield start, text[start : m.end()]
     if " at " in text or "at]" in text or "at)" in text or " AT " in text:
         for m in SPELLED_EMAIL.finditer(text):
             gap = _run_start(text, m.start(), " \t", limit=3)
             start = _email_local_start(text, gap) if gap < m.start() or text[m.start()] in "[({<" else None
             if start is not None:
-                yield start, text[start:m.end()]
+                yield start, text[start : m.end()]
 
 
 _STEM_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_/-")
@@ -136,12 +145,12 @@ def markdown_pages(text: str) -> Iterator[tuple[int, str]]:
         while start < m.start() and text[start] in "/-":
             start += 1  # a page's stem starts at a word character
         if start < m.start() and not (run > 0 and text[run - 1] in _STEM_CHARS):  # else: longer than any stem
-            yield start, text[start:m.end()]
+            yield start, text[start : m.end()]
 
 
 def _in_record_id(text: str, a: int) -> bool:
     """A hex run that is a record id's marker+digest tail (`...-a66e116`), not a commit."""
-    if text[a - 1:a] != "-":
+    if text[a - 1 : a] != "-":
         return False
     m = RECORD_ID.match(text, _run_start(text, a, _ID_CHARS, limit=400))
     return m is not None and m.end() > a
@@ -158,7 +167,7 @@ def hex_runs(text: str, *, need_digit: bool) -> Iterator[tuple[int, str]]:
             continue
         if (need_digit or not token.islower()) and not any(c.isdigit() for c in token):
             continue
-        if text[a - 1:a] == "." and text[a - 2:a - 1].isdigit():
+        if text[a - 1 : a] == "." and text[a - 2 : a - 1].isdigit():
             continue  # 1.662843e-02: a fraction's digits
         if token[-1] in "eE" and EXPONENT.match(text, b):
             continue
@@ -178,7 +187,7 @@ def uuids(text: str) -> Iterator[tuple[int, str]]:
     for m in UUID_TAIL.finditer(text):
         start = _run_start(text, m.start(), _HEX, limit=9)
         if m.start() - start == 8 and not (start > 0 and text[start - 1].isalnum()):
-            yield start, text[start:m.end()]
+            yield start, text[start : m.end()]
 
 
 def is_vector_width(text: str, start: int, end: int) -> bool:
@@ -229,8 +238,12 @@ def outermost(leaks: Iterable[Leak]) -> list[Leak]:
 
 
 def _find_in(text: str, finders) -> Iterator[Leak]:
-    return (Leak(kind, token, start) for kind, finder, needles in finders
-            if not needles or any(n in text for n in needles) for start, token in finder(text))
+    return (
+        Leak(kind, token, start)
+        for kind, finder, needles in finders
+        if not needles or any(n in text for n in needles)
+        for start, token in finder(text)
+    )
 
 
 def _find(text: str, finders) -> list[Leak]:
@@ -262,6 +275,7 @@ def find_cross_references(text: str) -> list[Leak]:
 
 # --- the private denylist -----------------------------------------------------------------------
 
+
 def read_denylist(environ=os.environ, variable: str = DENYLIST_ENV) -> tuple[str, ...]:
     """Terms from the file named by $variable (never a committed list); () when unset."""
     path = environ.get(variable or DENYLIST_ENV)
@@ -277,21 +291,25 @@ def read_denylist(environ=os.environ, variable: str = DENYLIST_ENV) -> tuple[str
 
 # Letters that render like Latin ones (Cyrillic, Greek, Armenian, IPA and small capitals), folded
 # after NFKD and casefolding have done what Unicode defines (full-width, ß -> ss, İ -> i).
-_CONFUSABLE_PAIRS = ("аa вb еe ёe кk мm нh оo рp сc тt уy хx ѕs іi їi јj ԁd һh ԛq ԝw ӏl ьb ɡg "
-                     "αa βb εe ηn ιi κk μu νv οo ρp τt υu χx γy ωw ϲc ϳj "
-                     "օo սu հh ոn ıi ȷj ɑa ɩi ɪi ʟl ᴀa ʙb ᴄc ᴅd ᴇe ɢg ʜh ᴊj ᴋk ᴍm ɴn ᴏo ᴘp ʀr ᴛt ᴜu ᴠv ᴡw ʏy ᴢz")
+_CONFUSABLE_PAIRS = (
+    "аa вb еe ёe кk мm нh оo рp сc тt уy хx ѕs іi їi јj ԁd һh ԛq ԝw ӏl ьb ɡg "
+    "αa βb εe ηn ιi κk μu νv οo ρp τt υu χx γy ωw ϲc ϳj "
+    "օo սu հh ոn ıi ȷj ɑa ɩi ɪi ʟl ᴀa ʙb ᴄc ᴅd ᴇe ɢg ʜh ᴊj ᴋk ᴍm ɴn ᴏo ᴘp ʀr ᴛt ᴜu ᴠv ᴡw ʏy ᴢz"
+)
 CONFUSABLES = str.maketrans({pair[0]: pair[1] for pair in _CONFUSABLE_PAIRS.split()})
 # Escapes a text may spell a letter with: HTML entities and tags (`ali<b></b>ce` renders whole),
 # URL-encoding, backslash escapes.
-_ENCODED_UNIT = re.compile(r"[^\x00-\x7f]+|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|<[A-Za-z/!][^<>\n]{0,60}>"
-                           r"|(?:%[0-9A-Fa-f]{2})+|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}"
-                           r"|N\{[A-Za-z0-9 -]{1,60}\}|[0-7]{3})")
+_ENCODED_UNIT = re.compile(
+    r"[^\x00-\x7f]+|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|<[A-Za-z/!][^<>\n]{0,60}>"
+    r"|(?:%[0-9A-Fa-f]{2})+|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}"
+    r"|N\{[A-Za-z0-9 -]{1,60}\}|[0-7]{3})"
+)
 # Between the letters of a term: any punctuation or `_` (ali-ce, a.l.i.c.e, ali_ce), a hyphen
 # breaking the line (ali-\nce), string literals glued by the compiler ("ali" "ce", 'ali' + 'ce');
 # letter-spaced ("a l i c e") only when every letter stands alone. A gap holds no letter or digit,
 # so it may be possessive (`*+`, atomic runs): the pattern never backtracks into one, whatever
 # runs of quotes, hyphens or spaces the text holds.
-_TIGHT_GAP = (r"(?:[\"'](?>[ \t\r\n]*)(?:\+(?>[ \t\r\n]*))?[\"']|-(?>[ \t]*)\r?\n(?>[ \t]*)|[^\w\s]|_)*+")
+_TIGHT_GAP = r"(?:[\"'](?>[ \t\r\n]*)(?:\+(?>[ \t\r\n]*))?[\"']|-(?>[ \t]*)\r?\n(?>[ \t]*)|[^\w\s]|_)*+"
 _SPACED_GAP = r"(?:[^\w\n]|_){1,3}+"
 _WORD_GAP = r"(?:[^\w\n]|_){0,3}+"
 # Tokens that may be a term in base64, base32 or hex.
@@ -358,8 +376,9 @@ def compat(text: str) -> tuple[str, list[int] | None, list[int] | None]:
 
 
 def _view(text: str, char, case, _depth: int = 0) -> tuple[str, list[int] | None, list[int] | None]:
-    if text.isascii() and ("&" not in text and "%" not in text and "\\" not in text and "<" not in text
-                           or not _ENCODED_UNIT.search(text)):
+    if text.isascii() and (
+        "&" not in text and "%" not in text and "\\" not in text and "<" not in text or not _ENCODED_UNIT.search(text)
+    ):
         return case(text), None, None
     out: list[str] = []
     starts: list[int] = []
@@ -541,7 +560,7 @@ class DeniedMatch:
         return self.finish
 
     def group(self, _index: int = 0) -> str:
-        return self.string[self.begin:self.finish]
+        return self.string[self.begin : self.finish]
 
 
 def _may_encode(token: str) -> bool:

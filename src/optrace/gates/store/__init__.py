@@ -12,5 +12,18 @@ from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, GateContext, Gate
 from optrace.gates.store.runner import check_record, context_for, run_gates, run_store_gates
 from optrace.gates.store.store import Store, load_store
 
-__all__ = ["FAIL", "GATES", "PASS", "SKIP", "GateContext", "GateResult", "RecordView", "Store", "check_record",
-           "context_for", "load_store", "run_gates", "run_store_gates"]
+__all__ = [
+    "FAIL",
+    "GATES",
+    "PASS",
+    "SKIP",
+    "GateContext",
+    "GateResult",
+    "RecordView",
+    "Store",
+    "check_record",
+    "context_for",
+    "load_store",
+    "run_gates",
+    "run_store_gates",
+]

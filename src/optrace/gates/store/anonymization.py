@@ -41,18 +41,25 @@ def unserved_parts(record: dict) -> tuple[tuple[tuple, object], ...]:
 
 def check(view: RecordView, ctx: GateContext) -> list[str]:
     served = view.served_text
-    out = [f"{view.relpath}: {served.where(leak.start)}: {leak.kind} {leak.token!r}"
-           for leak in find_leaks(served.text, trace_ids=view.from_trace)]
+    out = [
+        f"{view.relpath}: {served.where(leak.start)}: {leak.kind} {leak.token!r}"
+        for leak in find_leaks(served.text, trace_ids=view.from_trace)
+    ]
     rest = TextBlob(unserved_parts(view.record), code=view.code_prose)
-    out += [f"{view.relpath}: {rest.where(leak.start)}: {leak.kind} {leak.token!r}"
-            for leak in find_identifying_leaks(rest.text)]
+    out += [
+        f"{view.relpath}: {rest.where(leak.start)}: {leak.kind} {leak.token!r}"
+        for leak in find_identifying_leaks(rest.text)
+    ]
     if ctx.denylist is not None:
         whole = TextBlob(((("<file path>",), view.relpath), ((), view.record)), code=verbatim)
         # the message names the term by its place in the denylist: reports must not repeat it
-        out += [f"{view.relpath}: {whole.where(m.start())}: denylisted {ctx.denylist.label(m.group(0))}"
-                for m in ctx.denylist.finditer(whole.text)]
+        out += [
+            f"{view.relpath}: {whole.where(m.start())}: denylisted {ctx.denylist.label(m.group(0))}"
+            for m in ctx.denylist.finditer(whole.text)
+        ]
     return out
 
 
-GATE = Gate("anonymization", "no paths, e-mails, pages, version ids, hashes or denylisted terms in any field",
-            check=check)
+GATE = Gate(
+    "anonymization", "no paths, e-mails, pages, version ids, hashes or denylisted terms in any field", check=check
+)

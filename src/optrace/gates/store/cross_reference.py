@@ -15,13 +15,18 @@ SERVE_TIME_FIELDS = ("source_text", "source_truncated")
 
 def check(view: RecordView, ctx) -> list[str]:
     blob = view.payload_and_gain_text
-    out = [f"{view.relpath}: {blob.where(ref.start)}: {ref.kind} {ref.token!r}"
-           for ref in find_cross_references(blob.text)]
+    out = [
+        f"{view.relpath}: {blob.where(ref.start)}: {ref.kind} {ref.token!r}" for ref in find_cross_references(blob.text)
+    ]
     implementation = obj(view.record, "payload", "implementation")
-    out += [f"{view.relpath}: payload.implementation.{key}: serve-time field stored in the record"
-            for key in SERVE_TIME_FIELDS if key in implementation]
+    out += [
+        f"{view.relpath}: payload.implementation.{key}: serve-time field stored in the record"
+        for key in SERVE_TIME_FIELDS
+        if key in implementation
+    ]
     return out
 
 
-GATE = Gate("no-cross-reference", "no pages, store paths, record ids or serve-time code in payload and gain",
-            check=check)
+GATE = Gate(
+    "no-cross-reference", "no pages, store paths, record ids or serve-time code in payload and gain", check=check
+)

@@ -32,25 +32,36 @@ NON_MECHANISM = re.compile(
     r"no improvement (?:found|over)|flat[- ]within[- ]noise|within noise"
     r"|all (?:\w+\s+){0,3}(?:approaches|trials|variants|attempts) (?:tested|were|failed|flat)"
     r"|tested \d+ approaches|reverted to an earlier|hw floor (?:confirmed|reconfirmed)|no kernel change"
-    r"|sanity[_ ]bench|stall[_ ]count|consecutive (?:dead-end|stall|revert)", re.I)
+    r"|sanity[_ ]bench|stall[_ ]count|consecutive (?:dead-end|stall|revert)",
+    re.I,
+)
 
 
 PLACEHOLDER = re.compile(r"^\s*(?:unknown|n/?a|none|null|any|all|\*|tbd|various|unspecified|-+|\?+)\s*$", re.I)
-SPECULATION = re.compile(r"\b(?:may|might|maybe|possibly|perhaps|probably|likely|presumably|seems?|appears? to"
-                         r"|suspect(?:ed)?|unclear|not sure|we think|i think)\b", re.I)
+SPECULATION = re.compile(
+    r"\b(?:may|might|maybe|possibly|perhaps|probably|likely|presumably|seems?|appears? to"
+    r"|suspect(?:ed)?|unclear|not sure|we think|i think)\b",
+    re.I,
+)
 MINED_NON_MECHANISM = re.compile(
     r"lever (?:is |was )?exhausted|\bexhausted\b|\bretired?\b|dead[- ]end recorded"
     r"|\b(?:first|second|third|fourth|fifth|\d+(?:st|nd|rd|th))\s+(?:consecutive\s+)?dead[- ]end"
     r"|(?:hardware|hw)[- ](?:floor|limit reached)|at the (?:hardware |hw )?floor|already optimal"
-    r"|nothing (?:left|more) to gain|no further (?:gain|improvement)", re.I)
+    r"|nothing (?:left|more) to gain|no further (?:gain|improvement)",
+    re.I,
+)
 
 
 def mined_problems(fact: dict) -> list[str]:
     from optrace.facts import MECHANISM_RE  # facts builds on this module's NON_MECHANISM: imported late
+
     where = "payload.established_fact"
     condition = fact.get("condition") if isinstance(fact.get("condition"), dict) else {}
-    out = [f"{where}.condition.{k}: {v!r} is a placeholder, not a checkable condition"
-           for k, v in condition.items() if isinstance(v, str) and PLACEHOLDER.match(v)]
+    out = [
+        f"{where}.condition.{k}: {v!r} is a placeholder, not a checkable condition"
+        for k, v in condition.items()
+        if isinstance(v, str) and PLACEHOLDER.match(v)
+    ]
     texts = [(f"{where}.condition.{k}", v) for k, v in condition.items() if isinstance(v, str)]
     mechanism = fact.get("mechanism")
     if isinstance(mechanism, str):
@@ -60,8 +71,12 @@ def mined_problems(fact: dict) -> list[str]:
             out.append(f"{where}.mechanism: {m.group(0)!r} is bookkeeping or an asserted ceiling, not a cause")
         if not MECHANISM_RE.search(mechanism):
             out.append(f"{where}.mechanism: names no cause (because, due to, limited by, exceeds, ...)")
-    out += [f"{loc}: {m.group(0)!r} is speculation, not an established fact"
-            for loc, value in texts for m in [SPECULATION.search(value)] if m]
+    out += [
+        f"{loc}: {m.group(0)!r} is speculation, not an established fact"
+        for loc, value in texts
+        for m in [SPECULATION.search(value)]
+        if m
+    ]
     return out
 
 
@@ -70,8 +85,11 @@ def condition_problems(condition) -> list[str]:
     if not isinstance(condition, dict):
         return [f"{where}: missing or not an object"]
     out = [f"{where}.{k}: not one of {', '.join(CONDITION_KEYS)}" for k in condition if k not in CONDITION_KEYS]
-    out += [f"{where}.{k}: must be a string or null" for k in CONDITION_KEYS
-            if condition.get(k) is not None and not isinstance(condition.get(k), str)]
+    out += [
+        f"{where}.{k}: must be a string or null"
+        for k in CONDITION_KEYS
+        if condition.get(k) is not None and not isinstance(condition.get(k), str)
+    ]
     if not any(text(condition.get(k)) for k in CONDITION_KEYS):
         out.append(f"{where}: no checkable condition (arch, shape regime, dtype or toolchain)")
     return out
@@ -107,5 +125,9 @@ def is_anti_strategy(view: RecordView) -> bool:
     return view.record.get("type") == "anti-strategy"
 
 
-GATE = Gate("established-fact", "anti-strategies state a condition, a cause and a conclusion", check=check,
-            applies=is_anti_strategy)
+GATE = Gate(
+    "established-fact",
+    "anti-strategies state a condition, a cause and a conclusion",
+    check=check,
+    applies=is_anti_strategy,
+)

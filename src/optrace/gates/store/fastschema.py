@@ -25,8 +25,21 @@ Loc = tuple
 Check = Callable[[Any, Loc, list], None]
 
 # Keywords that never affect a verdict.
-ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "$defs", "title", "description", "default", "examples",
-                         "deprecated", "readOnly", "writeOnly"})
+ANNOTATIONS = frozenset(
+    {
+        "$schema",
+        "$id",
+        "$comment",
+        "$defs",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
+)
 
 
 def _is_number(v: Any) -> bool:
@@ -122,6 +135,7 @@ class _Compiler:
         def run_all(v, loc, errs, checks=tuple(checks)):
             for check in checks:
                 check(v, loc, errs)
+
         return run_all
 
     # --- keywords -------------------------------------------------------------------------------
@@ -138,6 +152,7 @@ class _Compiler:
                 if test(v):
                     return
             errs.append((loc, message, v))
+
         return check
 
     def kw_enum(self, value, schema, ptr):
@@ -145,17 +160,20 @@ class _Compiler:
 
         def message(v):
             return f"{_short(v)} is not one of {_short(options)}"
+
         if all(type(o) is str or o is None for o in options):
             allowed = frozenset(options)  # fast path: hashing is exact for strings and null
 
             def check(v, loc, errs):
                 if not ((type(v) is str or v is None) and v in allowed):
                     errs.append((loc, message, v))
+
             return check
 
         def check_any(v, loc, errs):
             if not any(json_equal(v, o) for o in options):
                 errs.append((loc, message, v))
+
         return check_any
 
     def kw_const(self, value, schema, ptr):
@@ -165,6 +183,7 @@ class _Compiler:
         def check(v, loc, errs):
             if not json_equal(v, value):
                 errs.append((loc, message, v))
+
         return check
 
     def kw_required(self, value, schema, ptr):
@@ -175,6 +194,7 @@ class _Compiler:
                 for name in names:
                     if name not in v:
                         errs.append((loc, _required_message, name))
+
         return check
 
     def kw_properties(self, value, schema, ptr):
@@ -201,6 +221,7 @@ class _Compiler:
                 for key, sub in prop_items:
                     if key in v:
                         sub(v[key], (loc, key), errs)
+
         prop_items = tuple(props.items())
         return check_open if extra_check is None and not closed else check
 
@@ -214,6 +235,7 @@ class _Compiler:
                     sub(key, loc, found)
                     if found:
                         errs.append((loc, _name_message, key))
+
         return check
 
     def kw_items(self, value, schema, ptr):
@@ -223,25 +245,32 @@ class _Compiler:
             if type(v) is list:
                 for i, item in enumerate(v):
                     sub(item, (loc, i), errs)
+
         return check
 
     def _bound(self, test, message, kind):
         def check(v, loc, errs):
             if kind(v) and not test(v):
                 errs.append((loc, message, v))
+
         return check
 
     def kw_minLength(self, n, schema, ptr):
-        return self._bound(lambda v: len(v) >= n, lambda v: f"{_short(v)} is shorter than {n} characters",
-                           lambda v: type(v) is str)
+        return self._bound(
+            lambda v: len(v) >= n, lambda v: f"{_short(v)} is shorter than {n} characters", lambda v: type(v) is str
+        )
 
     def kw_maxLength(self, n, schema, ptr):
-        return self._bound(lambda v: len(v) <= n, lambda v: f"{_short(v)} is longer than {n} characters",
-                           lambda v: type(v) is str)
+        return self._bound(
+            lambda v: len(v) <= n, lambda v: f"{_short(v)} is longer than {n} characters", lambda v: type(v) is str
+        )
 
     def kw_minItems(self, n, schema, ptr):
-        return self._bound(lambda v: len(v) >= n, lambda v: f"{_short(v)} should be non-empty" if n == 1
-                           else f"{_short(v)} is too short", lambda v: type(v) is list)
+        return self._bound(
+            lambda v: len(v) >= n,
+            lambda v: f"{_short(v)} should be non-empty" if n == 1 else f"{_short(v)} is too short",
+            lambda v: type(v) is list,
+        )
 
     def kw_not(self, value, schema, ptr):
         sub = self.compile(value, ptr)
@@ -254,6 +283,7 @@ class _Compiler:
             sub(v, loc, found)
             if not found:
                 errs.append((loc, message, v))
+
         return check
 
     def kw_minimum(self, n, schema, ptr):
@@ -263,13 +293,15 @@ class _Compiler:
         return self._bound(lambda v: v <= n, lambda v: f"{v} is greater than the maximum of {n}", _is_number)
 
     def kw_minProperties(self, n, schema, ptr):
-        return self._bound(lambda v: len(v) >= n, lambda v: f"has fewer than {n} properties",
-                           lambda v: type(v) is dict)
+        return self._bound(lambda v: len(v) >= n, lambda v: f"has fewer than {n} properties", lambda v: type(v) is dict)
 
     def kw_pattern(self, value, schema, ptr):
         regex = re.compile(value)
-        return self._bound(lambda v: regex.search(v) is not None, lambda v: f"{_short(v)} does not match {value!r}",
-                           lambda v: type(v) is str)
+        return self._bound(
+            lambda v: regex.search(v) is not None,
+            lambda v: f"{_short(v)} does not match {value!r}",
+            lambda v: type(v) is str,
+        )
 
     def kw_ref(self, value, schema, ptr):
         if not value.startswith("#"):
@@ -281,6 +313,7 @@ class _Compiler:
 
         def check(v, loc, errs):
             cell[0](v, loc, errs)
+
         return check
 
     def _resolve(self, ref: str, ptr: str) -> Any:
@@ -299,6 +332,7 @@ class _Compiler:
         def check(v, loc, errs):
             for sub in subs:
                 sub(v, loc, errs)
+
         return check
 
     def kw_anyOf(self, value, schema, ptr):
@@ -311,6 +345,7 @@ class _Compiler:
                 if not found:
                     return
             errs.append((loc, _any_of_message, v))
+
         return check
 
     def kw_if(self, value, schema, ptr):
@@ -325,6 +360,7 @@ class _Compiler:
             branch = other if found else then
             if branch is not None:
                 branch(v, loc, errs)
+
         return check
 
 
@@ -336,6 +372,7 @@ def compile_schema(schema: dict) -> Callable[[Any], list[Error]]:
         found: list = []
         check(instance, (), found)
         return [(format_loc(loc), message(v)) for loc, message, v in found]
+
     return errors
 
 

@@ -45,8 +45,12 @@ def check_store(store, views: list[RecordView]) -> list[str]:
         rid = view.record.get("id")
         if isinstance(rid, str):
             paths[rid].append(view.relpath)
-    return [f"{rel}: id: duplicate id {rid!r} (also in {', '.join(p for p in rels if p != rel)})"
-            for rid, rels in paths.items() if len(rels) > 1 for rel in rels]
+    return [
+        f"{rel}: id: duplicate id {rid!r} (also in {', '.join(p for p in rels if p != rel)})"
+        for rid, rels in paths.items()
+        if len(rels) > 1
+        for rel in rels
+    ]
 
 
 GATE = Gate("ids", "ids unique, at least 5 dot-segments, file named <id>.json", check=check, check_store=check_store)

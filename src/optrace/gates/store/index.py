@@ -20,9 +20,13 @@ COPIED_FIELDS = ("type", "level", "status", "episode_key", "retrieval")
 
 def expected_entry(view: RecordView) -> dict[str, Any]:
     worth = obj(view.record, "worth")
-    return {"path": view.relpath, **{k: view.record.get(k) for k in COPIED_FIELDS},
-            "worth_score": obj(worth, "rank").get("score"), "tier": obj(worth, "rank").get("tier"),
-            "gain_pct": obj(worth, "gain").get("pct")}
+    return {
+        "path": view.relpath,
+        **{k: view.record.get(k) for k in COPIED_FIELDS},
+        "worth_score": obj(worth, "rank").get("score"),
+        "tier": obj(worth, "rank").get("tier"),
+        "gain_pct": obj(worth, "gain").get("pct"),
+    }
 
 
 def entry_differences(entry: dict, view: RecordView) -> list[str]:
@@ -75,8 +79,11 @@ def check_store(store: Store, views: list[RecordView]) -> list[str]:
             out.append(f"{view.relpath}: index entry differs from the record in {', '.join(diffs)}")
     # An unparseable record has no id to match; the schema gate already fails it by path.
     unreadable = {f.relpath for f in store.files if f.error is not None or not isinstance(f.record, dict)}
-    out += [f"{INDEX_RELPATH}: entry {rid!r} has no record file" for rid, entry in by_id.items()
-            if rid not in seen and not (isinstance(entry.get("path"), str) and entry["path"] in unreadable)]
+    out += [
+        f"{INDEX_RELPATH}: entry {rid!r} has no record file"
+        for rid, entry in by_id.items()
+        if rid not in seen and not (isinstance(entry.get("path"), str) and entry["path"] in unreadable)
+    ]
     return out
 
 

@@ -80,11 +80,13 @@ def _edit(mutate: Callable[[dict], None], reindex: bool = False) -> Callable[[Dr
         mutate(record)
         if reindex:
             draft.refresh_entry(i, old_id)
+
     return plant
 
 
 def _rename(new_id: Callable[[str], str], keep_file: bool) -> Callable[[Draft, int], None]:
     """Give record i a new id; keep_file leaves the old file name (a name/id mismatch)."""
+
     def plant(draft: Draft, i: int) -> None:
         rel, record = draft.records[i]
         old_id = record["id"]
@@ -92,6 +94,7 @@ def _rename(new_id: Callable[[str], str], keep_file: bool) -> Callable[[Draft, i
         if not keep_file:
             draft.records[i][0] = str(PurePosixPath(rel).with_name(f"{record['id']}.json"))
         draft.refresh_entry(i, old_id)
+
     return plant
 
 
@@ -131,33 +134,63 @@ def _detail_file_served(record: dict) -> None:
 
 def _non_mechanism(record: dict) -> None:
     record["payload"]["established_fact"]["mechanism"] = (
-        "No kernel change helped: every variant measured within noise of the baseline on this part.")
+        "No kernel change helped: every variant measured within noise of the baseline on this part."
+    )
 
 
 INJECTIONS: tuple[Injection, ...] = (
     Injection("schema", "extra top-level key", _any, _edit(lambda r: r.update(notes="free text"))),
-    Injection("schema", "confidence outside its enum", _any,
-              _edit(lambda r: r["evidence"]["summary"].update(confidence="guessed"))),
+    Injection(
+        "schema",
+        "confidence outside its enum",
+        _any,
+        _edit(lambda r: r["evidence"]["summary"].update(confidence="guessed")),
+    ),
     Injection("ids", "id with 4 dot-segments", _unlinked, _rename(_four_segments, keep_file=False)),
     Injection("ids", "file not named <id>.json", _any, _rename_file),
-    Injection("anonymization", "home path in the goal", _any,
-              _edit(lambda r: _append(r, "goal", "Logs: /home/alice/runs/bench.log"))),
-    Injection("anonymization", "e-mail in the problem statement", _any,
-              _edit(lambda r: r["payload"]["problem"].update(statement="Ask jane.doe@example.com about it."))),
+    Injection(
+        "anonymization",
+        "home path in the goal",
+        _any,
+        _edit(lambda r: _append(r, "goal", "Logs: /home/alice/runs/bench.log")),
+    ),
+    Injection(
+        "anonymization",
+        "e-mail in the problem statement",
+        _any,
+        _edit(lambda r: r["payload"]["problem"].update(statement="Ask jane.doe@example.com about it.")),
+    ),
     Injection("raw-isolation", "raw key in served bottleneck evidence", _any, _edit(_with_bottleneck_evidence)),
     Injection("raw-isolation", "raw detail file quoted in the goal", _any, _edit(_detail_file_served)),
-    Injection("relations", "link to a record that does not exist", _any,
-              _edit(lambda r: r["retrieval"].update(links={"see_also": ["nvidia.hopper.cuda.nowhere.missing-x1"]}),
-                    reindex=True)),
+    Injection(
+        "relations",
+        "link to a record that does not exist",
+        _any,
+        _edit(
+            lambda r: r["retrieval"].update(links={"see_also": ["nvidia.hopper.cuda.nowhere.missing-x1"]}), reindex=True
+        ),
+    ),
     Injection("index", "stale worth_score in the entry", _any, _stale_score),
     Injection("index", "record without an index entry", _any, _drop_entry),
     Injection("self-contained", "blank goal", _any, _edit(lambda r: r["payload"].update(goal="   "))),
-    Injection("self-contained", "absolute latency in the gain note", _any,
-              _edit(lambda r: r["worth"]["gain"].update(note="down to 41.2 us"))),
-    Injection("no-cross-reference", "another record's id in the goal", _any,
-              _edit(lambda r: _append(r, "goal", "See amd.cdna3.gluon.ref-docs.common-optimizations first."))),
-    Injection("no-cross-reference", "store path in the goal", _any,
-              _edit(lambda r: _append(r, "goal", "Compare records/doc/amd/cdna3/intro.json."))),
+    Injection(
+        "self-contained",
+        "absolute latency in the gain note",
+        _any,
+        _edit(lambda r: r["worth"]["gain"].update(note="down to 41.2 us")),
+    ),
+    Injection(
+        "no-cross-reference",
+        "another record's id in the goal",
+        _any,
+        _edit(lambda r: _append(r, "goal", "See amd.cdna3.gluon.ref-docs.common-optimizations first.")),
+    ),
+    Injection(
+        "no-cross-reference",
+        "store path in the goal",
+        _any,
+        _edit(lambda r: _append(r, "goal", "Compare records/doc/amd/cdna3/intro.json.")),
+    ),
     Injection("established-fact", "outcome instead of a cause", _anti_strategy, _edit(_non_mechanism)),
 )
 
@@ -205,8 +238,9 @@ def run_injections(store: Store, terms: tuple[str, ...] = ()) -> list[Outcome]:
 
 def specimen_store() -> Store:
     records = specimen_records()
-    return Store(Path("<specimens>"), tuple(RecordFile(rel, rec) for rel, rec in records),
-                 IndexFile(index_for(records)))
+    return Store(
+        Path("<specimens>"), tuple(RecordFile(rel, rec) for rel, rec in records), IndexFile(index_for(records))
+    )
 
 
 def format_outcomes(outcomes: list[Outcome]) -> str:
@@ -218,6 +252,8 @@ def format_outcomes(outcomes: list[Outcome]) -> str:
         lines.append(f"{verdict} {o.injection.gate}/{o.injection.name}: {where}{others}")
     covered = {o.injection.gate for o in outcomes if o.fired}
     missing = [g for g in GATES if g not in covered]
-    lines.append(f"{len(covered)} of {len(GATES)} gates proven to fire"
-                 + (f"; not proven: {', '.join(missing)}" if missing else ""))
+    lines.append(
+        f"{len(covered)} of {len(GATES)} gates proven to fire"
+        + (f"; not proven: {', '.join(missing)}" if missing else "")
+    )
     return "\n".join(lines)

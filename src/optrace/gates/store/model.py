@@ -15,8 +15,17 @@ from typing import Any, Callable
 from optrace.scrub.leak_patterns import Denylist, code_language, prose_spans
 
 # Run order of the store's checker; every gate has an injection case (storegates.injection).
-GATES = ("schema", "ids", "anonymization", "raw-isolation", "relations", "index", "self-contained",
-         "no-cross-reference", "established-fact")
+GATES = (
+    "schema",
+    "ids",
+    "anonymization",
+    "raw-isolation",
+    "relations",
+    "index",
+    "self-contained",
+    "no-cross-reference",
+    "established-fact",
+)
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -144,9 +153,15 @@ class RecordView:
     def served_text(self) -> TextBlob:
         """What an agent can be shown, code reduced to its prose: payload, retrieval, summary, gain."""
         r = self.record
-        return TextBlob(((("payload",), r.get("payload")), (("retrieval",), r.get("retrieval")),
-                         (("evidence", "summary"), obj(r, "evidence").get("summary")),
-                         (("worth", "gain"), obj(r, "worth").get("gain"))), code=self.code_prose)
+        return TextBlob(
+            (
+                (("payload",), r.get("payload")),
+                (("retrieval",), r.get("retrieval")),
+                (("evidence", "summary"), obj(r, "evidence").get("summary")),
+                (("worth", "gain"), obj(r, "worth").get("gain")),
+            ),
+            code=self.code_prose,
+        )
 
     @cached_property
     def payload_and_gain_text(self) -> TextBlob:

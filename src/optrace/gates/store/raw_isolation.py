@@ -22,11 +22,18 @@ MIN_TOKEN = 4
 def served_projection(record: dict) -> dict:
     retrieval = {k: v for k, v in obj(record, "retrieval").items() if k not in ("locator", "links")}
     rank = obj(record, "worth", "rank")
-    return {"id": record.get("id"), "type": record.get("type"), "level": record.get("level"),
-            "retrieval": retrieval, "payload": record.get("payload"),
-            "evidence": {"summary": obj(record, "evidence").get("summary")},
-            "worth": {"rank": {"score": rank.get("score"), "tier": rank.get("tier")},
-                      "gain": obj(record, "worth").get("gain")}}
+    return {
+        "id": record.get("id"),
+        "type": record.get("type"),
+        "level": record.get("level"),
+        "retrieval": retrieval,
+        "payload": record.get("payload"),
+        "evidence": {"summary": obj(record, "evidence").get("summary")},
+        "worth": {
+            "rank": {"score": rank.get("score"), "tier": rank.get("tier")},
+            "gain": obj(record, "worth").get("gain"),
+        },
+    }
 
 
 def provenance_values(raw: dict) -> list[tuple[str, str]]:
@@ -42,8 +49,10 @@ def distinctive(value: Any) -> bool:
 
 def check(view: RecordView, ctx) -> list[str]:
     served = served_projection(view.record)
-    out = [f"{view.relpath}: {format_loc(path)}: engine-only key {path[-1]!r} in the served projection"
-           for path in keys_named(served, ENGINE_ONLY_KEYS)]
+    out = [
+        f"{view.relpath}: {format_loc(path)}: engine-only key {path[-1]!r} in the served projection"
+        for path in keys_named(served, ENGINE_ONLY_KEYS)
+    ]
     values = provenance_values(view.raw)
     if values:
         blob = TextBlob((((), served),), code=verbatim)

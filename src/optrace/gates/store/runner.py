@@ -6,13 +6,34 @@ import os
 from typing import Any
 
 from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
-from optrace.gates.store import (anonymization, cross_reference, established_fact, ids, index, raw_isolation,
-    relations, schema, self_contained)
+from optrace.gates.store import (
+    anonymization,
+    cross_reference,
+    established_fact,
+    ids,
+    index,
+    raw_isolation,
+    relations,
+    schema,
+    self_contained,
+)
 from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, Gate, GateContext, GateResult, RecordView
 from optrace.gates.store.store import Store, load_store
 
-GATE_DEFS: tuple[Gate, ...] = tuple(m.GATE for m in (
-    schema, ids, anonymization, raw_isolation, relations, index, self_contained, cross_reference, established_fact))
+GATE_DEFS: tuple[Gate, ...] = tuple(
+    m.GATE
+    for m in (
+        schema,
+        ids,
+        anonymization,
+        raw_isolation,
+        relations,
+        index,
+        self_contained,
+        cross_reference,
+        established_fact,
+    )
+)
 assert tuple(g.name for g in GATE_DEFS) == GATES
 
 
@@ -45,8 +66,9 @@ def check_record(record: Any, relpath: str, ctx: GateContext) -> dict[str, list[
 
 
 def context_for(store: Store, denylist_terms: tuple[str, ...]) -> GateContext:
-    known = frozenset(f.record["id"] for f in store.files
-                      if isinstance(f.record, dict) and isinstance(f.record.get("id"), str))
+    known = frozenset(
+        f.record["id"] for f in store.files if isinstance(f.record, dict) and isinstance(f.record.get("id"), str)
+    )
     return GateContext(known_ids=known, denylist=denylist_pattern(denylist_terms))
 
 

@@ -61,8 +61,14 @@ def gain_problems(record: dict) -> list[str]:
     deltas = [m.get("delta_pct") for m in metrics if isinstance(m, dict) and _number(m.get("delta_pct"))]
     if record.get("type") == "strategy" and gain.get("basis") == "measured" and not deltas:
         out.append("worth.gain: a measured strategy needs a metric with a delta_pct")
-    headline = [m["delta_pct"] for m in metrics if isinstance(m, dict) and _number(m.get("delta_pct"))
-                and "primary" in gain and m.get("metric") == gain["primary"]]
+    headline = [
+        m["delta_pct"]
+        for m in metrics
+        if isinstance(m, dict)
+        and _number(m.get("delta_pct"))
+        and "primary" in gain
+        and m.get("metric") == gain["primary"]
+    ]
     pct = gain.get("pct")
     if "pct" not in gain or pct is None:
         if headline:

@@ -86,8 +86,9 @@ def _not_text(s: str) -> bool:
     return not s.isascii() and SURROGATE.search(s) is not None
 
 
-def shape_problem(value: Any, max_string: int | None = MAX_STRING_CHARS, max_depth: int = MAX_DEPTH,
-                  surrogates: bool = True) -> str | None:
+def shape_problem(
+    value: Any, max_string: int | None = MAX_STRING_CHARS, max_depth: int = MAX_DEPTH, surrogates: bool = True
+) -> str | None:
     """Why a parsed value is not record-shaped (too deep, a string too long, a lone surrogate), or None;
     iterative. `surrogates=False` when the source text holds no surrogate escape."""
     not_text = _not_text if surrogates else (lambda s: False)
@@ -164,6 +165,9 @@ def load_store(store_root: str | os.PathLike) -> Store:
         record, error = read_json_file(os.path.join(root, rel), MAX_RECORD_BYTES)
         files.append(RecordFile(rel, record, error))
     index_path = root / INDEX_RELPATH
-    index = IndexFile(*read_json_file(str(index_path), MAX_INDEX_BYTES)) if index_path.is_file() \
+    index = (
+        IndexFile(*read_json_file(str(index_path), MAX_INDEX_BYTES))
+        if index_path.is_file()
         else IndexFile(None, "missing")
+    )
     return Store(root, tuple(files), index)

@@ -12,5 +12,19 @@ from optrace.gates.trace.model import TRACE_GATES, Evidence, Packet, TraceContex
 from optrace.gates.trace.runner import ALL_GATES, Judged, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import Claim, LiveStore, load_live_store, overlaps
 
-__all__ = ["ALL_GATES", "TRACE_GATES", "Claim", "Evidence", "Judged", "LiveStore", "Packet", "RecordVerdict",
-           "TraceContext", "finish", "judge", "load_live_store", "overlaps", "trace_context"]
+__all__ = [
+    "ALL_GATES",
+    "TRACE_GATES",
+    "Claim",
+    "Evidence",
+    "Judged",
+    "LiveStore",
+    "Packet",
+    "RecordVerdict",
+    "TraceContext",
+    "finish",
+    "judge",
+    "load_live_store",
+    "overlaps",
+    "trace_context",
+]

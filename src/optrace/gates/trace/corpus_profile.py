@@ -22,7 +22,7 @@ MAX_PROFILE_BYTES = 4 * 1024 * 1024
 
 
 def patch_id(conjunct: dict) -> str:
-    return conjunct["$comment"][len(PATCH_COMMENT):].split(":", 1)[0]
+    return conjunct["$comment"][len(PATCH_COMMENT) :].split(":", 1)[0]
 
 
 @lru_cache(maxsize=4)
@@ -32,7 +32,9 @@ def narrowings(path: str = str(PROFILE)) -> tuple[tuple[str, Callable[[Any], lis
     if error is not None:
         raise InputError(path, error)
     conjuncts = profile.get("allOf") if isinstance(profile, dict) else None
-    patches = [c for c in conjuncts or [] if isinstance(c, dict) and str(c.get("$comment", "")).startswith(PATCH_COMMENT)]
+    patches = [
+        c for c in conjuncts or [] if isinstance(c, dict) and str(c.get("$comment", "")).startswith(PATCH_COMMENT)
+    ]
     if not patches:
         raise InputError(path, "is not an opt-trace profile: no allOf conjunct is a patch")
     try:
@@ -42,8 +44,11 @@ def narrowings(path: str = str(PROFILE)) -> tuple[tuple[str, Callable[[Any], lis
 
 
 def check(view: RecordView, ev: Evidence) -> list[str]:
-    return [f"{view.relpath}: {loc}: {msg} (patch {pid})"
-            for pid, errors in narrowings(str(ev.trace.profile)) for loc, msg in errors(view.record)]
+    return [
+        f"{view.relpath}: {loc}: {msg} (patch {pid})"
+        for pid, errors in narrowings(str(ev.trace.profile))
+        for loc, msg in errors(view.record)
+    ]
 
 
 GATE = Gate("profile", "every record satisfies the opt-trace-1.0 patches over clean-1.3", check=check)

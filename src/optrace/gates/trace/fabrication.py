@@ -67,23 +67,34 @@ from optrace.gates.trace.numbers import BIDI_CONTROL, comparable, decimals, magn
 
 DIFF_HEADER = re.compile(r"^(?:--- |\+\+\+ |@@ ).*$", re.M)
 UNRANKED = {"score": 0.0, "tier": "provisional"}
-GROUNDED_PROSE = (("payload", "mechanism"), ("payload", "problem", "bottleneck"),
-                  ("payload", "established_fact", "mechanism"))
+GROUNDED_PROSE = (
+    ("payload", "mechanism"),
+    ("payload", "problem", "bottleneck"),
+    ("payload", "established_fact", "mechanism"),
+)
 # what the record says was done, tried, built on, learned and observed: the packet's account, not a new one
-GROUNDED_ACCOUNT = (("payload", "change"), ("payload", "attempted"), ("payload", "lesson"),
-                    ("payload", "trace", "builds_on", "approach"), ("payload", "problem", "statement"))
+GROUNDED_ACCOUNT = (
+    ("payload", "change"),
+    ("payload", "attempted"),
+    ("payload", "lesson"),
+    ("payload", "trace", "builds_on", "approach"),
+    ("payload", "problem", "statement"),
+)
 GROUNDED_LISTS = (("payload", "next_steps"), ("retrieval", "triggers"), ("retrieval", "signals", "symptoms"))
 CONDITION = ("payload", "established_fact", "condition")
 WORD = re.compile(r"[a-z]{4,}")
 # Grammar, not content: the words that join a cause to its effect carry no claim of their own.
-GRAMMAR = frozenset("""because since which that this these those when where while with without from into onto
+GRAMMAR = frozenset(
+    """because since which that this these those when where while with without from into onto
 than then there their they them each only also more less most much many some such over under both does done
 would could should cannot have having been being were what whose other same very thus hence therefore cause
 causes caused result results resulting leads lead leading makes make made reason through across after before
-about between within here just even still already once every first second""".split()) | frozenset(
+about between within here just even still already once every first second""".split()
+) | frozenset(
     # the imperative of a lesson ("do not retry this lever while the cause above holds; keep the kernel
     # without it; try instead ..."): advice, which names no mechanism and states no fact of its own
-    "retry keep above holds instead avoid".split())
+    "retry keep above holds instead avoid".split()
+)
 EFFECT_NUMBERS = ("new_geomean_us", "parent_geomean_us", "baseline_geomean_us", "delta_pct")
 
 
@@ -109,6 +120,7 @@ def enum_strings() -> frozenset[str]:
         elif isinstance(node, list):
             for value in node:
                 walk(value)
+
     walk(json.loads(CONTRACT.read_text(encoding="utf-8")))
     return frozenset(found)
 
@@ -232,8 +244,9 @@ class Pool:
         return {unit: magnitudes(tokens) for unit, tokens in found.items()}
 
     def supports_unit(self, value: Decimal, unit: str) -> bool:
-        return (matches(self.with_unit.get(unit, frozenset()), value)
-                or (unit == "%" and self.is_improvement_magnitude(value)))
+        return matches(self.with_unit.get(unit, frozenset()), value) or (
+            unit == "%" and self.is_improvement_magnitude(value)
+        )
 
     @cached_property
     def in_code(self) -> frozenset[Decimal]:
@@ -278,16 +291,22 @@ class Pool:
         if v == stated:
             return True
         d = decimals(v)
-        return (exact is not None and 1 <= d <= 12 and comparable(v)
-                and exact.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_EVEN) == v)
+        return (
+            exact is not None
+            and 1 <= d <= 12
+            and comparable(v)
+            and exact.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_EVEN) == v
+        )
 
     def is_improvement_magnitude(self, value: Decimal) -> bool:
         """A percentage in prose that is the improvement's magnitude, rounded to its precision."""
         if self.improvement is None:
             return False
         stated, exact = self.improvement
-        return any(x is not None and (abs(x) == value or (decimals(value) > 0 and rounds_to(abs(x), value)))
-                   for x in (stated, exact))
+        return any(
+            x is not None and (abs(x) == value or (decimals(value) > 0 and rounds_to(abs(x), value)))
+            for x in (stated, exact)
+        )
 
 
 def stem(word: str) -> str:
@@ -296,14 +315,20 @@ def stem(word: str) -> str:
 
 # --- rule 1: numbers --------------------------------------------------------------------------
 
+
 def bound_fields(packet: Packet) -> dict[tuple, Any]:
     """Fields another gate binds to the packet, with the packet's value for each."""
     target, prov = packet.target, packet.provenance
-    bound = {("schema",): target.get("schema"), ("id",): target.get("id"), ("episode_key",): target.get("episode_key"),
-             ("level",): target.get("level"), ("type",): packet.data.get("record_type"),
-             ("evidence", "raw", "source_repo"): prov.get("source_label"),
-             ("evidence", "raw", "version"): prov.get("version"),
-             ("evidence", "raw", "git_commit"): prov.get("commit")}
+    bound = {
+        ("schema",): target.get("schema"),
+        ("id",): target.get("id"),
+        ("episode_key",): target.get("episode_key"),
+        ("level",): target.get("level"),
+        ("type",): packet.data.get("record_type"),
+        ("evidence", "raw", "source_repo"): prov.get("source_label"),
+        ("evidence", "raw", "version"): prov.get("version"),
+        ("evidence", "raw", "git_commit"): prov.get("commit"),
+    }
     bound.update({("retrieval", "scope", k): v for k, v in obj(target, "scope").items()})
     return bound
 
@@ -326,8 +351,10 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
         if is_exempt(path, value, bound, staged):
             continue
         if isinstance(value, str) and BIDI_CONTROL.search(value):
-            out.append(f"{format_loc(path)}: holds a bidirectional control character, which shows a reader other "
-                       "text than the gates read")
+            out.append(
+                f"{format_loc(path)}: holds a bidirectional control character, which shows a reader other "
+                "text than the gates read"
+            )
         for token, is_pct in leaf_tokens(path, value):
             number = magnitude(token)
             if number is None:
@@ -339,12 +366,14 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
         for token, unit in leaf_units(path, value):
             number = magnitude(token)
             if number is not None and not pool.supports_unit(number, unit):
-                out.append(f"{format_loc(path)}: {token!r} is written in {unit!r}, but the packet never states "
-                           f"{token} {unit}")
+                out.append(
+                    f"{format_loc(path)}: {token!r} is written in {unit!r}, but the packet never states {token} {unit}"
+                )
     return out
 
 
 # --- rule 2: gains ----------------------------------------------------------------------------
+
 
 def metric_lists(gain: dict) -> Iterator[tuple[str, dict]]:
     for key in ("metrics", "regressions"):
@@ -376,12 +405,16 @@ def gain_problems(record: dict, pool: Pool) -> list[str]:
         if gain.get("primary") != "latency":
             out.append(f"worth.gain.primary: {gain.get('primary')!r}, but the packet measures latency")
         if not pool.is_improvement(gain.get("pct")):
-            out.append(f"worth.gain.pct: {gain.get('pct')!r} is not the packet's improvement "
-                       f"{pool.improvement[0]} (same sign, rounded half-even to the decimals written)")
+            out.append(
+                f"worth.gain.pct: {gain.get('pct')!r} is not the packet's improvement "
+                f"{pool.improvement[0]} (same sign, rounded half-even to the decimals written)"
+            )
         for where, metric in metric_lists(gain):
             if metric.get("delta_pct") is not None and not pool.is_improvement(metric.get("delta_pct")):
-                out.append(f"{where}.delta_pct: {metric.get('delta_pct')!r} is not the packet's improvement "
-                           f"{pool.improvement[0]}")
+                out.append(
+                    f"{where}.delta_pct: {metric.get('delta_pct')!r} is not the packet's improvement "
+                    f"{pool.improvement[0]}"
+                )
             for key in ("before", "after"):
                 if metric.get(key) is not None:
                     out.append(f"{where}.{key}: the packet measures no absolute {key} value to serve")
@@ -408,11 +441,17 @@ def correctness_problems(gain: dict, pool: Pool) -> list[str]:
     packet = packet if isinstance(packet, dict) else {}
     out = []
     if "gate" in claimed and claimed["gate"] != packet.get("status"):
-        out.append(f"worth.gain.correctness.gate: {claimed['gate']!r} is not the packet's correctness status "
-                   f"{packet.get('status')!r}")
-    if "max_diff" in claimed and not (_number(claimed["max_diff"]) and claimed["max_diff"] == packet.get("max_abs_err")):
-        out.append(f"worth.gain.correctness.max_diff: {claimed['max_diff']!r} is not the packet's max_abs_err "
-                   f"{packet.get('max_abs_err')!r}")
+        out.append(
+            f"worth.gain.correctness.gate: {claimed['gate']!r} is not the packet's correctness status "
+            f"{packet.get('status')!r}"
+        )
+    if "max_diff" in claimed and not (
+        _number(claimed["max_diff"]) and claimed["max_diff"] == packet.get("max_abs_err")
+    ):
+        out.append(
+            f"worth.gain.correctness.max_diff: {claimed['max_diff']!r} is not the packet's max_abs_err "
+            f"{packet.get('max_abs_err')!r}"
+        )
     return out
 
 
@@ -422,8 +461,10 @@ def effect_problems(record: dict, pool: Pool) -> list[str]:
     measured = _number(m.get("geomean_us"))
     out = []
     if effect.get("basis") != ("measured" if measured else "qualitative"):
-        out.append(f"evidence.raw.effect.basis: {effect.get('basis')!r}, but the packet "
-                   f"{'measured' if measured else 'did not measure'} a geomean")
+        out.append(
+            f"evidence.raw.effect.basis: {effect.get('basis')!r}, but the packet "
+            f"{'measured' if measured else 'did not measure'} a geomean"
+        )
     wanted = {"new_geomean_us": m.get("geomean_us")}
     if record.get("type") == "strategy":
         wanted["parent_geomean_us"] = m.get("floor_before_us")
@@ -435,8 +476,10 @@ def effect_problems(record: dict, pool: Pool) -> list[str]:
         else:
             ok = key in wanted and _number(value) and _number(wanted[key]) and value == wanted[key]
         if not ok:
-            out.append(f"evidence.raw.effect.{key}: {value!r} is not the packet's measurement"
-                       + (f" {wanted[key]!r}" if key in wanted else ""))
+            out.append(
+                f"evidence.raw.effect.{key}: {value!r} is not the packet's measurement"
+                + (f" {wanted[key]!r}" if key in wanted else "")
+            )
     return out
 
 
@@ -445,12 +488,15 @@ def rank_problems(view: RecordView) -> list[str]:
         return []
     rank = obj(view.record, "worth").get("rank")
     if rank is not None and rank != UNRANKED:
-        return [f"worth.rank: {json.dumps(rank)[:80]} is a self-score; a distilled record carries "
-                f"{json.dumps(UNRANKED)} and the stage computes the rank"]
+        return [
+            f"worth.rank: {json.dumps(rank)[:80]} is a self-score; a distilled record carries "
+            f"{json.dumps(UNRANKED)} and the stage computes the rank"
+        ]
     return []
 
 
 # --- rule 4: causes ---------------------------------------------------------------------------
+
 
 def grounded_texts(record: dict) -> Iterator[tuple[str, str]]:
     for path in GROUNDED_PROSE + GROUNDED_ACCOUNT:
@@ -472,16 +518,22 @@ def cause_problems(record: dict, pool: Pool) -> list[str]:
     for where, value in grounded_texts(record):
         missing = sorted({w for w in WORD.findall(value.lower()) if w not in GRAMMAR and stem(w) not in pool.words})
         if missing:
-            out.append(f"{where}: {', '.join(map(repr, missing[:5]))} appear nowhere in the packet: a cause must "
-                       "be the packet's own")
+            out.append(
+                f"{where}: {', '.join(map(repr, missing[:5]))} appear nowhere in the packet: a cause must "
+                "be the packet's own"
+            )
     return out
 
 
 @needs_packet
 def check(view: RecordView, ev: Evidence) -> list[str]:
     pool = Pool(ev.packet)
-    problems = (number_problems(view, pool) + gain_problems(view.record, pool) + rank_problems(view)
-                + cause_problems(view.record, pool))
+    problems = (
+        number_problems(view, pool)
+        + gain_problems(view.record, pool)
+        + rank_problems(view)
+        + cause_problems(view.record, pool)
+    )
     return [f"{view.relpath}: {p}" for p in problems]
 
 

@@ -51,22 +51,27 @@ class Workbench:
     records: tuple[tuple[str, dict], ...]  # (relpath, record), distilled layout
 
     def packet_at(self, relpath: str) -> Packet | None:
-        return self.packets.get(relpath.rsplit("/", 1)[-1][:-len(".json")])
+        return self.packets.get(relpath.rsplit("/", 1)[-1][: -len(".json")])
 
     def store(self) -> Store:
         """The records as a store would hold them, with their index (what check-store judges)."""
         staged = [(staged_path(self.packet_at(rel)), record) for rel, record in self.records]
-        return Store(Path(f"<{self.slug} staged>"), tuple(RecordFile(rel, rec) for rel, rec in staged),
-                     IndexFile(index_for(staged)))
+        return Store(
+            Path(f"<{self.slug} staged>"),
+            tuple(RecordFile(rel, rec) for rel, rec in staged),
+            IndexFile(index_for(staged)),
+        )
 
 
 def mine_example(root: Path) -> Path:
     """The example trace, ingested, partitioned and packed under root (as the workflow would)."""
     trace, work, packets = root / example_name(), root / "work" / SLUG, root / "packets" / SLUG
     build_example(trace)
-    steps = (["ingest", str(trace), "--out-dir", str(work)],
-             ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
-             ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", SLUG])
+    steps = (
+        ["ingest", str(trace), "--out-dir", str(work)],
+        ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
+        ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", SLUG],
+    )
     with contextlib.redirect_stdout(io.StringIO()):
         for argv in steps:
             if optrace(argv) != 0:
@@ -81,10 +86,15 @@ def workbench(root: Path, slug: str = SLUG) -> Workbench:
     for entry in json.loads((packets_dir / "manifest.json").read_text(encoding="utf-8"))["packets"]:
         code_file = entry.get("code_file")
         code = (packets_dir / code_file).read_bytes() if code_file else None
-        packets[entry["id"]] = Packet.from_bytes(entry["seg_id"], (packets_dir / f"{entry['seg_id']}.json").read_bytes(),
-                                                 code, code_file)
-    trace = trace_context(slug, read_jsonl(work / "versions.jsonl"), read_jsonl(work / "profiles.jsonl"),
-                          meta=json.loads((work / "meta.json").read_text(encoding="utf-8")))
+        packets[entry["id"]] = Packet.from_bytes(
+            entry["seg_id"], (packets_dir / f"{entry['seg_id']}.json").read_bytes(), code, code_file
+        )
+    trace = trace_context(
+        slug,
+        read_jsonl(work / "versions.jsonl"),
+        read_jsonl(work / "profiles.jsonl"),
+        meta=json.loads((work / "meta.json").read_text(encoding="utf-8")),
+    )
     records = []
     for rid, packet in sorted(packets.items()):
         record, _ = draft_record(packet.data, packet.code)
@@ -94,6 +104,7 @@ def workbench(root: Path, slug: str = SLUG) -> Workbench:
 
 
 # --- trace-gate cases ----------------------------------------------------------------------------
+
 
 @dataclass
 class Planted:
@@ -131,8 +142,11 @@ def _diff_snippet(p: Planted) -> bool:
 
 
 def _marked_lines(snippet: str) -> list[int]:
-    return [i for i, line in enumerate(snippet.splitlines()) if line[:1] in "+-" and line[:3] not in ("+++", "---")
-            and len(line.strip()) > 8]
+    return [
+        i
+        for i, line in enumerate(snippet.splitlines())
+        if line[:1] in "+-" and line[:3] not in ("+++", "---") and len(line.strip()) > 8
+    ]
 
 
 def _edit_snippet(change: Callable[[list[str], int], None]) -> Callable[[Planted], None]:
@@ -141,6 +155,7 @@ def _edit_snippet(change: Callable[[list[str], int], None]) -> Callable[[Planted
         lines = impl["snippet"].splitlines()
         change(lines, _marked_lines(impl["snippet"])[0])
         impl["snippet"] = "\n".join(lines)
+
     return plant
 
 
@@ -149,7 +164,7 @@ def _unmark(lines: list[str], i: int) -> None:
 
 
 def _halve(lines: list[str], i: int) -> None:
-    lines[i] = lines[i][:len(lines[i]) // 2].rstrip()
+    lines[i] = lines[i][: len(lines[i]) // 2].rstrip()
 
 
 def _swap(lines: list[str], i: int) -> None:
@@ -162,12 +177,13 @@ def _two_distinct_lines(p: Planted) -> bool:
         return False
     lines = p.record["payload"]["implementation"]["snippet"].splitlines()
     first = _marked_lines("\n".join(lines))[0]
-    return any(line.strip() and line != lines[first] for line in lines[first + 1:])
+    return any(line.strip() and line != lines[first] for line in lines[first + 1 :])
 
 
 def _append_to_goal(words: Callable[[Planted], str]) -> Callable[[Planted], None]:
     def plant(p: Planted) -> None:
         p.record["payload"]["goal"] = f"{p.record['payload']['goal']} {words(p)}"
+
     return plant
 
 
@@ -194,7 +210,9 @@ def _flip_gain(record: dict) -> None:
 
 def _other_version_commit(p: Planted) -> None:
     mine = p.record["evidence"]["raw"]["version"]
-    p.record["evidence"]["raw"]["git_commit"] = next(sha for v, sha in sorted(p.bench.trace.commits.items()) if v != mine)
+    p.record["evidence"]["raw"]["git_commit"] = next(
+        sha for v, sha in sorted(p.bench.trace.commits.items()) if v != mine
+    )
 
 
 def _is_strategy(p: Planted) -> bool:
@@ -220,6 +238,7 @@ def _live_store_holds_id_without_episode(p: Planted) -> None:
 def _edit(change: Callable[[dict], None]) -> Callable[[Planted], None]:
     def plant(p: Planted) -> None:
         change(p.record)
+
     return plant
 
 
@@ -242,46 +261,89 @@ def _raw(record: dict) -> dict:
 
 TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
     TraceInjection("profile", "raw carries a wiki page_path", _any, _edit(lambda r: _raw(r).update(page_path=None))),
-    TraceInjection("profile", "empty measured_on", _any,
-                   _edit(lambda r: r["evidence"]["summary"].update(measured_on={}))),
+    TraceInjection(
+        "profile", "empty measured_on", _any, _edit(lambda r: r["evidence"]["summary"].update(measured_on={}))
+    ),
     TraceInjection("profile", "gain without a kind", _any, _edit(lambda r: r["worth"]["gain"].pop("kind"))),
     TraceInjection("layout", "scope.dsl flipped between triton and gluon", _python_dsl, _edit(_flip_dsl)),
-    TraceInjection("layout", "episode_key of another technique", _any,
-                   _edit(lambda r: r.update(episode_key=r["episode_key"].replace("|operator", "_x|operator")))),
+    TraceInjection(
+        "layout",
+        "episode_key of another technique",
+        _any,
+        _edit(lambda r: r.update(episode_key=r["episode_key"].replace("|operator", "_x|operator"))),
+    ),
     TraceInjection("layout", "filed under another trace's directory", _any, _other_trace),
-    TraceInjection("layout", "another architecture in problem.target", _any,
-                   _edit(lambda r: r["payload"]["problem"].update(target="the nvidia blackwell GPU"))),
+    TraceInjection(
+        "layout",
+        "another architecture in problem.target",
+        _any,
+        _edit(lambda r: r["payload"]["problem"].update(target="the nvidia blackwell GPU")),
+    ),
     TraceInjection("verbatim", "diff line without its +/- marker", _diff_snippet, _edit_snippet(_unmark)),
     TraceInjection("verbatim", "fragment of a diff line", _diff_snippet, _edit_snippet(_halve)),
     TraceInjection("verbatim", "quoted lines out of order", _two_distinct_lines, _edit_snippet(_swap)),
-    TraceInjection("verbatim", "invented line", _diff_snippet,
-                   _edit_snippet(lambda lines, i: lines.insert(i + 1, "+    y = fast_path(x)"))),
-    TraceInjection("no-fabrication", "invented percentage in the goal", _any,
-                   _append_to_goal(lambda p: "It saves 37.77% of the traffic.")),
-    TraceInjection("no-fabrication", "small integer the packet never states", _any,
-                   _append_to_goal(_missing_small_integer)),
+    TraceInjection(
+        "verbatim",
+        "invented line",
+        _diff_snippet,
+        _edit_snippet(lambda lines, i: lines.insert(i + 1, "+    y = fast_path(x)")),
+    ),
+    TraceInjection(
+        "no-fabrication",
+        "invented percentage in the goal",
+        _any,
+        _append_to_goal(lambda p: "It saves 37.77% of the traffic."),
+    ),
+    TraceInjection(
+        "no-fabrication", "small integer the packet never states", _any, _append_to_goal(_missing_small_integer)
+    ),
     TraceInjection("no-fabrication", "gain pct not in the packet", _measured_gain, _edit(_invent_gain)),
     TraceInjection("no-fabrication", "gain with its sign flipped", _measured_gain, _edit(_flip_gain)),
     TraceInjection("no-fabrication", "number glued to a word", _any, _append_to_goal(lambda p: "speedup37.77%")),
     TraceInjection("provenance", "commit of another version", _any, _other_version_commit),
-    TraceInjection("provenance", "commit unknown to the trace", _any, _edit(lambda r: _raw(r).update(git_commit="0" * 40))),
+    TraceInjection(
+        "provenance", "commit unknown to the trace", _any, _edit(lambda r: _raw(r).update(git_commit="0" * 40))
+    ),
     TraceInjection("provenance", "version not the packet's", _any, _edit(lambda r: _raw(r).update(version="v999"))),
-    TraceInjection("ncu-attribution", "profiler basis without a usable capture", _no_capture,
-                   _edit(lambda r: r["evidence"]["summary"]["bottleneck_evidence"].update(basis="profiler"))),
-    TraceInjection("ncu-attribution", "bottleneck without a usable capture", _no_capture,
-                   _edit(lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound"))),
-    TraceInjection("ncu-attribution", "mechanism metrics without a usable capture", _no_capture,
-                   _edit(lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"}))),
-    TraceInjection("lineage", "builds on the approach of another version", _builds_on_a_milestone,
-                   _edit(lambda r: r["payload"]["trace"]["builds_on"].update(approach=r["payload"]["change"]))),
-    TraceInjection("ncu-attribution", "profiler named without a usable capture", _no_capture,
-                   _append_to_goal(lambda p: "Nsight Compute shows it.")),
+    TraceInjection(
+        "ncu-attribution",
+        "profiler basis without a usable capture",
+        _no_capture,
+        _edit(lambda r: r["evidence"]["summary"]["bottleneck_evidence"].update(basis="profiler")),
+    ),
+    TraceInjection(
+        "ncu-attribution",
+        "bottleneck without a usable capture",
+        _no_capture,
+        _edit(lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound")),
+    ),
+    TraceInjection(
+        "ncu-attribution",
+        "mechanism metrics without a usable capture",
+        _no_capture,
+        _edit(lambda r: r["evidence"]["summary"].update(mechanism_metrics={"occupancy_limiter": "registers"})),
+    ),
+    TraceInjection(
+        "lineage",
+        "builds on the approach of another version",
+        _builds_on_a_milestone,
+        _edit(lambda r: r["payload"]["trace"]["builds_on"].update(approach=r["payload"]["change"])),
+    ),
+    TraceInjection(
+        "ncu-attribution",
+        "profiler named without a usable capture",
+        _no_capture,
+        _append_to_goal(lambda p: "Nsight Compute shows it."),
+    ),
     TraceInjection("store-overlap", "id the live store holds for another episode", _any, _live_store_holds_id),
-    TraceInjection("store-overlap", "id the live store holds with no episode", _any, _live_store_holds_id_without_episode),
+    TraceInjection(
+        "store-overlap", "id the live store holds with no episode", _any, _live_store_holds_id_without_episode
+    ),
 )
 
 
 # --- running -------------------------------------------------------------------------------------
+
 
 def validate_records(bench: Workbench, records, live: LiveStore) -> list[RecordVerdict]:
     """The validation of one trace's records in memory: the same judge/finish as `optrace validate trace`."""
@@ -326,8 +388,9 @@ def check_baseline(bench: Workbench) -> None:
 def run_injections(bench: Workbench) -> list[store_injection.Outcome]:
     check_baseline(bench)
     store = bench.store()
-    return ([store_injection.run_injection(store, i) for i in store_injection.INJECTIONS]
-            + [run_trace_injection(bench, i) for i in TRACE_INJECTIONS])
+    return [store_injection.run_injection(store, i) for i in store_injection.INJECTIONS] + [
+        run_trace_injection(bench, i) for i in TRACE_INJECTIONS
+    ]
 
 
 def run_all_injections() -> list[store_injection.Outcome]:
@@ -347,6 +410,8 @@ def format_outcomes(outcomes: list[store_injection.Outcome]) -> str:
         others = "" if o.fired or o.relpath is None else f" (failed: {', '.join(o.failed) or 'none'})"
         lines.append(f"{verdict} {o.injection.gate}/{o.injection.name}: {o.relpath or 'no suitable record'}{others}")
     missing = [g for g in ALL_GATES if g not in covered_gates(outcomes)]
-    lines.append(f"{len(ALL_GATES) - len(missing)} of {len(ALL_GATES)} gates proven to fire"
-                 + (f"; not proven: {', '.join(missing)}" if missing else ""))
+    lines.append(
+        f"{len(ALL_GATES) - len(missing)} of {len(ALL_GATES)} gates proven to fire"
+        + (f"; not proven: {', '.join(missing)}" if missing else "")
+    )
     return "\n".join(lines)

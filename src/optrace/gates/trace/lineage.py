@@ -35,15 +35,27 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
         out.append(f"{rel}: the packet's floor {floor!r} is not the geomean {geo!r} of the version it builds on")
     effect = obj(view.record, "evidence", "raw", "effect")
     if "parent_geomean_us" in effect and effect["parent_geomean_us"] != geo:  # may be left out, never another
-        out.append(f"{rel}: evidence.raw.effect.parent_geomean_us {effect.get('parent_geomean_us')!r} is not the "
-                   f"geomean {geo!r} of the version the diff is taken against")
+        out.append(
+            f"{rel}: evidence.raw.effect.parent_geomean_us {effect.get('parent_geomean_us')!r} is not the "
+            f"geomean {geo!r} of the version the diff is taken against"
+        )
     said = obj(agent, "builds_on")
     built = obj(view.record, "payload", "trace", "builds_on")
     approach = said.get("previous_approach")
-    if isinstance(approach, str) and approach.strip() and " ".join(str(built.get("approach")).split()) != " ".join(approach.split()):
-        out.append(f"{rel}: payload.trace.builds_on.approach is not the approach of the version the diff is taken against")
+    if (
+        isinstance(approach, str)
+        and approach.strip()
+        and " ".join(str(built.get("approach")).split()) != " ".join(approach.split())
+    ):
+        out.append(
+            f"{rel}: payload.trace.builds_on.approach is not the approach of the version the diff is taken against"
+        )
     return out
 
 
-GATE = Gate("lineage", "a strategy's diff, builds_on and parent geomean refer to one previous milestone of the trace",
-            check=check, applies=applies)
+GATE = Gate(
+    "lineage",
+    "a strategy's diff, builds_on and parent geomean refer to one previous milestone of the trace",
+    check=check,
+    applies=applies,
+)

@@ -18,8 +18,16 @@ from optrace.gates.store.store import parse_json_bytes
 PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
 
 # Run order after the 9 store gates; every gate has an injection case (tracegates.injection).
-TRACE_GATES = ("profile", "layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution", "lineage",
-               "store-overlap")
+TRACE_GATES = (
+    "profile",
+    "layout",
+    "verbatim",
+    "no-fabrication",
+    "provenance",
+    "ncu-attribution",
+    "lineage",
+    "store-overlap",
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +45,12 @@ class Packet:
         parsed, error = parse_json_bytes(data, max_string=None)
         if error is not None:
             raise ValueError(error)
-        return cls(seg_id, parsed if isinstance(parsed, dict) else {},
-                   code.decode("utf-8", errors="replace") if code is not None else None, code_file)
+        return cls(
+            seg_id,
+            parsed if isinstance(parsed, dict) else {},
+            code.decode("utf-8", errors="replace") if code is not None else None,
+            code_file,
+        )
 
     @property
     def target(self) -> dict:
@@ -78,13 +90,18 @@ def meta_facts(meta: Any) -> dict:
     return {k: meta[k] for k in META_FACTS if k in meta} if isinstance(meta, dict) else {}
 
 
-def trace_context(slug: str, versions: list[Any], profiles: list[Any], profile: str = str(PROFILE),
-                  meta: Any = None) -> TraceContext:
+def trace_context(
+    slug: str, versions: list[Any], profiles: list[Any], profile: str = str(PROFILE), meta: Any = None
+) -> TraceContext:
     """Facts from ingest's rows (versions.jsonl, profiles.jsonl, meta.json); rows of an unexpected shape
     are ignored."""
     rows = [r for r in versions if isinstance(r, dict)]
-    commits = {r["version"]: r["sha"] for r in rows if isinstance(r.get("version"), str) and isinstance(r.get("sha"), str)}
-    usable_rows = [p for p in profiles if isinstance(p, dict) and p.get("usable") is True and isinstance(p.get("dir"), str)]
+    commits = {
+        r["version"]: r["sha"] for r in rows if isinstance(r.get("version"), str) and isinstance(r.get("sha"), str)
+    }
+    usable_rows = [
+        p for p in profiles if isinstance(p, dict) and p.get("usable") is True and isinstance(p.get("dir"), str)
+    ]
     usable = frozenset(p["dir"] for p in usable_rows)
     versions_of = {p["dir"]: p["version"] for p in usable_rows if isinstance(p.get("version"), str)}
     return TraceContext(slug, commits, usable, profile, versions_of, meta_facts(meta))
@@ -100,9 +117,11 @@ class Evidence:
 
 def needs_packet(check: Callable[[RecordView, Evidence], list[str]]) -> Callable[[RecordView, Evidence], list[str]]:
     """A gate that compares with the packet FAILs a record no packet targets: nothing vouches for it."""
+
     @wraps(check)
     def guarded(view: RecordView, ev: Evidence) -> list[str]:
         if ev.packet is None:
             return [f"{view.relpath}: no packet targets this record, so nothing can vouch for it"]
         return check(view, ev)
+
     return guarded

@@ -34,12 +34,19 @@ PROFILER_TEXT = re.compile(
     r"\b(?:ncu|nsight|nsys|rocprof|omniperf|cupti|nvprof)|\broofline|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
     r"confirms?|reveals?|indicates?|data|trace|capture|run|counters?)\b"
     r"|\b(?:dram|lts|l1tex|smsp|sm|gpu|gpc|fbpa)__\w+|\b(?:dram|l2|l1|sm|memory)_throughput\w*"
-    r"|\bachieved[_ ]occupancy\b|\b(?:warp|stall)_\w*(?:reason|cycles)\b", re.I)
+    r"|\bachieved[_ ]occupancy\b|\b(?:warp|stall)_\w*(?:reason|cycles)\b",
+    re.I,
+)
 BOTTLENECK_EVIDENCE = {
-    "launch-overhead": r"launch", "host-sync-stall": r"sync|host", "store-bandwidth-bound": r"bandwidth|memory[- ]bound|dram",
-    "alu-saturated": r"alu|compute[- ]bound|fma|pipe", "tiny-m-gemm": r"gemm|small[- ]m|tiny",
-    "occupancy-register-capped": r"occupancy|register", "precision-gate-failure": r"precision|accura|toleran",
-    "vendor-library-floor": r"cublas|cudnn|library|vendor", "tail-effect": r"tail|wave",
+    "launch-overhead": r"launch",
+    "host-sync-stall": r"sync|host",
+    "store-bandwidth-bound": r"bandwidth|memory[- ]bound|dram",
+    "alu-saturated": r"alu|compute[- ]bound|fma|pipe",
+    "tiny-m-gemm": r"gemm|small[- ]m|tiny",
+    "occupancy-register-capped": r"occupancy|register",
+    "precision-gate-failure": r"precision|accura|toleran",
+    "vendor-library-floor": r"cublas|cudnn|library|vendor",
+    "tail-effect": r"tail|wave",
     "moe-load-imbalance": r"imbalanc|expert",
 }
 NO_CAPTURE_BASES = ("bench-only", "none")
@@ -58,14 +65,19 @@ def has_usable_capture(ev: Evidence) -> bool:
     packet, trace = ev.packet, ev.trace
     dirs = packet.provenance.get("capture_dirs")
     mine = record_versions(ev)
-    return (obj(packet.agent_facing, "profiler").get("ncu_measured_the_kernel_under_test") is True
-            and isinstance(dirs, list)
-            and any(isinstance(d, str) and d in trace.usable_captures and trace.capture_versions.get(d) in mine
-                    for d in dirs))
+    return (
+        obj(packet.agent_facing, "profiler").get("ncu_measured_the_kernel_under_test") is True
+        and isinstance(dirs, list)
+        and any(
+            isinstance(d, str) and d in trace.usable_captures and trace.capture_versions.get(d) in mine for d in dirs
+        )
+    )
 
 
 # Latin letters written with Cyrillic/Greek look-alikes ("Nѕight"), read as the Latin ones
-LOOKALIKE_LETTERS = str.maketrans("аеорсухіѕјԁӏАВЕНКМОРСТХІЅЈαοϲνρτΑΒΕΗΙΚΜΝΟΡΤΧ", "aeopcyxisjdlABEHKMOPCTXISJaocvptABEHIKMNOPTX")
+LOOKALIKE_LETTERS = str.maketrans(
+    "аеорсухіѕјԁӏАВЕНКМОРСТХІЅЈαοϲνρτΑΒΕΗΙΚΜΝΟΡΤΧ", "aeopcyxisjdlABEHKMOPCTXISJaocvptABEHIKMNOPTX"
+)
 
 
 def folded(text: str) -> str:
@@ -100,12 +112,18 @@ def without_capture(record: dict) -> list[str]:
     be = obj(summary, "bottleneck_evidence")
     out = []
     if be.get("basis") not in NO_CAPTURE_BASES + NEVER_BASES and "basis" in be:
-        out.append(f"evidence.summary.bottleneck_evidence.basis: {be.get('basis')!r}, but the packet has no usable "
-                   "capture of this version")
+        out.append(
+            f"evidence.summary.bottleneck_evidence.basis: {be.get('basis')!r}, but the packet has no usable "
+            "capture of this version"
+        )
     if be.get("note") is not None:
-        out.append("evidence.summary.bottleneck_evidence.note: a bottleneck finding without a usable capture of this version")
+        out.append(
+            "evidence.summary.bottleneck_evidence.note: a bottleneck finding without a usable capture of this version"
+        )
     if be.get("tool") is not None:
-        out.append(f"evidence.summary.bottleneck_evidence.tool: {be.get('tool')!r} without a usable capture of this version")
+        out.append(
+            f"evidence.summary.bottleneck_evidence.tool: {be.get('tool')!r} without a usable capture of this version"
+        )
     if obj(record, "payload", "problem").get("bottleneck") is not None:
         out.append("payload.problem.bottleneck: set without a usable capture of this version")
     if signals.get("bottleneck") is not None:
@@ -122,8 +140,10 @@ def without_capture(record: dict) -> list[str]:
     for path, text in judged:
         m = PROFILER_TEXT.search(text) or PROFILER_TEXT.search(folded(text))
         if m:
-            out.append(f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
-                       "of this version")
+            out.append(
+                f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
+                "of this version"
+            )
     return out
 
 
@@ -150,16 +170,19 @@ def with_capture(record: dict, conclusion: str) -> list[str]:
     be = obj(record, "evidence", "summary", "bottleneck_evidence")
     said = collapsed(conclusion)
     out = []
-    for where, value in (("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck")),
-                         ("evidence.summary.bottleneck_evidence.note", be.get("note"))):
+    for where, value in (
+        ("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck")),
+        ("evidence.summary.bottleneck_evidence.note", be.get("note")),
+    ):
         if value is not None and not (isinstance(value, str) and is_clauses_of(collapsed(value), said)):
             out.append(f"{where}: not what the capture's conclusion says (whole clauses of it)")
     tool = be.get("tool")
     if tool is not None and not (isinstance(tool, str) and tool.strip().casefold() in PROFILER_TOOLS):
         out.append(f"evidence.summary.bottleneck_evidence.tool: {tool!r}, but the capture is Nsight Compute's (ncu)")
     label = obj(record, "retrieval", "signals").get("bottleneck")
-    if label is not None and not (isinstance(label, str) and label in BOTTLENECK_EVIDENCE
-                                  and re.search(BOTTLENECK_EVIDENCE[label], said)):
+    if label is not None and not (
+        isinstance(label, str) and label in BOTTLENECK_EVIDENCE and re.search(BOTTLENECK_EVIDENCE[label], said)
+    ):
         out.append(f"retrieval.signals.bottleneck: {label!r} is not what the capture's conclusion gives evidence for")
     return out
 
@@ -168,8 +191,14 @@ def with_capture(record: dict, conclusion: str) -> list[str]:
 def check(view: RecordView, ev: Evidence) -> list[str]:
     record = view.record
     basis = obj(record, "evidence", "summary", "bottleneck_evidence").get("basis")
-    out = [f"evidence.summary.bottleneck_evidence.basis: {basis!r}: a trace holds no microbenchmark, and an "
-           "assertion is not evidence"] if basis in NEVER_BASES else []
+    out = (
+        [
+            f"evidence.summary.bottleneck_evidence.basis: {basis!r}: a trace holds no microbenchmark, and an "
+            "assertion is not evidence"
+        ]
+        if basis in NEVER_BASES
+        else []
+    )
     if has_usable_capture(ev):
         conclusion = obj(ev.packet.agent_facing, "profiler").get("conclusion")
         out += with_capture(record, conclusion if isinstance(conclusion, str) else "")
@@ -178,5 +207,8 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
     return [f"{view.relpath}: {m}" for m in out]
 
 
-GATE = Gate("ncu-attribution", "profiler fields and phrases only with a usable capture of this version, "
-            "and consistent with it", check=check)
+GATE = Gate(
+    "ncu-attribution",
+    "profiler fields and phrases only with a usable capture of this version, and consistent with it",
+    check=check,
+)

@@ -36,15 +36,22 @@ from functools import lru_cache
 # a fraction only after digits, so `1.2.3` gives 1.2 then 3 and `..5` gives .5
 DIGITS = re.compile(r"(?<!\d)(?:\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b|pct\b)", re.I)
-UNITS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen".split())}
+UNITS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen".split()
+    )
+}
 TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
-SCALES = {"hundred": 100, "thousand": 1000, "million": 10 ** 6, "billion": 10 ** 9}
+SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
 SINGLE = {"half": Decimal("0.5"), "quarter": Decimal("0.25"), "twice": 2, "double": 2, "triple": 3, "dozen": 12}
 _WORD_ALT = "|".join(sorted([*UNITS, *TENS, *SCALES], key=len, reverse=True))
-NUMBER_WORDS = re.compile(rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+(?:and[\s-]+)?)(?:{_WORD_ALT}))*\b"
-                          rf"|\b(?:{'|'.join(SINGLE)})\b", re.I)
+NUMBER_WORDS = re.compile(
+    rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+(?:and[\s-]+)?)(?:{_WORD_ALT}))*\b"
+    rf"|\b(?:{'|'.join(SINGLE)})\b",
+    re.I,
+)
 MAX_EXPONENT = 40  # |exponent| beyond this is no measurement: compared for equality only
 
 
@@ -77,8 +84,22 @@ def _numeric_char(ch: str) -> str:
 
 
 # letters a reader takes for digits when they sit in a run of digits
-DIGIT_LOOKALIKES = {"O": "0", "o": "0", "\u041e": "0", "\u043e": "0", "\u039f": "0", "\u03bf": "0", "l": "1",
-                    "I": "1", "\u0406": "1", "\u0456": "1", "\u04c0": "1", "\u0417": "3", "\u0437": "3", "\u0431": "6"}
+DIGIT_LOOKALIKES = {
+    "O": "0",
+    "o": "0",
+    "\u041e": "0",
+    "\u043e": "0",
+    "\u039f": "0",
+    "\u03bf": "0",
+    "l": "1",
+    "I": "1",
+    "\u0406": "1",
+    "\u0456": "1",
+    "\u04c0": "1",
+    "\u0417": "3",
+    "\u0437": "3",
+    "\u0431": "6",
+}
 _LOOKALIKE = "".join(DIGIT_LOOKALIKES)
 # maximal runs of digits, dots and look-alikes: one linear scan (no lookahead that rescans a run)
 LOOKALIKE_RUN = re.compile(rf"[\d.{_LOOKALIKE}]+")
@@ -99,7 +120,9 @@ def normalize(text: str) -> str:
     """ASCII digits for every numeric character, then NFKC (full-width letters, ligatures); invisible
     characters dropped and digit look-alikes inside runs of digits read as digits."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", "".join(ch if ch.isascii() else _numeric_char(ch) for ch in _visible(text)))
+        text = unicodedata.normalize(
+            "NFKC", "".join(ch if ch.isascii() else _numeric_char(ch) for ch in _visible(text))
+        )
     if LOOKALIKE_NEXT_TO_DIGIT.search(text):
         text = LOOKALIKE_RUN.sub(_as_digits, text)
     return text
@@ -125,10 +148,16 @@ def number_tokens(text: str) -> tuple[tuple[str, bool], ...]:
     return tuple(out)
 
 
-UNIT_AFTER = re.compile(r"\s*(?:(?P<pct>%|percent\b|per\s*cent\b|pct\b)|(?P<x>[x\u00d7](?![0-9a-z])|times\b)"
-                        r"|(?P<t>ns|us|\u00b5s|\u03bcs|usec|ms|msec)\b)", re.I)
-FACTOR_WORDS = re.compile(r"\b(?:(?P<two>twice|doubl(?:e|ed|es|ing)|halv(?:e|ed|es|ing)|half\s+the)"
-                          r"|(?P<three>tripl(?:e|ed|es|ing)|thrice)|(?P<ten>orders?\s+of\s+magnitude))\b", re.I)
+UNIT_AFTER = re.compile(
+    r"\s*(?:(?P<pct>%|percent\b|per\s*cent\b|pct\b)|(?P<x>[x\u00d7](?![0-9a-z])|times\b)"
+    r"|(?P<t>ns|us|\u00b5s|\u03bcs|usec|ms|msec)\b)",
+    re.I,
+)
+FACTOR_WORDS = re.compile(
+    r"\b(?:(?P<two>twice|doubl(?:e|ed|es|ing)|halv(?:e|ed|es|ing)|half\s+the)"
+    r"|(?P<three>tripl(?:e|ed|es|ing)|thrice)|(?P<ten>orders?\s+of\s+magnitude))\b",
+    re.I,
+)
 DIGITS_WITH_UNIT = re.compile(rf"(?P<n>{DIGITS.pattern}){UNIT_AFTER.pattern}", re.I)
 TIME_UNITS = {"ns": "ns", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us", "ms": "ms", "msec": "ms"}
 

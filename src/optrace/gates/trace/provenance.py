@@ -19,15 +19,18 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
     version, commit = raw.get("version"), raw.get("git_commit")
     out = []
     if raw.get("source_repo") != prov.get("source_label"):
-        out.append(f"{rel}: evidence.raw.source_repo: {raw.get('source_repo')!r} is not the trace "
-                   f"{prov.get('source_label')!r}")
+        out.append(
+            f"{rel}: evidence.raw.source_repo: {raw.get('source_repo')!r} is not the trace {prov.get('source_label')!r}"
+        )
     if version != prov.get("version"):
         out.append(f"{rel}: evidence.raw.version: {version!r} is not the packet's version {prov.get('version')!r}")
     if not isinstance(commit, str) or commit not in trace.versions_of:
         out.append(f"{rel}: evidence.raw.git_commit: {commit!r} is not a commit of a version of this trace")
     elif trace.versions_of[commit] != version:
-        out.append(f"{rel}: evidence.raw.git_commit: {commit!r} is the commit of {trace.versions_of[commit]}, "
-                   f"not of {version!r}")
+        out.append(
+            f"{rel}: evidence.raw.git_commit: {commit!r} is the commit of {trace.versions_of[commit]}, "
+            f"not of {version!r}"
+        )
     elif commit != prov.get("commit"):
         out.append(f"{rel}: evidence.raw.git_commit: {commit!r} is not the packet's commit {prov.get('commit')!r}")
     return out

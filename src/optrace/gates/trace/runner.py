@@ -21,13 +21,28 @@ from optrace.gates.store import relations
 from optrace.scrub.leak_patterns import Denylist
 from optrace.gates.store.model import obj
 from optrace.gates.store.runner import applicable, check_view, run_check
-from optrace.gates.trace import (fabrication, layout, lineage, ncu_attribution, corpus_profile as profile, provenance,
-    store_overlap, verbatim)
+from optrace.gates.trace import (
+    fabrication,
+    layout,
+    lineage,
+    ncu_attribution,
+    corpus_profile as profile,
+    provenance,
+    store_overlap,
+    verbatim,
+)
 from optrace.gates.trace.model import TRACE_GATES, Evidence, Packet, TraceContext
 from optrace.gates.trace.store_overlap import Claim, LiveStore, overlaps
 
-PER_RECORD_GATES = (profile.GATE, layout.GATE, verbatim.GATE, fabrication.GATE, provenance.GATE, ncu_attribution.GATE,
-                    lineage.GATE)
+PER_RECORD_GATES = (
+    profile.GATE,
+    layout.GATE,
+    verbatim.GATE,
+    fabrication.GATE,
+    provenance.GATE,
+    ncu_attribution.GATE,
+    lineage.GATE,
+)
 TRACE_GATE_DEFS = PER_RECORD_GATES + (store_overlap.GATE,)
 assert tuple(g.name for g in TRACE_GATE_DEFS) == TRACE_GATES
 ALL_GATES = GATES + TRACE_GATES
@@ -46,17 +61,28 @@ class Judged:
     sha256: str | None = None  # of the bytes judged: stage copies only bytes with this hash
 
     def to_json(self) -> dict:
-        return {"relpath": self.relpath, "seg_id": self.seg_id, "id": self.id, "episode_key": self.episode_key,
-                "links": self.links, "verdicts": self.verdicts, "sha256": self.sha256}
+        return {
+            "relpath": self.relpath,
+            "seg_id": self.seg_id,
+            "id": self.id,
+            "episode_key": self.episode_key,
+            "links": self.links,
+            "verdicts": self.verdicts,
+            "sha256": self.sha256,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "Judged":
         """The inverse of to_json; ValueError on anything to_json could not have written."""
         judged = cls(**data)
         optional = (judged.seg_id, judged.id, judged.episode_key, judged.sha256)
-        if not (isinstance(judged.relpath, str) and all(v is None or isinstance(v, str) for v in optional)
-                and isinstance(judged.links, dict) and isinstance(judged.verdicts, dict)
-                and all(isinstance(m, list) and all(isinstance(x, str) for x in m) for m in judged.verdicts.values())):
+        if not (
+            isinstance(judged.relpath, str)
+            and all(v is None or isinstance(v, str) for v in optional)
+            and isinstance(judged.links, dict)
+            and isinstance(judged.verdicts, dict)
+            and all(isinstance(m, list) and all(isinstance(x, str) for x in m) for m in judged.verdicts.values())
+        ):
             raise ValueError("not a cached verdict")
         return judged
 
@@ -72,17 +98,25 @@ class RecordVerdict:
 
     def to_json(self) -> dict:
         j = self.judged
-        return {"path": j.relpath, "id": j.id, "episode_key": j.episode_key, "seg_id": j.seg_id, "sha256": j.sha256,
-                "status": FAIL if self.failed else PASS, "failed": self.failed,
-                "gates": {g: {"status": s, "messages": m} for g, (s, m) in self.gates.items()}}
+        return {
+            "path": j.relpath,
+            "id": j.id,
+            "episode_key": j.episode_key,
+            "seg_id": j.seg_id,
+            "sha256": j.sha256,
+            "status": FAIL if self.failed else PASS,
+            "failed": self.failed,
+            "gates": {g: {"status": s, "messages": m} for g, (s, m) in self.gates.items()},
+        }
 
 
 def _string(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def judge(relpath: str, record: Any, error: str | None, packet: Packet | None, trace: TraceContext,
-          denylist: Denylist | None) -> Judged:
+def judge(
+    relpath: str, record: Any, error: str | None, packet: Packet | None, trace: TraceContext, denylist: Denylist | None
+) -> Judged:
     """The per-record verdicts; `error` is why the file could not be parsed (then record is None)."""
     seg_id = packet.seg_id if packet else None
     if error is not None:
@@ -94,8 +128,14 @@ def judge(relpath: str, record: Any, error: str | None, packet: Packet | None, t
     verdicts.pop("relations", None)  # needs every record's id: judged in finish()
     ev = Evidence(packet, trace)
     verdicts.update((g.name, run_check(g, view, ev)) for g in PER_RECORD_GATES if applicable(g, view))
-    return Judged(relpath, seg_id, _string(record.get("id")), _string(record.get("episode_key")),
-                  obj(record, "retrieval", "links"), verdicts)
+    return Judged(
+        relpath,
+        seg_id,
+        _string(record.get("id")),
+        _string(record.get("episode_key")),
+        obj(record, "retrieval", "links"),
+        verdicts,
+    )
 
 
 def finish(judged: list[Judged], live: LiveStore) -> list[RecordVerdict]:
@@ -109,7 +149,6 @@ def finish(judged: list[Judged], live: LiveStore) -> list[RecordVerdict]:
             verdicts["relations"] = run_check(relations.GATE, view, ctx)
         if "layout" in verdicts:  # a record the trace gates could read
             verdicts["store-overlap"] = overlap.get(j.relpath, [])
-        gates = {g: ((FAIL if verdicts[g] else PASS), verdicts[g]) if g in verdicts else (SKIP, [])
-                 for g in ALL_GATES}
+        gates = {g: ((FAIL if verdicts[g] else PASS), verdicts[g]) if g in verdicts else (SKIP, []) for g in ALL_GATES}
         out.append(RecordVerdict(j, gates))
     return out

@@ -57,8 +57,10 @@ def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
     holders: dict[tuple[str, str], list[str]] = defaultdict(list)
     for c in claims:
         if c.id in live.episode_of and (live.episode_of[c.id] is None or live.episode_of[c.id] != c.episode_key):
-            out[c.relpath].append(f"{c.relpath}: id {c.id!r} is already in the live store for episode "
-                                  f"{live.episode_of[c.id]!r}, not {c.episode_key!r}: it would overwrite that record")
+            out[c.relpath].append(
+                f"{c.relpath}: id {c.id!r} is already in the live store for episode "
+                f"{live.episode_of[c.id]!r}, not {c.episode_key!r}: it would overwrite that record"
+            )
         for kind, value in (("id", c.id), ("episode_key", c.episode_key)):
             if value is not None:
                 holders[kind, value].append(c.relpath)
@@ -69,4 +71,6 @@ def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
     return dict(out)
 
 
-GATE = Gate("store-overlap", "no id the live store holds for another episode; no id or episode_key claimed twice in staging")
+GATE = Gate(
+    "store-overlap", "no id the live store holds for another episode; no id or episode_key claimed twice in staging"
+)

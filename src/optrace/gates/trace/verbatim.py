@@ -73,17 +73,24 @@ def check(view: RecordView, ev: Evidence) -> list[str]:
     out = []
     for key, snippet in quoted:
         if (packet.code_file or "").endswith(".diff") and not quotes_the_change(snippet, packet.code):
-            out.append(f"{rel}: payload.implementation.{key}: quotes none of the lines this step "
-                       f"{'added' if changed_lines(packet.code, '+') else 'removed'} in {packet.code_file}")
+            out.append(
+                f"{rel}: payload.implementation.{key}: quotes none of the lines this step "
+                f"{'added' if changed_lines(packet.code, '+') else 'removed'} in {packet.code_file}"
+            )
         bad = first_unquoted(snippet, packet.code)
         if bad is not None:
             n, line, why = bad
             out.append(f"{rel}: payload.implementation.{key} line {n}: {line[:100]!r} {why} {packet.code_file}")
     name = impl.get("core_kernel_name")
-    if name is not None and not (isinstance(name, str) and re.fullmatch(r"\w+", name)
-                                 and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", packet.code)):
-        out.append(f"{rel}: payload.implementation.core_kernel_name: {str(name)[:80]!r} is not an identifier of "
-                   f"{packet.code_file}")
+    if name is not None and not (
+        isinstance(name, str)
+        and re.fullmatch(r"\w+", name)
+        and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", packet.code)
+    ):
+        out.append(
+            f"{rel}: payload.implementation.core_kernel_name: {str(name)[:80]!r} is not an identifier of "
+            f"{packet.code_file}"
+        )
     kind = next((k for suffix, k in FORMAT_OF_SUFFIX.items() if (packet.code_file or "").endswith(suffix)), None)
     fmt = impl.get("format")
     if kind and isinstance(fmt, str) and not fmt.startswith(kind):
