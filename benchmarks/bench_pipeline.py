@@ -1,11 +1,11 @@
 """Per-stage benchmark on synthetic traces (300 and 3000 versions): wall time and peak memory of each
 stage as Snakemake runs it (a fresh interpreter per stage), next to the git floor
 (`git log --first-parent --raw` + one `git cat-file --batch` over every kernel blob) and the reference
-implementation's published figures (reference/anchor-pipeline.md §9).
+implementation's published figures.
 
     python benchmarks/bench_pipeline.py [--sizes 300 3000] [--repeat 3]
 
-Targets (DESIGN §9, 2 cores): ingest of 3000 versions <= 3 s, packets <= 2 s, peak memory <= 200 MB.
+Targets (2 cores): ingest of 3000 versions <= 3 s, packets <= 2 s, peak memory <= 200 MB.
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-
-# reference implementation, seconds (anchor-pipeline.md §9)
+# reference implementation, seconds
 REFERENCE = {
     300: {"ingest": 1.98, "recon": 0.15, "partition": 0.20, "packets": 2.04},
     3000: {"ingest": 40.7, "recon": 0.66, "partition": 0.78, "packets": 19.3},
@@ -122,7 +121,7 @@ def main() -> int:
                 wall, peak = min(r[0] for r in runs), max(r[1] for r in runs)
                 ref = REFERENCE.get(n, {}).get(stage, "-")
                 print(f"{n:>8} {stage:<10} {wall:>8.3f} {wall / floor:>8.1f} {peak:>8.0f} {ref:>12}")
-            segs = sum(1 for _ in open(base / "work" / "segments.jsonl"))
+            segs = len((base / "work" / "segments.jsonl").read_text().splitlines())
             print(f"{n:>8} {'segments':<10} {segs:>8}   (work done: >= 500 segments expected at 3000 versions)")
     return 0
 

@@ -1,4 +1,4 @@
-"""Time `optrace validate trace` on ~1200 drafted records of synthetic traces (DESIGN §9).
+"""Time `optrace validate trace` on ~1200 drafted records of synthetic traces.
 
     python benchmarks/bench_validate.py [--versions 3000] [--traces 5] [--runs 5]
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from synthetic import synthetic_trace

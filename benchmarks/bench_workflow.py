@@ -11,7 +11,7 @@ files), then `optrace.dataset.build.load` over the result.
 
     python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
 
-Targets (DESIGN §9, 2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
+Targets (2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
 `snakemake -n` on 1000 traces <= 15 s with the controller <= 500 MB.
 """
 

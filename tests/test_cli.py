@@ -12,8 +12,8 @@ import tomllib
 
 import pytest
 
-from tests.support.paths import ROOT
 from optrace import cli
+from tests.support.paths import ROOT
 
 PKG = ROOT / "src" / "optrace"
 # Files of a trace, and files the workflow writes: not documents, so help texts and errors may name them.

@@ -2,7 +2,7 @@
 
 Used by partition to flag (never drop) anti-strategy segments, so the distiller knows which packets
 are too thin to become an established fact. The phrases that mark an outcome rather than a cause are
-the store gate's own (storegates.established_fact.NON_MECHANISM): one list, two users.
+the store gate's own (gates.store.established_fact.NON_MECHANISM): one list, two users.
 """
 
 from __future__ import annotations

@@ -19,13 +19,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.support.paths import ROOT, SHARED_DATA
-
-from tests.support.schemas import load_schema
-from optrace.admit import gate, store_match as storematch
-from optrace.admit.live_store import INTENT_NAME, LOCK_NAME, PAUSE_ENV, GateStore
+from optrace.admit import gate
+from optrace.admit import store_match as storematch
+from optrace.admit.live_store import INTENT_NAME, LOCK_NAME, PAUSE_ENV
 from optrace.gates.store import FAIL, run_store_gates
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
+from tests.support.paths import ROOT, SHARED_DATA
+from tests.support.schemas import load_schema
 
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
 
@@ -607,5 +607,5 @@ def test_direction_rule(rtype, pct, want):
 def test_a_match_of_unknown_direction_is_left_to_review(own_store, tmp_path, capsys):
     flat = variant(strategy(), "0f0f0f", pct=0.0)
     flat["worth"]["gain"]["basis"] = "measured"
-    rc, out = in_process(capsys, "match", "--input", write(tmp_path / "f.json", flat), "--store", own_store)
+    _rc, out = in_process(capsys, "match", "--input", write(tmp_path / "f.json", flat), "--store", own_store)
     assert out["action"] == "review" and out["target"] == strategy()["id"]

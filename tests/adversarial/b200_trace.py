@@ -166,7 +166,7 @@ def memory(n: int, geomean: float | None, what: str, category: str, status: str 
 
 
 def source(n: int) -> str:
-    label, what, tile, body = KERNELS[n]
+    _label, what, tile, body = KERNELS[n]
     return SOURCE.format(what=what, tile=tile, body=body, n=n)
 
 

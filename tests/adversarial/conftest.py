@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 from pathlib import Path
 
 import pytest
 
-
-from tests.adversarial.fib_trace import NAME, build_fib_trace  # noqa: E402
-from optrace.cli import main as optrace  # noqa: E402
-from optrace.gates.trace.injection import mine_example, workbench  # noqa: E402
+from optrace.cli import main as optrace
+from optrace.gates.trace.injection import mine_example, workbench
+from tests.adversarial.fib_trace import NAME, build_fib_trace
 from tests.support.paths import SHARED_DATA
 
 

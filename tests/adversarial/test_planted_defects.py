@@ -809,6 +809,7 @@ def test_any_bytes_give_a_schema_fail_naming_the_file(benches, name, data):
 
 def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mined_roots, tmp_path, monkeypatch):
     import shutil
+
     from optrace.gates.store.store import MAX_RECORD_BYTES
     from optrace.gates.validate import CACHE_KEY_ENV, TracePaths, validate_trace
 

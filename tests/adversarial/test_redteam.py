@@ -21,7 +21,8 @@ from optrace.gates.trace import LiveStore
 from optrace.gates.trace.fabrication import Pool
 from optrace.gates.trace.injection import validate_records, workbench
 
-from .b200_trace import NAME as B200_NAME, build_b200_trace
+from .b200_trace import NAME as B200_NAME
+from .b200_trace import build_b200_trace
 from .conftest import mine
 from .test_planted_defects import CRASH, measurements, packet, pick, setter, verdicts_after, with_capture
 from .test_planted_defects import goal_plus as goal

@@ -17,10 +17,6 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from tests.support import tracekit
-from tests.support.paths import ROOT, SHARED_DATA
-from tests.support.workflow import run_snakemake as snakemake
-from optrace.scrub.anonymize import Scrubber
 from optrace.dataset.build import (
     AXIS_PREFIX,
     FILES,
@@ -38,11 +34,15 @@ from optrace.dataset.build import (
 )
 from optrace.errors import InputError
 from optrace.example.embedded import EXAMPLE_DIR, build_example
+from optrace.example.repo_builder import CommitSpec, build_trace
 from optrace.ingest.hardware import HardwareTable
 from optrace.ingest.ingest import DEFAULT_NON_TARGET, Overrides, ingest
 from optrace.jsonio import write_json, write_jsonl
 from optrace.mine.ladder import Thresholds
-from optrace.example.repo_builder import CommitSpec, build_trace
+from optrace.scrub.anonymize import Scrubber
+from tests.support import tracekit
+from tests.support.paths import ROOT, SHARED_DATA
+from tests.support.workflow import run_snakemake as snakemake
 
 TABLE = HardwareTable.load()
 BUILT = ("measurements", "autotune", "runs", "kernels")
@@ -533,7 +533,7 @@ def fib_kgen_trace(dest: Path) -> Path:
             commits.append(
                 CommitSpec(
                     f"v{n}: reverted (compile error) — dead-end recorded",
-                    {"memory/v%d.json" % n: memory(n, {}, ok=False)},
+                    {f"memory/v{n}.json": memory(n, {}, ok=False)},
                 )
             )
             continue

@@ -10,15 +10,14 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from tests.support.schemas import assert_valid, load_schema
-
-from tests.support.workflow import run_snakemake
 from optrace.distill.distill import record_path, render_command
 from optrace.errors import InputError
 from optrace.example.embedded import build_example, example_name
 from optrace.gates.store import GateContext, check_record
 from tests.distill.test_drafter import STORE_KEYS, mine, store_relpath, unexplained_numbers
 from tests.support.paths import FIXTURES
+from tests.support.schemas import assert_valid, load_schema
+from tests.support.workflow import run_snakemake
 
 FAKE_AGENT = FIXTURES / "fake_agent.py"
 SLUG = "007-example"

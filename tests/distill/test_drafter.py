@@ -7,13 +7,13 @@ import re
 import jsonschema
 import pytest
 
-from tests.support import tracekit
-from tests.support.schemas import load_schema
 from optrace.cli import main as optrace
 from optrace.distill.drafter import ARCH_ISA, UNRANKED, draft_record, read_code
 from optrace.example.embedded import build_example, example_name
 from optrace.gates.store import GateContext, check_record
 from optrace.gates.store.self_contained import ABSOLUTE_LATENCY
+from tests.support import tracekit
+from tests.support.schemas import load_schema
 
 STORE_KEYS = ["schema", "id", "type", "level", "status", "episode_key", "retrieval", "payload", "evidence", "worth"]
 ALL_KINDS = {"milestone", "mega", "deadend-item", "deadend-prose", "curated-pitfall", "final-kernel", "mega-snapshot"}
@@ -203,8 +203,8 @@ def test_snippets_are_whole_lines_of_the_packet_code(packets, trace):
         snippet = implementation["snippet"].splitlines()
         assert snippet and all(line in lines for line in snippet)
         if implementation["format"].startswith("unified-diff"):
-            assert snippet[0].startswith("@@") and not any(l.startswith(("--- a/", "+++ b/")) for l in snippet)
-            assert any(l.startswith("+") for l in snippet)
+            assert snippet[0].startswith("@@") and not any(ln.startswith(("--- a/", "+++ b/")) for ln in snippet)
+            assert any(ln.startswith("+") for ln in snippet)
 
 
 def test_strategy_gain_is_the_measured_delta(packets):

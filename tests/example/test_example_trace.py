@@ -1,7 +1,5 @@
 """The embedded example trace: deterministic, and rich enough to exercise the whole chain."""
 
-from pathlib import Path
-
 from optrace.example.embedded import build_example, example_name
 from optrace.ingest.hardware import HardwareTable
 from optrace.ingest.ingest import DEFAULT_NON_TARGET, Overrides, ingest

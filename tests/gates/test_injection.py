@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from optrace.gates import validate
 from optrace.errors import InputError
+from optrace.gates import validate
 from optrace.gates.store import injection as store_injection
-from optrace.gates.trace import ALL_GATES
-from optrace.gates.trace import injection
+from optrace.gates.trace import ALL_GATES, injection
 from optrace.gates.trace.injection import (
     TRACE_INJECTIONS,
     TraceInjection,

@@ -6,16 +6,15 @@ import copy
 import hashlib
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 import yaml
 
 from optrace import SCHEMAS
-from optrace.gates import make_schema as ms
 from optrace.errors import InputError
+from optrace.fastschema import compile_schema
+from optrace.gates import make_schema as ms
 from optrace.gates.store import load_store
-from optrace.gates.store.fastschema import compile_schema
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
 from tests.support.paths import SHARED_DATA
 

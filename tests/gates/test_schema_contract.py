@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import jsonschema
 import pytest
 
 from optrace import SCHEMAS
+from optrace.fastschema import compile_schema
 from optrace.gates.store import load_store
-from optrace.gates.store.fastschema import compile_schema
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
 from tests.support.paths import SHARED_DATA
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from optrace.publish import check_store
 from optrace.errors import InputError
 from optrace.gates.store import GATES, load_store
 from optrace.gates.store.injection import INJECTIONS, Injection, plant, run_injection, run_injections, specimen_store
 from optrace.gates.store.store import Store
+from optrace.publish import check_store
 from tests.support.paths import SHARED_DATA
 
 STORE = SHARED_DATA / "upstream-store"

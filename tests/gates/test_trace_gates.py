@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from optrace.gates.trace import ALL_GATES, LiveStore, Packet, TraceContext, judge, finish
+from optrace.gates.trace import ALL_GATES, LiveStore, Packet, TraceContext, finish, judge
 from optrace.gates.trace.fabrication import Pool, tokens
 from optrace.gates.trace.injection import mine_example, validate_records, workbench
 from optrace.gates.trace.layout import staged_path, store_path

@@ -10,17 +10,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from tests.support.schemas import assert_valid, load_schema
-
-from tests.support.workflow import run_snakemake
 from optrace.gates import validate
 from optrace.gates.trace import ALL_GATES
 from optrace.gates.trace.injection import SLUG, mine_example, workbench
 from optrace.gates.validate import CACHE_NAME, TracePaths, summarize, validate_trace
-
-import jsonschema
+from tests.support.schemas import assert_valid, load_schema
+from tests.support.workflow import run_snakemake
 
 
 def write_record(path: Path, record) -> None:
@@ -354,6 +352,7 @@ def test_the_report_names_the_sha256_of_the_bytes_judged(results):
 
 def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(results):
     import os
+
     from optrace.publish.staging import CHANGED, baseline_geomean, stage
 
     report, _ = run(results)

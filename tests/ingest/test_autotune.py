@@ -416,8 +416,8 @@ def test_rows_validate_against_the_schema(tmp_path):
 def test_example_pair_is_about_the_examples_own_kernel_and_gpu():
     """The embedded example is a fused add + RMSNorm (hidden 4096, bfloat16) on an H100: its telemetry
     must be too, and its ids must be Helion's own formulas over its own content (§5)."""
-    from optrace.ingest.autotune import codegen_signature
     from optrace.example.embedded import EXAMPLE_DIR
+    from optrace.ingest.autotune import codegen_signature
     from optrace.ingest.hardware import HardwareTable
 
     definition = json.loads((EXAMPLE_DIR / "meta" / "definition.json").read_text())

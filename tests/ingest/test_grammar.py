@@ -1,4 +1,4 @@
-"""Commit-subject grammar of the three eras (reference/trace-format.md §3)."""
+"""Commit-subject grammar of the three eras."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Hardware resolution (DESIGN.md §5 Ingest, trace-format.md §7 and §10 item 6).
+"""Hardware resolution: the table, the text a trace names its GPU in, exact tokens.
 
 The table is matched by whole tokens, exact spelling first; never by substring (the reference turned
 "NVIDIA GB200" into b200 and found nothing in "H20" or "sm_90").
@@ -447,7 +447,7 @@ def test_bad_table_not_yaml_or_missing(tmp_path):
     with pytest.raises(InputError, match="hardware table not found"):
         HardwareTable.load(tmp_path / "absent.yaml")
     path.write_text("- a list\n", encoding="utf-8")
-    with pytest.raises(InputError, match="table: .* is not of type 'object'"):
+    with pytest.raises(InputError, match=r"table: .* is not of type 'object'"):
         HardwareTable.load(path)
 
 

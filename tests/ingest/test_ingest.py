@@ -1,26 +1,25 @@
-"""Ingest, rule by rule of DESIGN §5: grammars, first-parent, verdict cross-check, memory quirks,
+"""Ingest, rule by rule: grammars, first-parent, verdict cross-check, memory quirks,
 profiles, metadata dialects, hardware resolution, symlinks, bundles, git process count."""
 
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.support import tracekit
-from tests.support.schemas import assert_valid
 from optrace.errors import InputError
+from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
 from optrace.ingest.hardware import HardwareTable
 from optrace.ingest.ingest import DEFAULT_NON_TARGET, Overrides, ingest
-from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
+from tests.support import tracekit
+from tests.support.schemas import assert_valid
 
 TABLE = HardwareTable.load()
 
 
 def run(path, over=Overrides(), label=None):
-    rows, profiles, meta, autotune = ingest(path, label=label, table=TABLE, over=over, non_target=DEFAULT_NON_TARGET)
+    rows, profiles, meta, _autotune = ingest(path, label=label, table=TABLE, over=over, non_target=DEFAULT_NON_TARGET)
     assert_valid(rows, "versions.schema.json")
     assert_valid(profiles, "profiles.schema.json")
     assert_valid(meta, "meta.schema.json")
@@ -312,7 +311,7 @@ def _synthetic(dest, n):
                 f"v{i}: committed (+1.6%)" if kept else f"v{i}: reverted (slower) — dead-end recorded",
                 {"kernel.py": tracekit.kernel(i)}
                 if kept
-                else {} | {"memory/v%d.json" % i: tracekit.memory(i, 100.0 - i * 0.01)},
+                else {} | {f"memory/v{i}.json": tracekit.memory(i, 100.0 - i * 0.01)},
             )
         )
     build_trace(dest, commits)

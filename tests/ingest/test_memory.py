@@ -38,21 +38,18 @@ def test_unparseable_and_non_object_files_are_variants(tmp_path):
 
 @pytest.mark.parametrize("geo", [0, -3.0, "fast", float("nan"), None, True])
 def test_bad_geomean_is_no_number(geo):
-    rec = parse_record(
-        3, "memory/v3.json", {"performance": {"latency_us_geomean": geo, "latency_us_by_shape": {"a": 1.0}}}
-    )
+    rec = parse_record(3, {"performance": {"latency_us_geomean": geo, "latency_us_by_shape": {"a": 1.0}}})
     assert rec.geomean_us is None and rec.number_note
     assert rec.by_shape_us == {}
 
 
 def test_numeric_string_geomean_is_accepted():
-    assert parse_record(1, "f", {"performance": {"latency_us_geomean": "12.5"}}).geomean_us == 12.5
+    assert parse_record(1, {"performance": {"latency_us_geomean": "12.5"}}).geomean_us == 12.5
 
 
 def test_carried_forward_numbers_are_never_claimed():
     rec = parse_record(
         7,
-        "f",
         {"performance": {"latency_us_geomean": 21.2, "carried_from_version": "v6", "latency_us_by_shape": {"a": 20.0}}},
     )
     assert rec.geomean_us is None and rec.carried_from == "v6"
@@ -61,19 +58,19 @@ def test_carried_forward_numbers_are_never_claimed():
 
 def test_incomplete_measurement_is_no_number():
     rec = parse_record(
-        4, "f", {"performance": {"latency_us_geomean": 9.0, "measurement_status": "not_evaluated_or_incomplete"}}
+        4, {"performance": {"latency_us_geomean": 9.0, "measurement_status": "not_evaluated_or_incomplete"}}
     )
     assert rec.geomean_us is None and rec.number_note == "measurement incomplete"
 
 
 def test_string_optimization_is_the_action_description():
-    rec = parse_record(2, "f", {"optimization": "hoist the weight load"})
+    rec = parse_record(2, {"optimization": "hoist the weight load"})
     assert rec.action_description == "hoist the weight load" and rec.action_category is None
 
 
 def test_non_numeric_shape_latencies_dropped():
     rec = parse_record(
-        2, "f", {"performance": {"latency_us_geomean": 5.0, "latency_us_by_shape": {"a": 4.0, "b": "n/a", "c": 0}}}
+        2, {"performance": {"latency_us_geomean": 5.0, "latency_us_by_shape": {"a": 4.0, "b": "n/a", "c": 0}}}
     )
     assert rec.by_shape_us == {"a": 4.0}
 
@@ -102,7 +99,5 @@ def test_both_pitfall_dialects_strings_and_nulls():
 
 
 def test_non_dict_sections_do_not_crash():
-    rec = parse_record(
-        1, "f", {"performance": "fast", "correctness": None, "quality_gate": [], "pitfalls_and_fixes": "x"}
-    )
+    rec = parse_record(1, {"performance": "fast", "correctness": None, "quality_gate": [], "pitfalls_and_fixes": "x"})
     assert rec.geomean_us is None and rec.correctness["status"] is None and rec.pitfalls == ()

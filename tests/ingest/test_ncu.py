@@ -1,7 +1,5 @@
 """optrace.ingest.ncu: kernel-name normalisation, harness detection and the tolerant `ncu --csv` reader."""
 
-from pathlib import Path
-
 import pytest
 
 from optrace.ingest.ncu import NcuKernel, is_harness_kernel, normalize_kernel_name, parse_ncu_csv, parse_number

@@ -7,12 +7,12 @@ import sys
 
 import pytest
 
+from optrace.example.embedded import build_example, example_name
+from optrace.example.repo_builder import CommitSpec, build_trace
+from optrace.mine.packets import build_packets, report_conclusion
+from optrace.scrub.anonymize import Scrubber
 from tests.support import tracekit
 from tests.support.schemas import assert_valid
-from optrace.scrub.anonymize import Scrubber
-from optrace.example.embedded import build_example, example_name
-from optrace.mine.packets import build_packets, report_conclusion
-from optrace.example.repo_builder import CommitSpec, build_trace
 
 
 def run_cli(*args, env=None):
@@ -49,7 +49,7 @@ def test_example_packets(tmp_path):
     packets = load_packets(out)
     assert_valid(list(packets.values()), "packet.schema.json")
     manifest = json.loads((out / "manifest.json").read_text())
-    segs = [json.loads(l) for l in (work / "segments.jsonl").read_text().splitlines()]
+    segs = [json.loads(ln) for ln in (work / "segments.jsonl").read_text().splitlines()]
     assert sorted(p["seg_id"] for p in manifest["packets"]) == sorted(s["seg_id"] for s in segs) == sorted(packets)
     v2 = strategy_of(packets, "v2")
     # the only usable REPORT.md reaches v2; the RNG capture's misleading REPORT.md reaches nothing
@@ -164,11 +164,11 @@ def test_a_packet_that_still_leaks_is_refused_and_named(tmp_path):
     )
     work, out, res = mine(tmp_path / "t", tmp_path)
     assert res.returncode == 0
-    count, failures = build_packets(out, str(tmp_path / "t"), work, "t", _NoScrub())
+    _count, failures = build_packets(out, str(tmp_path / "t"), work, "t", _NoScrub())
     leaked = [
-        json.loads(l)["seg_id"]
-        for l in (work / "segments.jsonl").read_text().splitlines()
-        if json.loads(l)["version"] == "v1" and json.loads(l)["record_type"] == "strategy"
+        json.loads(ln)["seg_id"]
+        for ln in (work / "segments.jsonl").read_text().splitlines()
+        if json.loads(ln)["version"] == "v1" and json.loads(ln)["record_type"] == "strategy"
     ]
     assert failures and any(f"{leaked[0]}.json: still leaks" in f and "/home/alice" in f for f in failures)
     assert not (out / f"{leaked[0]}.json").exists()

@@ -2,16 +2,15 @@
 curated pitfalls, reference kernels, content-derived ids."""
 
 import re
-from pathlib import Path
 
-from tests.support import tracekit
-from tests.support.schemas import assert_valid
 from optrace.example.embedded import build_example, example_name
+from optrace.example.repo_builder import CommitSpec, build_trace
 from optrace.ingest.hardware import HardwareTable
 from optrace.ingest.ingest import DEFAULT_NON_TARGET, Overrides, ingest
 from optrace.mine.ladder import Thresholds
 from optrace.mine.partition import build_segments, lever_key, slugify, technique_text
-from optrace.example.repo_builder import CommitSpec, build_trace
+from tests.support import tracekit
+from tests.support.schemas import assert_valid
 
 TABLE = HardwareTable.load()
 
@@ -142,7 +141,6 @@ def test_scrubbed_text_reaches_ids(tmp_path):
 
 
 def test_lever_names_in_the_report_are_never_cut_mid_word(tmp_path):
-    from optrace.mine.ladder import run_ladder
     from optrace.mine.partition import render_md
 
     build_example(tmp_path / example_name())

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from optrace.publish import check_store
-from optrace.scrub.leak_patterns import DENYLIST_ENV, denylist_pattern
 from optrace.gates.store import GATES, GateContext, check_record, load_store, run_gates, run_store_gates
 from optrace.gates.store.specimens import anti_strategy, index_for, reference_kernel, specimen_records, strategy
+from optrace.publish import check_store
+from optrace.scrub.leak_patterns import DENYLIST_ENV, denylist_pattern
 from tests.support.paths import SHARED_DATA
 
 STORE = SHARED_DATA / "upstream-store"

@@ -8,10 +8,9 @@ import sys
 
 import pytest
 
-from tests.support.paths import ROOT
 from optrace.publish.worth import rank
-from tests.support.workflow import run_snakemake as snakemake
 from tests.support.paths import FIXTURES
+from tests.support.workflow import run_snakemake as snakemake
 
 pytestmark = pytest.mark.workflow
 SLUG = "007-fused-add-rmsnorm-h4096"

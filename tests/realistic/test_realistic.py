@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import realistic_traces as rt
-from tests.support.schemas import assert_valid
 from optrace.cli import main as optrace
 from optrace.distill.drafter import lever_key, pieces, tag
 from optrace.mine.ladder import CLAIMS
+from tests.support import realistic_traces as rt
+from tests.support.schemas import assert_valid
 
 pytestmark = pytest.mark.skipif(not rt.available(), reason="../shared/data is absent (a user's clone has none)")
 

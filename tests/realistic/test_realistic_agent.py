@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.schemas import assert_valid
-
-from tests.support.workflow import run_snakemake
 from optrace.distill.distill import batches, distill, structured_report
-from tests.realistic.test_realistic import mined  # noqa: F401  (the module fixture: three realistic traces, mined once)
 from tests.support.paths import FIXTURES, PACKAGE_DIR
+from tests.support.schemas import assert_valid
+from tests.support.workflow import run_snakemake
 
 FAKE_AGENT = FIXTURES / "fake_agent.py"
 EXAMPLE = "007-fused-add-rmsnorm-h4096"
@@ -38,7 +36,7 @@ def a_record(m, rtype="strategy"):
 
 def test_the_self_check_passes_a_good_record_and_names_the_gate_that_blocks_a_bad_one(mined, tmp_path):
     m = mined["sgemm_ladder"]
-    path, record = a_record(m)
+    path, _record = a_record(m)
     res = optrace("validate", "record", path)
     assert res.returncode == 0 and "PASS (all gates)" in res.stdout
     explicit = optrace("validate", "record", path, "--results", m.results, "--slug", m.slug)
@@ -69,8 +67,8 @@ def test_the_self_check_refuses_unusable_input_in_one_line(mined, tmp_path):
 
 
 def test_the_worked_example_of_the_brief_is_a_passing_drafted_record(tmp_path):
-    from optrace.gates.trace.injection import mine_example, workbench, validate_records
     from optrace.gates.trace import LiveStore
+    from optrace.gates.trace.injection import mine_example, validate_records, workbench
 
     example = PACKAGE_DIR / "distill" / "brief_example.json"
     brief = example.with_name("brief.md").read_text()

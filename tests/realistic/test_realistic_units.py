@@ -5,7 +5,7 @@ import pytest
 from optrace.distill.drafter import cost_of, edit_scope
 from optrace.facts import precheck
 from optrace.ingest.memory import parse_record
-from optrace.mine.partition import revert_reason, technique_slug, _strip
+from optrace.mine.partition import _strip, revert_reason, technique_slug
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,6 @@ def test_an_outcome_is_no_cause(text):
 def test_memory_cause_fields_reach_the_step_record():
     rec = parse_record(
         5,
-        "memory/v5.json",
         {
             "performance": {"latency_us_geomean": 12.0, "speedup_vs_ref_geomean": 7.1},
             "optimization": {"action_description": "x", "expected_impact": "one barrier per row instead of nine"},
@@ -60,7 +59,6 @@ def test_memory_cause_fields_reach_the_step_record():
     assert [e["decision"] for e in rec.experiments] == ["revert"] and rec.experiments[0]["hypothesis"] is None
     carried = parse_record(
         6,
-        "memory/v6.json",
         {"performance": {"latency_us_geomean": 12.0, "speedup_vs_ref_geomean": 7.1, "carried_from_version": "v5"}},
     )
     assert carried.speedup_vs_ref is None  # the incumbent's numbers are never this version's

@@ -9,11 +9,11 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from tests.support import tracekit
+from optrace.example.repo_builder import CommitSpec, build_trace
 from optrace.jsonio import read_jsonl
 from optrace.mine.ladder import run_ladder
 from optrace.report.recon import NO_NUMBER_Y, draw_ladder, floor_at, log_ticks, render_svg
-from optrace.example.repo_builder import CommitSpec, build_trace
+from tests.support import tracekit
 
 
 def svg_texts(svg: str) -> list[str]:
@@ -155,7 +155,7 @@ def test_log_ticks_are_round_latencies():
 def test_tick_labels_are_plain_numbers(plotted):
     _, _, ax, svg = plotted
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
-    assert labels and all(re.fullmatch(r"\d+(\.\d+)?", l) for l in labels), labels
+    assert labels and all(re.fullmatch(r"\d+(\.\d+)?", ln) for ln in labels), labels
     assert set(labels) <= set(svg_texts(svg))
 
 

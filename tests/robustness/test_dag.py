@@ -214,7 +214,7 @@ def test_killed_distill_resumes_without_unlock_and_equals_a_clean_run(tmp_path, 
         os.kill(agent, signal.SIGKILL)
     else:
         os.killpg(proc.pid, signal.SIGKILL)  # the controller, the job and the agent at once
-    out, _ = proc.communicate(timeout=120)
+    _out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0 and not (wd / "results/staging/reports/041-kill/distill.json").exists()
     if killed == "controller":
         assert list((wd / ".snakemake" / "locks").glob("*.lock"))  # what used to need --unlock

@@ -14,13 +14,12 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from tests.support import tracekit
-from optrace.run.sheet import fingerprint
 from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
+from optrace.run.sheet import fingerprint
+from tests.support import tracekit
 
 CANARY = "SECRET-CANARY-7f3a"
 TIMEOUT = 30
@@ -67,7 +66,7 @@ def ok(trace, tmp_path, *extra, env=None):
 
 
 def fails(trace, tmp_path, problem, *extra):
-    rc, out, err, files = ingest(trace, tmp_path, *extra)
+    rc, _out, err, files = ingest(trace, tmp_path, *extra)
     assert rc == 2 and err.count("\n") == 1 and err.startswith("error: "), err
     assert problem in err, err
     assert "meta.json" not in files
@@ -279,7 +278,7 @@ def test_huge_version_number_in_subject(tmp_path):
     )
     rows, meta, _ = ok(tmp_path / "t", tmp_path)
     assert sorted(rows) == ["v0", "v1"]
-    assert [c["why"] for c in meta["non_version_commits"]][0] == "subject names no version"
+    assert next(c["why"] for c in meta["non_version_commits"]) == "subject names no version"
 
 
 def test_non_utf8_commit_subject(tmp_path):
@@ -413,8 +412,8 @@ def test_broken_memory_json(tmp_path, case):
 )
 def test_non_finite_and_huge_numbers(tmp_path, value, note):
     doc = (
-        '{"performance": {"latency_us_geomean": %s, "latency_us_by_shape": {"a": NaN, "b": 1e999}}, '
-        '"correctness": {"max_abs_err": Infinity, "max_rel_err": %s}}' % (value, value)
+        f'{{"performance": {{"latency_us_geomean": {value}, "latency_us_by_shape": {{"a": NaN, "b": 1e999}}}}, '
+        f'"correctness": {{"max_abs_err": Infinity, "max_rel_err": {value}}}}}'
     )
     good(tmp_path / "t", {"memory/v2.json": doc})
     rows, _, _ = ok(tmp_path / "t", tmp_path)  # `ingest` asserts no NaN/Infinity in any output
@@ -440,7 +439,7 @@ def test_oversized_memory_file_is_not_read(tmp_path):
     good(tmp_path / "t")
     with open(tmp_path / "t" / "memory" / "v2.json", "wb") as fh:
         fh.truncate(17 * 1024 * 1024)  # sparse: instant to make, over the 16 MiB cap
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path)
     warned(meta, "memory/v2.json: 17825792 bytes, over the 16777216-byte read cap")
 
 
@@ -481,7 +480,7 @@ def test_symlinks_pointing_out_are_not_followed(tmp_path, outside, link, target)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     path.symlink_to(target if target.startswith("/") else outside / target)
-    rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
     warned(meta, f"{link}: symlink leaves the trace, not followed")
 
 
@@ -490,7 +489,7 @@ def test_memory_dir_symlinked_out(tmp_path, outside):
         tmp_path / "t", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()})]
     )
     (tmp_path / "t" / "memory").symlink_to(outside)
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path)
     warned(meta, "memory: symlink leaves the trace, not followed")
 
 
@@ -519,7 +518,7 @@ def test_fifos_in_the_work_tree_do_not_block(tmp_path, rel):
     path.unlink(missing_ok=True)
     os.mkfifo(path)
     assert fingerprint(str(tmp_path / "t"))
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    rows, _meta, _ = ok(tmp_path / "t", tmp_path)
     assert rows["v1"]["geomean_us"] == 30.0
 
 
@@ -541,7 +540,7 @@ def test_1100_deep_profiles(tmp_path):
         start = time.monotonic()
         assert fingerprint(str(tmp_path / "t"))
         assert time.monotonic() - start < 2
-        rows, meta, _ = ok(tmp_path / "t", tmp_path)
+        _rows, meta, _ = ok(tmp_path / "t", tmp_path)
         warned(meta, "deeper than 12 levels below profiles/episode_1")
     finally:  # pytest's own tmp cleanup recurses and would fail on this tree in every later session
         subprocess.run(["rm", "-rf", str(tmp_path / "t" / "profiles")], check=True)
@@ -562,13 +561,13 @@ def test_deeply_nested_definition_and_autotune(tmp_path):
             "autotune/ci/x.meta.jsonl": "[" * 100_000 + "]" * 100_000 + "\n",
         },
     )
-    rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
     warned(meta, "definition.json: JSON nested too deeply to parse; ignored")
 
 
 def test_huge_int_in_workload(tmp_path):
     good(tmp_path / "t", {"workload.jsonl": '{"uuid": "a", "axes": {"n": ' + "7" * 4400 + "}}\n"})
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path)
     warned(meta, "workload.jsonl: 1 line(s) not valid JSON; ignored")
 
 
@@ -665,7 +664,7 @@ def test_git_config_cannot_run_a_program(tmp_path, key):
         "GIT_PAGER": str(script),
         "GIT_EXTERNAL_DIFF": str(script),
     }
-    rows, meta, _ = ok(repo, tmp_path, env=env)
+    rows, _meta, _ = ok(repo, tmp_path, env=env)
     assert sorted(rows) == ["v0", "v1", "v2"]
     (tmp_path / "out").rename(tmp_path / "out-worktree")
     rows_b, _, _ = ok(bundle, tmp_path, env=env)
@@ -719,7 +718,7 @@ def test_ingest_operator_never_takes_a_denylisted_directory_name(tmp_path):
     )
     (tmp_path / "deny.txt").write_text("AcmeCorp\n")
     env = {**os.environ, "ATREX_WIKI_DENYLIST": str(tmp_path / "deny.txt")}
-    rows, meta, _ = ok(
+    _rows, meta, _ = ok(
         tmp_path / "kernel_opt_053_acmecorp_gemm",
         tmp_path,
         "--hardware",

@@ -80,6 +80,6 @@ def test_code_fallbacks_equal_the_schema_defaults():
     assert Thresholds() == Thresholds(
         DEFAULTS["ladder.milestone_pct"], DEFAULTS["ladder.mega_pct"], DEFAULTS["ladder.rebaseline_factor"]
     )
-    assert DENYLIST_ENV == DEFAULTS["denylist_env"]
+    assert DEFAULTS["denylist_env"] == DENYLIST_ENV
     assert list(DEFAULT_NON_TARGET) == DEFAULTS["non_target_kernels"]
-    assert dataset.DEFAULT_TEST_FRACTION == DEFAULTS["dataset.test_fraction"]
+    assert DEFAULTS["dataset.test_fraction"] == dataset.DEFAULT_TEST_FRACTION

@@ -1,9 +1,13 @@
 """Nested --config values arrive as strings; numbers and booleans the schema asks for are converted."""
 
+import pytest
 import yaml
 
+from optrace.example.repo_builder import make_bundle
+from optrace.run.configcheck import coerce_numbers, config_problem, trace_problem
+from tests.support import tracekit
 from tests.support.paths import ROOT, SCHEMAS
-from optrace.run.configcheck import coerce_numbers
+from tests.support.workflow import run_snakemake
 
 SCHEMA = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
 
@@ -43,13 +47,6 @@ def test_what_does_not_parse_is_left_for_the_schema_to_reject():
 
 
 # --- one-line errors: the key, the problem, what is allowed -------------------------------------
-
-import pytest
-
-from tests.support.workflow import run_snakemake
-from optrace.run.configcheck import config_problem, trace_problem
-from optrace.example.repo_builder import make_bundle
-from tests.support import tracekit
 
 
 @pytest.mark.parametrize(
@@ -114,7 +111,9 @@ def test_snakemake_stops_with_one_line_before_any_job(workdir, tmp_path):
         res = run_snakemake(workdir, *args, check=False)
         assert res.returncode == 1
         said = [
-            l for l in res.stderr.splitlines() if not l.startswith(("Using workflow specific profile", "Config file"))
+            ln
+            for ln in res.stderr.splitlines()
+            if not ln.startswith(("Using workflow specific profile", "Config file"))
         ]
         assert said == [line], res.stderr
         assert not (workdir / "results").exists()  # no job ran

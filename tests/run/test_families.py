@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from tests.support.paths import ROOT
 from optrace.run.families import STORE_OPERATOR_FAMILIES, operator_slug, trace_slug, workload_family
 from tests.support.paths import SCHEMAS
 

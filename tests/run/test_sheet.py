@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from tests.support import tracekit
 from optrace.errors import InputError
 from optrace.run.sheet import entry_for_path, fingerprint, head_sha, read_sheet, select_traces
+from tests.support import tracekit
 
 
 def test_sheet_rows_resolve_relative_paths_and_overrides(tmp_path):
@@ -78,8 +78,8 @@ def test_head_sha_without_git_matches_git(tmp_path):
 
 def test_a_neutral_label_never_reads_as_a_hash_to_the_anonymizer():
     """The hash name of a denylisted trace reaches packets and ids: it must not be refused as a hex id."""
-    from optrace.scrub.anonymize import Scrubber
     from optrace.run.sheet import neutral_label
+    from optrace.scrub.anonymize import Scrubber
 
     scrubber = Scrubber.from_env("OPTRACE_TEST_NO_DENYLIST", {})
     names = {neutral_label(f"/data/traces/kernel_opt_{i:03d}_x") for i in range(500)}

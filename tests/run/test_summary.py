@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from optrace.example.repo_builder import CommitSpec, build_trace
 from tests.support import tracekit
 from tests.support.workflow import copy_workflow, run_snakemake
-from optrace.example.repo_builder import CommitSpec, build_trace
 
 EXAMPLE = "007-fused-add-rmsnorm-h4096"
 BAD_ID = "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"
@@ -44,7 +44,7 @@ def example_runs(tmp_path_factory):
 
 @pytest.mark.workflow
 def test_a_clean_run_says_what_was_staged_and_where_the_results_are(example_runs):
-    wd, runs = example_runs
+    _wd, runs = example_runs
     res = runs["clean"]
     assert res.returncode == 0
     text = summary_of(res)
@@ -59,7 +59,7 @@ def test_a_clean_run_says_what_was_staged_and_where_the_results_are(example_runs
         ("validation summary", "results/staging/reports/validation-summary.json"),
         ("dataset", "results/dataset/README.md"),
     ):
-        assert any(l.split() == [*label.split(), path] for l in text.splitlines()), (label, text)
+        assert any(ln.split() == [*label.split(), path] for ln in text.splitlines()), (label, text)
     assert "FAIL" not in text and "strict" not in text
 
 
@@ -70,7 +70,7 @@ def test_a_failing_record_is_named_with_its_first_gate_message_and_does_not_fail
     assert res.returncode == 0  # default: agent batches iterate
     text = summary_of(res)
     assert "1 failed validation" in trace_line(text, EXAMPLE)
-    fail = next(l for l in text.splitlines() if l.strip().startswith("FAIL "))
+    fail = next(ln for ln in text.splitlines() if ln.strip().startswith("FAIL "))
     assert f"FAIL distilled/{EXAMPLE}/{BAD_ID}.json [schema" in fail
     message = text.splitlines()[text.splitlines().index(fail) + 1].strip()
     assert message == "$: 'schema' is a required property"
@@ -186,7 +186,16 @@ def test_an_empty_results_tree_and_a_crashed_job(tmp_path):
     log.write_text("Traceback (most recent call last):\n  File x\nMemoryError: out of memory\n")
     result = collect(["a", "b"], stages, places(tmp_path))
     text = render(result, "`snakemake validate`", need_records=True)
-    assert trace_line(text, "a").split() == "a not validated (the target stopped before validation)".split()
+    assert trace_line(text, "a").split() == [
+        "a",
+        "not",
+        "validated",
+        "(the",
+        "target",
+        "stopped",
+        "before",
+        "validation)",
+    ]
     assert trace_line(text, "b").split(None, 1)[1] == "FAILED at ingest: MemoryError: out of memory"
     assert f"{tmp_path / 'README.md'}  (not written)" in text and "no records to validate" in text
     assert exit_status(result, "`snakemake validate`", need_records=True) == 1

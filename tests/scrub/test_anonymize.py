@@ -9,9 +9,9 @@ import json
 import pytest
 
 from optrace import cli
+from optrace.errors import InputError
 from optrace.scrub.anonymize import Scrubber, ShapeLabels
 from optrace.scrub.leak_patterns import find_leaks
-from optrace.errors import InputError
 
 HOST = "gpu-node7"
 DENYLIST = f"# private names, one a line\n{HOST}\n\nAlice\n{HOST}.corp.example\n"

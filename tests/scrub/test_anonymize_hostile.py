@@ -12,11 +12,11 @@ import json
 
 import pytest
 
+from optrace.gates.store import anonymization, specimens
+from optrace.gates.store.model import GateContext, RecordView
 from optrace.report import recon
 from optrace.scrub.anonymize import Scrubber
 from optrace.scrub.leak_patterns import Denylist, contains_denied, denylist_pattern, find_leaks
-from optrace.gates.store import anonymization, specimens
-from optrace.gates.store.model import GateContext, RecordView
 
 TERMS = ("alice", "gpu-node7", "corp.example", "Strauß")
 
@@ -317,8 +317,8 @@ def test_large_code_with_a_denied_identifier(scrubber):
 
 
 def test_recon_reports_carry_no_denylisted_term(tmp_path, monkeypatch):
-    from tests.support import tracekit
     from optrace.ingest import ingest
+    from tests.support import tracekit
 
     trace = tmp_path / "kernel_opt_030_alicecorp"
     tracekit.iteration_era(trace)
@@ -341,8 +341,8 @@ TERM = "Zorblax"
 
 
 def _planted_trace(dest):
-    from tests.support import tracekit
     from optrace.example.repo_builder import CommitSpec, build_trace
+    from tests.support import tracekit
 
     def kernel(step):
         return (

@@ -8,9 +8,21 @@ from pathlib import Path
 from tests.support.paths import ROOT
 
 # What a private copy of the workflow leaves out: each workflow test gets its own .snakemake and results.
-WORKFLOW_IGNORE = shutil.ignore_patterns(
-    ".git", ".snakemake", "results", ".venv", "__pycache__", "*.egg-info", "tests", "benchmarks"
+IGNORED = (
+    ".git",
+    ".snakemake",
+    "results",
+    ".venv",
+    "__pycache__",
+    "*.egg-info",
+    "tests",
+    "benchmarks",
+    "docs",
+    ".mypy_cache",
+    ".ruff_cache",
+    "build",
 )
+WORKFLOW_IGNORE = shutil.ignore_patterns(*IGNORED)
 
 
 def copy_workflow(dest: Path) -> Path:

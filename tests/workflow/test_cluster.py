@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
+from optrace.example.repo_builder import make_bundle
 from tests.support import tracekit
 from tests.support.workflow import copy_workflow
-from optrace.example.repo_builder import make_bundle
 
 pytestmark = [pytest.mark.workflow, pytest.mark.cluster]
 COMPARED = (

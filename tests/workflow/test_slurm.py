@@ -14,10 +14,10 @@ from functools import lru_cache
 import pytest
 import yaml
 
+from optrace.example.repo_builder import make_bundle
 from tests.support import tracekit
 from tests.support.paths import ROOT
 from tests.support.workflow import copy_workflow
-from optrace.example.repo_builder import make_bundle
 
 GOOD = ("kernel_opt_011_iteration", "kernel_opt_012_horizon", "kernel_opt_013_skill")
 BROKEN = "kernel_opt_014_broken"

@@ -1,4 +1,4 @@
-"""Only stale stages re-run (DESIGN §4): exact `snakemake -n` job lists on a two-trace sheet."""
+"""Only stale stages re-run: exact `snakemake -n` job lists on a two-trace sheet."""
 
 import json
 import subprocess

@@ -4,18 +4,18 @@ import json
 
 import pytest
 
+from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
 from tests.support import tracekit
 from tests.support.schemas import assert_valid
 from tests.support.workflow import run_snakemake as snakemake
-from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
 
 pytestmark = pytest.mark.workflow
 
 
 def outputs(wd, slug):
     work = wd / "results" / "work" / slug
-    versions = [json.loads(l) for l in (work / "versions.jsonl").read_text().splitlines()]
-    profiles = [json.loads(l) for l in (work / "profiles.jsonl").read_text().splitlines()]
+    versions = [json.loads(ln) for ln in (work / "versions.jsonl").read_text().splitlines()]
+    profiles = [json.loads(ln) for ln in (work / "profiles.jsonl").read_text().splitlines()]
     meta = json.loads((work / "meta.json").read_text())
     assert_valid(versions, "versions.schema.json")
     assert_valid(profiles, "profiles.schema.json")
@@ -52,7 +52,7 @@ def test_three_grammars_two_dialects_and_a_bundle_through_a_sheet(workdir, tmp_p
     )
     snakemake(workdir, "--config", f"traces={sheet}")
     v_skill, _, m_skill = outputs(workdir, "010-skill")
-    v_iter, _, m_iter = outputs(workdir, "011-iteration")
+    _v_iter, _, m_iter = outputs(workdir, "011-iteration")
     v_lh, _, m_lh = outputs(workdir, "012-horizon")
     v_bundle, _, m_bundle = outputs(workdir, "013-horizon")
     assert m_skill["target"]["product"] == "a100"  # the sheet's override beats the trace's H100

@@ -33,24 +33,15 @@ import os
 import re
 import sys
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import Iterable
 from contextlib import contextmanager
-from functools import lru_cache
+from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from optrace import SCHEMAS
-from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
-from optrace.errors import InputError
 from optrace.admit.live_store import CONFLICTS_DIR, GateStore, Transaction, refreshed_entry
-from optrace.jsonio import read_json, write_text_atomic
-from optrace.publish.staging import index_entry, scored_with, store_json
-from optrace.gates.store import GATES, GateContext, RecordView
-from optrace.gates.store.fastschema import compile_file
-from optrace.gates.store.model import obj
-from optrace.gates.store.runner import check_view
-from optrace.gates.store.schema import errors_of as schema_errors
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
 from optrace.admit.store_match import (
     Catalogue,
     entry_direction,
@@ -59,11 +50,21 @@ from optrace.admit.store_match import (
     record_direction,
     summary_of,
 )
+from optrace.errors import InputError
+from optrace.fastschema import compile_file
+from optrace.gates.store import GATES, GateContext, RecordView
+from optrace.gates.store.model import obj
+from optrace.gates.store.runner import check_view
+from optrace.gates.store.schema import errors_of as schema_errors
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
+from optrace.gates.trace.corpus_profile import narrowings
 from optrace.gates.trace.layout import store_path
 from optrace.gates.trace.model import PROFILE
-from optrace.gates.trace.corpus_profile import narrowings
 from optrace.gates.validate import read_bytes
+from optrace.jsonio import read_json, write_text_atomic
+from optrace.publish.staging import index_entry, scored_with, store_json
 from optrace.publish.worth import COUNTERS
+from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
 
 MATCH_SCHEMA = "optrace-match-1"
 COMMIT_ALL_SCHEMA = "optrace-commit-all-1"
@@ -143,7 +144,7 @@ def admission_problems(record: Any, known_ids: Iterable[str], denylist: re.Patte
     return relpath, problems
 
 
-@lru_cache(maxsize=None)
+@cache
 def conflict_errors():
     return compile_file(CONFLICT_SCHEMA)
 
@@ -415,7 +416,7 @@ def conflict_document(record: dict, existing: dict, reason: str | None, now: dat
 def commit_conflict(txn: Transaction, record: Any, target: str, denylist, reason: str | None = None) -> dict:
     _, record = validated(txn, record, denylist)
     _, existing, _ = load_target(txn, target)
-    doc = conflict_document(record, existing, reason, datetime.now(timezone.utc))
+    doc = conflict_document(record, existing, reason, datetime.now(UTC))
     errors = conflict_errors()(doc)
     if errors:
         raise Refused([f"conflict file would not satisfy {CONFLICT_SCHEMA.name}: {loc}: {msg}" for loc, msg in errors])

@@ -33,15 +33,15 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from optrace.errors import InputError
-from optrace.jsonio import write_text_atomic
 from optrace.gates.store.index import index_entries
 from optrace.gates.store.store import INDEX_RELPATH, MAX_INDEX_BYTES, read_json_file
+from optrace.jsonio import write_text_atomic
 
 LOCK_NAME = ".gate.lock"
 INTENT_NAME = ".gate-intent.json"
@@ -151,7 +151,7 @@ class GateStore:
         return self._index
 
     @contextmanager
-    def transaction(self) -> Iterator["Transaction"]:
+    def transaction(self) -> Iterator[Transaction]:
         """Hold the lock, recover, run the body, then commit what it staged (one index write).
 
         If the body raises, what it staged is undone at once (the store stays valid) and the error

@@ -7,7 +7,8 @@ Pure functions over index entries (the fields records/index.json copies from eac
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 
 def _get(value: Any, *keys: str) -> dict:

@@ -35,9 +35,9 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
@@ -564,8 +564,8 @@ def typed_axes(runs: list[dict], axes: list[Column]) -> None:
 
 
 def build(traces: list[TraceInput], thresholds: Thresholds, scrubber=None, table=None) -> Dataset:
-    from optrace.scrub.anonymize import Scrubber
     from optrace.ingest.hardware import HardwareTable
+    from optrace.scrub.anonymize import Scrubber
 
     scrubber = scrubber or Scrubber()
     if table is None:

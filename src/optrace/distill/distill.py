@@ -332,7 +332,7 @@ def run_agents(
     out_root: Path,
     batch_size: int,
     jobs: int,
-    journal: "Journal",
+    journal: Journal,
     progress=None,
 ) -> tuple[list[dict], list[dict]]:
     """(outcomes, batches): each batch runs its packets one after another; up to `jobs` batches run at once."""

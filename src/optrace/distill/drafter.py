@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optrace.facts import MECHANISM_RE
-from optrace.jsonio import read_json
 from optrace.gates.store.established_fact import MIN_MECHANISM_CHARS, NON_MECHANISM
 from optrace.gates.store.self_contained import ABSOLUTE_LATENCY
+from optrace.jsonio import read_json
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 SOURCE_FORMAT = "source (verbatim)"
@@ -75,8 +75,36 @@ SCOPE_KEYS = ("vendor", "arch", "product", "dsl", "operator_family")
 _PIECE_END = re.compile(r"(?<=[.!?:])\s+")
 _WORD = re.compile(r"[a-z0-9_]+")
 _STOP = frozenset(
-    "the and with for per was were that this than then from into onto over each its are has have "
-    "but not only also when where which what".split()
+    [
+        "the",
+        "and",
+        "with",
+        "for",
+        "per",
+        "was",
+        "were",
+        "that",
+        "this",
+        "than",
+        "then",
+        "from",
+        "into",
+        "onto",
+        "over",
+        "each",
+        "its",
+        "are",
+        "has",
+        "have",
+        "but",
+        "not",
+        "only",
+        "also",
+        "when",
+        "where",
+        "which",
+        "what",
+    ]
 )
 _JIT_DECORATOR = re.compile(r"^\s*@([\w.]*)(?:jit|kernel)\b")
 _PY_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)")

@@ -33,6 +33,7 @@ The report names each record's sha256, and stage copies a record only when the b
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -40,21 +41,17 @@ import os
 import secrets
 import stat
 import sys
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from optrace.scrub.leak_patterns import DENYLIST_ENV, add_denylist_argument, denylist_pattern, read_denylist
 from optrace import PACKAGE_DIR
+from optrace.distill.records import record_names
 from optrace.errors import InputError
-from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_text_atomic
 from optrace.gates.store import FAIL, PASS
 from optrace.gates.store.runner import GATE_DEFS as STORE_GATE_DEFS
 from optrace.gates.store.schema import CONTRACT
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
-
-MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
 from optrace.gates.trace import (
     ALL_GATES,
     Claim,
@@ -70,6 +67,10 @@ from optrace.gates.trace import (
 )
 from optrace.gates.trace.model import PROFILE, TraceContext
 from optrace.gates.trace.runner import TRACE_GATE_DEFS
+from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_text_atomic
+from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern, read_denylist
+
+MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
 
 REPORT_SCHEMA = "optrace-validation-1"
 SUMMARY_SCHEMA = "optrace-validation-summary-1"
@@ -106,17 +107,6 @@ class TracePaths:
 
     def relpath(self, name: str) -> str:
         return f"distilled/{self.slug}/{name}"
-
-
-def record_names(distilled: Path) -> list[str]:
-    """`*.json` directly in distilled/{slug}/ (no record yet: no directory), hidden temp files left out."""
-    if not distilled.is_dir():
-        return []
-    return sorted(
-        e.name
-        for e in os.scandir(distilled)
-        if e.name.endswith(".json") and not e.name.startswith(".") and not e.is_dir(follow_symlinks=False)
-    )
 
 
 def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:

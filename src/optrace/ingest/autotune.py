@@ -1,6 +1,6 @@
 """Helion autotune telemetry found in a trace: `autotune/**/*.csv` joined to its `.meta.jsonl` sidecar.
 
-Format and join contract: `reference/helion-telemetry.md` (§3 CSV, §4 meta.jsonl, §5 ids, §7 join).
+The join: each CSV row to its run's meta record, by run id.
 One output row per joined *result* row: `started` rows are dropped, failures stay as infeasible
 labels, `deduplicated` rows carry their representative's perf. A row joins when its `run_id` has a
 meta record anywhere in the trace (run_id names the problem, not a file or an invocation, so rows
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optrace.errors import InputError
-from optrace.jsonio import write_json, write_jsonl
 from optrace.ingest.trace_files import TraceFiles, WorkTreeFiles
+from optrace.jsonio import write_json, write_jsonl
 
 AUTOTUNE_DIR = "autotune"
 # A long search legitimately writes tens of MB of CSV (one config repr per row, two rows per config),
@@ -47,7 +47,7 @@ RUN_ID = re.compile(r"[0-9a-f]{64}")
 CONFIG_ID = re.compile(r"[0-9a-f]{16}")
 # Identity fields of a meta record that a row needs; all are strings in the merged format.
 CONTEXT_KEYS = ("kernel_name", "input_shapes", "dtypes", "hardware")
-# The settings Helion hashes into run_id (`_CODEGEN_SETTINGS` at HEAD, reference/helion-telemetry.md §5).
+# The settings Helion hashes into run_id (Helion's `_CODEGEN_SETTINGS`).
 CODEGEN_SETTINGS = (
     "allow_warp_specialize",
     "backend",

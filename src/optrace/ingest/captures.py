@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from optrace.ingest.ncu import NcuKernel, NcuTable, is_harness_kernel, normalize_kernel_name, parse_ncu_csv
-from optrace.jsonio import parse_untrusted
 from optrace.ingest.trace_files import TraceFiles
+from optrace.jsonio import parse_untrusted
 
 PROFILES = "profiles"
 VERSION_DIR = re.compile(r"^[vV](\d{1,9})(?:[_-](.+))?$")  # numbers of at most 9 digits (grammar.NUM)

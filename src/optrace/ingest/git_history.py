@@ -5,7 +5,7 @@ One `git log --first-parent --raw` gives every commit with the files it changed 
 one persistent `git cat-file --batch` reads the blobs we need. Bundles are unbundled into a private
 repository first: one more process, still independent of trace length.
 
-Traces are hostile, `.git/` included (DESIGN §8). git never sees the trace's own git directory: every
+Traces are hostile, `.git/` included. git never sees the trace's own git directory: every
 command runs in a private "shadow" git directory (our HEAD, our config) whose object store is the
 trace's `objects/`, so the trace's `.git/config` (fsmonitor, pager, gpg programs, textconv, filters,
 includes, hooks, ...) is never read at all. On top of that, `git_command` -- the only place that spawns
@@ -24,9 +24,9 @@ import stat
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from optrace.errors import InputError
 from optrace.ingest.trace_files import GitTreeFiles, TraceFiles, WorkTreeFiles, read_small_file
@@ -525,7 +525,6 @@ class OpenedTrace:
     name: str  # directory name (or bundle stem): the source of the slug and default label
     history: History
     files: TraceFiles
-    is_bundle: bool
 
 
 BUNDLE_HEADERS = (b"# v2 git bundle\n", b"# v3 git bundle\n")
@@ -585,7 +584,7 @@ def open_trace(path: str | Path, scratch: str | Path | None = None) -> Iterator[
             (shadow / "HEAD").write_text((head or "ref: refs/heads/unborn") + "\n")
             history = History(path, shadow, head)
             try:
-                yield OpenedTrace(path.stem, history, GitTreeFiles(history.head_tree(), history.read_blob), True)
+                yield OpenedTrace(path.stem, history, GitTreeFiles(history.head_tree(), history.read_blob))
             finally:
                 history.close()
             return
@@ -595,6 +594,6 @@ def open_trace(path: str | Path, scratch: str | Path | None = None) -> Iterator[
         make_shadow(shadow, (gd.common / "objects").resolve(), head, _object_format(path, gd))
         history = History(path, shadow, head)
         try:
-            yield OpenedTrace(path.resolve().name, history, WorkTreeFiles(path), False)
+            yield OpenedTrace(path.resolve().name, history, WorkTreeFiles(path))
         finally:
             history.close()

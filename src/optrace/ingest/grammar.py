@@ -1,6 +1,6 @@
 """Commit-subject grammar of all three trace eras, as pure functions over text.
 
-Eras (reference/trace-format.md §3):
+Eras:
   A. skill era:      `V3: 150 TFLOPS | XOR16 swizzle (bottleneck: ...)`, revert marker `V5: revert V4 (...)`
   B. iteration era:  `v4: committed (+3.2%)`, `v7: reverted (<why>) — dead-end recorded`,
                      `dead-end recorded: a, b (x, y), c. Next: ...`, `v1: pin framework baseline <sha8>`

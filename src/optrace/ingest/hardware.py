@@ -11,21 +11,23 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import yaml
 
-# libyaml when present: the table is read by every ingest job
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 from optrace import DEFAULT_TARGETS, SCHEMAS
 from optrace.errors import InputError
+
 from optrace.fastschema import compile_schema
 
 if TYPE_CHECKING:
     import jsonschema
+
+# libyaml when present: the table is read by every ingest job
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 TARGETS_SCHEMA = SCHEMAS / "targets.schema.yaml"
 

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from optrace.ingest import grammar
-from optrace.scrub.leak_patterns import DENYLIST_ENV, add_denylist_argument, denylist_pattern, read_denylist
-from optrace.ingest.dsl import detect_dsl
 from optrace.errors import InputError
-from optrace.run.families import operator_slug, trace_slug, workload_family
+from optrace.ingest import grammar
+from optrace.ingest.autotune import ingest_autotune
+from optrace.ingest.captures import ProfileCapture, ignored_profile_dirs, scan_profiles
+from optrace.ingest.dsl import detect_dsl
 from optrace.ingest.git_history import KERNEL_FILE, REGULAR_MODES, Commit, History, open_trace
 from optrace.ingest.hardware import (
     HardwareTable,
@@ -27,13 +26,13 @@ from optrace.ingest.hardware import (
     resolve,
     target_from_override,
 )
-from optrace.jsonio import write_json, write_jsonl
-from optrace.mine.ladder import harness_file
-from optrace.ingest.autotune import ingest_autotune
 from optrace.ingest.memory import StepRecord, scan_memory
 from optrace.ingest.metadata import Metadata, dsl_from_languages, read_metadata
-from optrace.ingest.captures import ProfileCapture, ignored_profile_dirs, scan_profiles
+from optrace.jsonio import write_json, write_jsonl
+from optrace.mine.ladder import harness_file
+from optrace.run.families import operator_slug, trace_slug, workload_family
 from optrace.run.sheet import safe_label
+from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern, read_denylist
 
 DEFAULT_NON_TARGET = ["distribution_elementwise_grid_stride_kernel"]
 # Read cap of one kernel.py blob, before DSL detection and before packets diff it: real kernels are

@@ -11,8 +11,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from optrace.jsonio import parse_untrusted
 from optrace.ingest.trace_files import TraceFiles
+from optrace.jsonio import parse_untrusted
 
 VERSION_FILE_RE = re.compile(r"^v(\d{1,9})\.json$")  # grammar.NUM: at most 9 digits
 VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d{1,9})\s*$")
@@ -27,7 +27,6 @@ class Pitfall:
 @dataclass(frozen=True)
 class StepRecord:
     n: int
-    file: str
     geomean_us: float | None  # genuine number of this version, or None
     number_note: str | None  # why there is no genuine number (None when there is one)
     by_shape_us: dict[str, float]
@@ -38,7 +37,6 @@ class StepRecord:
     action_description: str | None
     pitfalls: tuple[Pitfall, ...] = field(default=())
     open_directions: tuple[dict, ...] = field(default=())
-    long_horizon_status: str | None = None
     # the run's own causes: why it tried what it tried, what the profiler said, what each experiment found
     speedup_vs_ref: float | None = None  # the reference re-measured in the same run (None: not measured)
     evidence_summary: str | None = None
@@ -88,7 +86,7 @@ def scan_memory(files: TraceFiles) -> MemoryScan:
             variants.append({"file": rel, "why": "unparseable" if problem else "not a JSON object"})
             warnings.append(f"{rel}: {problem or 'not a JSON object'}; v{n} has no step record")
             continue
-        records[n] = parse_record(n, rel, data)
+        records[n] = parse_record(n, data)
     variants.sort(key=lambda v: v["file"])
     return MemoryScan(records, variants, warnings)
 
@@ -137,7 +135,7 @@ def version_ref(value) -> str | None:
     return f"v{int(m.group(1))}" if m else None
 
 
-def parse_record(n: int, rel: str, data: dict) -> StepRecord:
+def parse_record(n: int, data: dict) -> StepRecord:
     perf = _dict(data.get("performance"))
     raw_geo = perf.get("latency_us_geomean", perf.get("latency_us"))
     geo = as_positive_number(raw_geo)
@@ -165,7 +163,6 @@ def parse_record(n: int, rel: str, data: dict) -> StepRecord:
         category, description = None, _str(opt)
     return StepRecord(
         n=n,
-        file=rel,
         geomean_us=geo,
         number_note=note,
         by_shape_us=by_shape,
@@ -180,7 +177,6 @@ def parse_record(n: int, rel: str, data: dict) -> StepRecord:
         action_description=description,
         pitfalls=tuple(normalise_pitfalls(data.get("pitfalls_and_fixes"))),
         open_directions=tuple(_directions(data.get("open_directions"))),
-        long_horizon_status=_str(_dict(data.get("long_horizon")).get("status")),
         speedup_vs_ref=as_positive_number(perf.get("speedup_vs_ref_geomean")) if geo is not None else None,
         evidence_summary=_str(_dict(data.get("profile_evidence")).get("evidence_summary")),
         bottleneck_type=_str(_dict(data.get("profile_evidence")).get("bottleneck_type")),

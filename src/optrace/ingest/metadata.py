@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from optrace.jsonio import parse_untrusted
 from optrace.ingest.trace_files import TraceFiles, read_text
+from optrace.jsonio import parse_untrusted
 
 # SOL-ExecBench / FlashInfer-Bench language names -> store DSL vocabulary
 LANGUAGE_DSL = {

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Iterator, Protocol
+from typing import Protocol
 
 # Nothing a parser reads (a memory record, a REPORT.md, an ncu CSV export) is legitimately larger.
 MAX_READ_BYTES = 16 * 1024 * 1024

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-OUTCOMES = ("baseline", "milestone", "mega", "floor", "flat", "rebaseline", "rejected")
 CLAIMS = ("milestone", "mega")
 ANCHORS = ("baseline", "rebaseline") + CLAIMS  # what a later claim is measured against and builds on
 # The implied reference latency (geomean x speedup) moving by this factor means the harness changed.
@@ -61,7 +60,7 @@ class Thresholds:
         )
 
     @classmethod
-    def from_args(cls, args) -> "Thresholds":
+    def from_args(cls, args) -> Thresholds:
         return cls(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
 
 

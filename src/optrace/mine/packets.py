@@ -15,10 +15,10 @@ import re
 import sys
 from pathlib import Path
 
-from optrace.scrub.anonymize import Scrubber, ShapeLabels, json_strings
 from optrace.ingest.git_history import KERNEL_FILE, open_trace
-from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
 from optrace.ingest.trace_files import read_text
+from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
+from optrace.scrub.anonymize import Scrubber, ShapeLabels, json_strings
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 MAX_DIFF_CHARS = 60_000

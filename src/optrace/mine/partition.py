@@ -18,9 +18,9 @@ import hashlib
 import re
 import textwrap
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from optrace.facts import precheck
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic

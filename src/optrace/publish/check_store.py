@@ -11,9 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from optrace.scrub.leak_patterns import read_denylist
 from optrace.gates.store import FAIL, GATES, load_store, run_gates
 from optrace.gates.store.model import GateResult
+from optrace.scrub.leak_patterns import read_denylist
 
 DEFAULT_SHOWN = 12  # messages printed per failing gate unless --all
 

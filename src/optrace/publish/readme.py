@@ -7,8 +7,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from optrace.scrub.anonymize import Scrubber
 from optrace.jsonio import read_json, read_jsonl, write_text_atomic
+from optrace.scrub.anonymize import Scrubber
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 TRUST = """## Trust boundaries

@@ -19,13 +19,13 @@ import json
 from pathlib import Path
 
 from optrace.errors import InputError
-from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
-from optrace.mine.ladder import run_ladder
 from optrace.gates.store.index import expected_entry
 from optrace.gates.store.model import RecordView
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
 from optrace.gates.trace.layout import store_path
 from optrace.gates.validate import read_bytes
+from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
+from optrace.mine.ladder import run_ladder
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 
 RECORD_KEY_ORDER = (

@@ -113,9 +113,7 @@ def rank(record_type: str, gain_basis: str, track: dict, now: datetime | None = 
     adjust = 0.35 * signed * confidence
     score = round(clamp((p + adjust + usage) * rec), 4)
     decided = confidence >= 0.5
-    if record_type == "anti-strategy":
-        tier = "cautionary"
-    elif decided and signed <= -0.5:
+    if record_type == "anti-strategy" or (decided and signed <= -0.5):
         tier = "cautionary"
     elif gain_basis != "measured":
         tier = "provisional"

@@ -12,11 +12,11 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from optrace.scrub.anonymize import Scrubber
+from optrace.admit.store_match import holdings
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import CLAIMS, Step, Thresholds, run_ladder
-from optrace.admit.store_match import holdings
+from optrace.scrub.anonymize import Scrubber
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PACKAGE = "optrace"
@@ -37,7 +37,7 @@ def _statements(tree: ast.Module):
             todo.extend(getattr(node, name, ()))
 
 
-@lru_cache(maxsize=None)  # every stage's closure shares most modules: parse each file once per run
+@cache  # every stage's closure shares most modules: parse each file once per run
 def _imports(pkg: Path, path: Path) -> frozenset[str]:
     """Package-internal modules one file imports (relative imports and `optrace.*`), at any depth
     (an import inside a function counts)."""
@@ -59,7 +59,7 @@ def _imports(pkg: Path, path: Path) -> frozenset[str]:
     return frozenset(found)
 
 
-@lru_cache(maxsize=None)
+@cache
 def closure(pkg: Path, entry: str) -> tuple[Path, ...]:
     """Every package file `entry` runs: itself, its package __init__ files and their imports."""
     seen: dict[Path, None] = {}

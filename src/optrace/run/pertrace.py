@@ -1,4 +1,4 @@
-"""One bad trace never blocks the rest: every per-trace stage runs through this guard (DESIGN §8).
+"""One bad trace never blocks the rest: every per-trace stage runs through this guard.
 
     python -m optrace.run.pertrace --slug S --meta work/S/meta.json --outputs OUT... -- <stage> <args>...
 

@@ -17,11 +17,11 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from optrace.scrub.leak_patterns import DENYLIST_ENV, add_denylist_argument, denylist_pattern, read_denylist
-from optrace.run.configcheck import trace_problem
 from optrace.errors import InputError
-from optrace.run.families import trace_slug
 from optrace.ingest.trace_files import MAX_WALK_DEPTH, read_small_file
+from optrace.run.configcheck import trace_problem
+from optrace.run.families import trace_slug
+from optrace.scrub.leak_patterns import DENYLIST_ENV, add_denylist_argument, denylist_pattern, read_denylist
 
 SHEET_COLUMNS = ("label", "path", "vendor", "arch", "product", "dsl", "harness")
 OVERRIDE_COLUMNS = SHEET_COLUMNS[2:]

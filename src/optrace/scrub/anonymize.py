@@ -22,14 +22,17 @@ import os
 import re
 import sys
 from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
 
+from optrace.errors import InputError
+from optrace.jsonio import read_json, read_jsonl
 from optrace.scrub.leak_patterns import (
     DENYLIST_ENV,
     HARDWARE_NAMES,
     PYTHON_DSLS,
+    Leak,
     compat,
     compile_denylist,
     emails,
@@ -41,10 +44,7 @@ from optrace.scrub.leak_patterns import (
     read_denylist,
     uuids,
     version_ids,
-    Leak,
 )
-from optrace.errors import InputError
-from optrace.jsonio import read_json, read_jsonl
 
 USAGE = "usage: optrace scrub-check PATH..."
 
@@ -83,7 +83,7 @@ def _trim(text: str, start: int, end: int) -> int:
 def _run_back(text: str, start: int, chars, floor: int) -> int:
     """Start of the run of `chars` ending at `start`, never before `floor`."""
     i = start
-    while i > floor and (text[i - 1] in chars or not text[i - 1].isascii() and text[i - 1].isalnum()):
+    while i > floor and (text[i - 1] in chars or (not text[i - 1].isascii() and text[i - 1].isalnum())):
         i -= 1
     return i
 
@@ -286,7 +286,7 @@ class ShapeLabels:
     by_prefix: Mapping[str, str]  # 8-hex prefix of a uuid key -> its label; a shared prefix names neither
 
     @classmethod
-    def from_keys(cls, keys: Iterable[str]) -> "ShapeLabels":
+    def from_keys(cls, keys: Iterable[str]) -> ShapeLabels:
         ordered = sorted({_canonical(k) for k in keys})
         by_key = {k: f"shape-{i}" for i, k in enumerate(ordered, 1)}
         prefixes = [k[:8] for k in ordered if _UUID_KEY.fullmatch(k)]
@@ -375,7 +375,7 @@ class Scrubber:
         self._word = next((w for w in _IDENTIFIER_WORDS if not self._deny.contains(w)), "_")
 
     @classmethod
-    def from_env(cls, env_var: str = DENYLIST_ENV, environ=os.environ) -> "Scrubber":
+    def from_env(cls, env_var: str = DENYLIST_ENV, environ=os.environ) -> Scrubber:
         """Denylist from the file named by `env_var`; unset = empty, unreadable = InputError."""
         return cls(read_denylist(environ, env_var))
 

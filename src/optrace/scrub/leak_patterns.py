@@ -16,9 +16,9 @@ import html
 import os
 import re
 import unicodedata
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Iterator
 
 from optrace.errors import InputError
 
@@ -377,7 +377,7 @@ def compat(text: str) -> tuple[str, list[int] | None, list[int] | None]:
 
 def _view(text: str, char, case, _depth: int = 0) -> tuple[str, list[int] | None, list[int] | None]:
     if text.isascii() and (
-        "&" not in text and "%" not in text and "\\" not in text and "<" not in text or not _ENCODED_UNIT.search(text)
+        ("&" not in text and "%" not in text and "\\" not in text and "<" not in text) or not _ENCODED_UNIT.search(text)
     ):
         return case(text), None, None
     out: list[str] = []
@@ -537,7 +537,7 @@ class Denylist:
                 return f"term #{k}"
         return "a term"
 
-    def finditer(self, text: str) -> Iterator["DeniedMatch"]:
+    def finditer(self, text: str) -> Iterator[DeniedMatch]:
         for a, b in self.spans(text):
             yield DeniedMatch(text, a, b)
 

@@ -17,8 +17,8 @@ Every string and every object key of the record is read, and its file path:
 
 from __future__ import annotations
 
-from optrace.scrub.leak_patterns import find_leaks, find_identifying_leaks
 from optrace.gates.store.model import Gate, GateContext, RecordView, TextBlob, verbatim
+from optrace.scrub.leak_patterns import find_identifying_leaks, find_leaks
 
 SERVED = {"payload": None, "retrieval": None, "evidence": "summary", "worth": "gain"}  # key -> served part
 

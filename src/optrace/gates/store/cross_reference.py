@@ -7,8 +7,8 @@ stored serve-time field (implementation.source_text / source_truncated). Code is
 
 from __future__ import annotations
 
-from optrace.scrub.leak_patterns import find_cross_references
 from optrace.gates.store.model import Gate, RecordView, obj
+from optrace.scrub.leak_patterns import find_cross_references
 
 SERVE_TIME_FIELDS = ("source_text", "source_truncated")
 

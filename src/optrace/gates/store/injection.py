@@ -10,9 +10,10 @@ every gate in GATES has at least one case (a test enforces it).
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import Any
 
 from optrace.errors import InputError
 from optrace.gates.store.index import expected_entry
@@ -32,7 +33,7 @@ class Draft:
     index: Any
 
     @classmethod
-    def of(cls, store: Store) -> "Draft":
+    def of(cls, store: Store) -> Draft:
         rows = [[f.relpath, copy.deepcopy(f.record)] for f in store.files]
         return cls(store.root, rows, copy.deepcopy(store.index.data))
 

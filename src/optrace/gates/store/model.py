@@ -8,13 +8,14 @@ becomes a FAIL message, never a traceback.
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 from optrace.scrub.leak_patterns import Denylist, code_language, prose_spans
 
-# Run order of the store's checker; every gate has an injection case (storegates.injection).
+# Run order of the store's checker; every gate has an injection case (gates.store.injection).
 GATES = (
     "schema",
     "ids",

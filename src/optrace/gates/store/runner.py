@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
 from optrace.gates.store import (
     anonymization,
     cross_reference,
@@ -19,6 +18,7 @@ from optrace.gates.store import (
 )
 from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, Gate, GateContext, GateResult, RecordView
 from optrace.gates.store.store import Store, load_store
+from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
 
 GATE_DEFS: tuple[Gate, ...] = tuple(
     m.GATE
@@ -41,7 +41,7 @@ def run_check(gate: Gate, view: RecordView, ctx: GateContext) -> list[str]:
     """A gate's messages for one record; a gate that trips on a shape nobody foresaw still yields a FAIL."""
     try:
         return gate.check(view, ctx)
-    except Exception as exc:  # noqa: BLE001 - untrusted input must end as a message, never a traceback
+    except Exception as exc:
         return [f"{view.relpath}: {gate.name} gate could not read this record ({type(exc).__name__}: {exc})"]
 
 

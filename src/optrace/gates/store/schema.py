@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from optrace import SCHEMAS
-from optrace.gates.store.fastschema import compile_file
+from optrace.fastschema import compile_file
 from optrace.gates.store.model import Gate, RecordView
 
 CONTRACT = SCHEMAS / "clean-1.3.schema.json"
 
 
-@lru_cache(maxsize=None)
+@cache
 def contract_errors():
     return compile_file(CONTRACT)
 

@@ -4,7 +4,7 @@
     finish(judged, live)                                    -> [RecordVerdict]: all 17 gates per record
 
 One module per gate (profile, layout, verbatim, fabrication = no-fabrication, provenance,
-ncu_attribution, lineage, store_overlap), in the store gates' style and on their types (storegates.model).
+ncu_attribution, lineage, store_overlap), in the store gates' style and on their types (gates.store.model).
 `optrace validate` (optrace.gates.validate) runs them per trace with a content-hash cache.
 """
 

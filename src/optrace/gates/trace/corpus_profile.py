@@ -8,11 +8,12 @@ that only breaks a narrowing fails `profile`. Together they are validation again
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any
 
 from optrace.errors import InputError
-from optrace.gates.store.fastschema import Error, SchemaError, compile_schema
+from optrace.fastschema import Error, SchemaError, compile_schema
 from optrace.gates.store.model import Gate, RecordView
 from optrace.gates.store.store import read_json_file
 from optrace.gates.trace.model import PROFILE, Evidence

@@ -4,7 +4,7 @@ Four rules, for records mined from a trace (this is a trace gate: the real store
 never meet it).
 
 1. **Numbers.** Every string and every object key of the whole record is read with the number reader
-   of tracegates.numbers (digits glued to letters, after hyphens or dots, in CJK text, full-width,
+   of gates.trace.numbers (digits glued to letters, after hyphens or dots, in CJK text, full-width,
    vulgar fractions, number words), and every JSON number is a number; each must be a number of the
    packet: of its agent-facing layer (strings, keys and numbers) or its code file (a diff's ---/+++/@@
    header lines are positions, not evidence). A record number matches when its value equals a packet
@@ -54,10 +54,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from functools import cached_property, lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.store.schema import CONTRACT
@@ -85,15 +86,94 @@ CONDITION = ("payload", "established_fact", "condition")
 WORD = re.compile(r"[a-z]{4,}")
 # Grammar, not content: the words that join a cause to its effect carry no claim of their own.
 GRAMMAR = frozenset(
-    """because since which that this these those when where while with without from into onto
-than then there their they them each only also more less most much many some such over under both does done
-would could should cannot have having been being were what whose other same very thus hence therefore cause
-causes caused result results resulting leads lead leading makes make made reason through across after before
-about between within here just even still already once every first second""".split()
+    [
+        "because",
+        "since",
+        "which",
+        "that",
+        "this",
+        "these",
+        "those",
+        "when",
+        "where",
+        "while",
+        "with",
+        "without",
+        "from",
+        "into",
+        "onto",
+        "than",
+        "then",
+        "there",
+        "their",
+        "they",
+        "them",
+        "each",
+        "only",
+        "also",
+        "more",
+        "less",
+        "most",
+        "much",
+        "many",
+        "some",
+        "such",
+        "over",
+        "under",
+        "both",
+        "does",
+        "done",
+        "would",
+        "could",
+        "should",
+        "cannot",
+        "have",
+        "having",
+        "been",
+        "being",
+        "were",
+        "what",
+        "whose",
+        "other",
+        "same",
+        "very",
+        "thus",
+        "hence",
+        "therefore",
+        "cause",
+        "causes",
+        "caused",
+        "result",
+        "results",
+        "resulting",
+        "leads",
+        "lead",
+        "leading",
+        "makes",
+        "make",
+        "made",
+        "reason",
+        "through",
+        "across",
+        "after",
+        "before",
+        "about",
+        "between",
+        "within",
+        "here",
+        "just",
+        "even",
+        "still",
+        "already",
+        "once",
+        "every",
+        "first",
+        "second",
+    ]
 ) | frozenset(
     # the imperative of a lesson ("do not retry this lever while the cause above holds; keep the kernel
     # without it; try instead ..."): advice, which names no mechanism and states no fact of its own
-    "retry keep above holds instead avoid".split()
+    ["retry", "keep", "above", "holds", "instead", "avoid"]
 )
 EFFECT_NUMBERS = ("new_geomean_us", "parent_geomean_us", "baseline_geomean_us", "delta_pct")
 

@@ -2,7 +2,7 @@
 that owns it must FAIL, naming the record.
 
 The records are the drafter's, made from the example trace's packets (mined in a scratch directory).
-Store-gate cases are storegates.injection's own, run on a store-shaped copy of those records
+Store-gate cases are gates.store.injection's own, run on a store-shaped copy of those records
 (`records/<type>/.../<id>.json` and an index); trace-gate cases below run through the validation's
 judge/finish on the distilled layout. A case fires when the only failing gate is its own and it names
 the planted record; a case that finds no suitable record does not fire (it is never a pass). Used by
@@ -16,16 +16,15 @@ import copy
 import io
 import json
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable
 
 from optrace.cli import main as optrace
 from optrace.distill.drafter import draft_record
 from optrace.errors import InputError
 from optrace.example.embedded import build_example, example_name
-from optrace.jsonio import read_jsonl
 from optrace.gates.store import FAIL, run_gates
 from optrace.gates.store import injection as store_injection
 from optrace.gates.store.model import obj
@@ -37,6 +36,7 @@ from optrace.gates.trace.model import Evidence, Packet, TraceContext, trace_cont
 from optrace.gates.trace.ncu_attribution import has_usable_capture
 from optrace.gates.trace.runner import ALL_GATES, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import LiveStore
+from optrace.jsonio import read_jsonl
 
 SLUG = "example"
 

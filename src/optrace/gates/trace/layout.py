@@ -37,10 +37,10 @@ import re
 from decimal import Decimal
 from functools import lru_cache
 
-from optrace.distill.drafter import (
+from optrace.distill.drafter import (  # the ISA of an arch: the drafter's fallback condition, judged the same way
     ARCH_ISA,
     edit_scope,
-)  # the ISA of an arch: the drafter's fallback condition, judged the same way
+)
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace.model import Evidence, Packet, needs_packet
 from optrace.gates.trace.ncu_attribution import collapsed, folded, strings

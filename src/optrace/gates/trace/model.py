@@ -1,15 +1,16 @@
 """What the trace gates judge a record against: its packet and the facts of the trace it was mined from.
 
-Trace gates reuse the store gates' vocabulary (storegates.model: Gate, RecordView, obj, messages that
+Trace gates reuse the store gates' vocabulary (gates.store.model: Gate, RecordView, obj, messages that
 start with the record's path). Where a store gate's check gets a GateContext, a trace gate's check
 gets the record's `Evidence`: its packet (None when no packet targets the record) and the trace.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, wraps
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from optrace import SCHEMAS
 from optrace.gates.store.model import RecordView, obj
@@ -17,7 +18,7 @@ from optrace.gates.store.store import parse_json_bytes
 
 PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
 
-# Run order after the 9 store gates; every gate has an injection case (tracegates.injection).
+# Run order after the 9 store gates; every gate has an injection case (gates.trace.injection).
 TRACE_GATES = (
     "profile",
     "layout",
@@ -40,7 +41,7 @@ class Packet:
     code_file: str | None = None
 
     @classmethod
-    def from_bytes(cls, seg_id: str, data: bytes, code: bytes | None, code_file: str | None) -> "Packet":
+    def from_bytes(cls, seg_id: str, data: bytes, code: bytes | None, code_file: str | None) -> Packet:
         """ValueError when data is not a packet's JSON (no string-length limit: packets quote prose)."""
         parsed, error = parse_json_bytes(data, max_string=None)
         if error is not None:

@@ -39,11 +39,33 @@ PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b|pct\b)", re.I)
 UNITS = {
     w: i
     for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-        "seventeen eighteen nineteen".split()
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+        ]
     )
 }
-TENS = {w: 10 * i for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)}
+TENS = {
+    w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
+}
 SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
 SINGLE = {"half": Decimal("0.5"), "quarter": Decimal("0.25"), "twice": 2, "double": 2, "triple": 3, "dozen": 12}
 _WORD_ALT = "|".join(sorted([*UNITS, *TENS, *SCALES], key=len, reverse=True))

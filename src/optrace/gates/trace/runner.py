@@ -1,7 +1,7 @@
 """All 16 gates on the records of one trace: the per-record part (cacheable) and the cross-record part.
 
     judge(relpath, record, error, packet, trace, denylist) -> Judged   verdicts of every gate that can
-        judge the record alone: 7 store gates (storegates' check_view) and 7 trace gates
+        judge the record alone: 7 store gates (gates.store's check_view) and 7 trace gates
     finish(judged, live) -> [RecordVerdict]   adds what depends on the other records and the live
         store (relations, store-overlap; recomputed every run, never cached) and gives every record a
         verdict for all 17 gates
@@ -16,23 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from optrace.gates.store import FAIL, GATES, PASS, SKIP, GateContext, RecordView, check_record
-from optrace.gates.store import relations
-from optrace.scrub.leak_patterns import Denylist
+from optrace.gates.store import FAIL, GATES, PASS, SKIP, GateContext, RecordView, check_record, relations
 from optrace.gates.store.model import obj
 from optrace.gates.store.runner import applicable, check_view, run_check
-from optrace.gates.trace import (
-    fabrication,
-    layout,
-    lineage,
-    ncu_attribution,
-    corpus_profile as profile,
-    provenance,
-    store_overlap,
-    verbatim,
-)
+from optrace.gates.trace import corpus_profile as profile
+from optrace.gates.trace import fabrication, layout, lineage, ncu_attribution, provenance, store_overlap, verbatim
 from optrace.gates.trace.model import TRACE_GATES, Evidence, Packet, TraceContext
 from optrace.gates.trace.store_overlap import Claim, LiveStore, overlaps
+from optrace.scrub.leak_patterns import Denylist
 
 PER_RECORD_GATES = (
     profile.GATE,
@@ -72,7 +63,7 @@ class Judged:
         }
 
     @classmethod
-    def from_json(cls, data: dict) -> "Judged":
+    def from_json(cls, data: dict) -> Judged:
         """The inverse of to_json; ValueError on anything to_json could not have written."""
         judged = cls(**data)
         optional = (judged.seg_id, judged.id, judged.episode_key, judged.sha256)

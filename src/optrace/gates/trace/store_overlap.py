@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from optrace.errors import InputError
 from optrace.gates.store.index import index_entries

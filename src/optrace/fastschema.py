@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 # (location, message); location is a JSONPath-like string such as `$.payload.problem`
 Error = tuple[str, str]
