@@ -20,7 +20,6 @@ import yaml
 
 from optrace import DEFAULT_TARGETS, SCHEMAS
 from optrace.errors import InputError
-
 from optrace.fastschema import compile_schema
 
 if TYPE_CHECKING:
