@@ -261,6 +261,32 @@ class _Compiler:
             lambda v: len(v) >= n, lambda v: f"{_short(v)} is shorter than {n} characters", lambda v: type(v) is str
         )
 
+    def kw_maxLength(self, n, schema, ptr):
+        return self._bound(
+            lambda v: len(v) <= n, lambda v: f"{_short(v)} is longer than {n} characters", lambda v: type(v) is str
+        )
+
+    def kw_minItems(self, n, schema, ptr):
+        return self._bound(
+            lambda v: len(v) >= n,
+            lambda v: f"{_short(v)} should be non-empty" if n == 1 else f"{_short(v)} is too short",
+            lambda v: type(v) is list,
+        )
+
+    def kw_not(self, value, schema, ptr):
+        sub = self.compile(value, ptr)
+
+        def message(v):
+            return f"{_short(v)} should not be valid under {_short(value)}"
+
+        def check(v, loc, errs):
+            found: list = []
+            sub(v, loc, found)
+            if not found:
+                errs.append((loc, message, v))
+
+        return check
+
     def kw_minimum(self, n, schema, ptr):
         return self._bound(lambda v: v >= n, lambda v: f"{v} is less than the minimum of {n}", _is_number)
 

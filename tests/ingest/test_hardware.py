@@ -449,3 +449,69 @@ def test_bad_table_not_yaml_or_missing(tmp_path):
     path.write_text("- a list\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"table: .* is not of type 'object'"):
         HardwareTable.load(path)
+
+
+def _table_mutations():
+    """(name, table) pairs: each schema rule broken once, plus the shipped table itself."""
+
+    def nvidia():
+        return next(i for i, e in enumerate(TABLE_DOC["products"]) if e["vendor"] == "nvidia")
+
+    def amd():
+        return next(i for i, e in enumerate(TABLE_DOC["products"]) if e["vendor"] == "amd")
+
+    edits = {
+        "shipped": lambda d: None,
+        "extra top key": lambda d: d.update(extra=1),
+        "no products": lambda d: d.pop("products"),
+        "empty products (minItems)": lambda d: d.update(products=[]),
+        "empty arch_tokens (minItems)": lambda d: d.update(arch_tokens=[]),
+        "empty tokens (minItems)": lambda d: d["arch_tokens"][0].update(tokens=[]),
+        "alias of 101 characters (maxLength)": lambda d: d["products"][0]["aliases"].append("x" * 101),
+        "alias of 100 characters": lambda d: d["products"][0]["aliases"].append("y" * 100),
+        "empty alias (minLength)": lambda d: d["products"][0]["aliases"].append(""),
+        "alias without a letter or digit": lambda d: d["products"][0]["aliases"].append("--"),
+        "product named any (not)": lambda d: d["products"][0].update(product="any"),
+        "uppercase product": lambda d: d["products"][0].update(product="H100"),
+        "cc on an AMD part (false schema)": lambda d: d["products"][amd()].update(cc="sm_90"),
+        "gfx on an NVIDIA part (false schema)": lambda d: d["products"][nvidia()].update(gfx="gfx942"),
+        "NVIDIA part without cc (if/then)": lambda d: d["products"][nvidia()].pop("cc"),
+        "bad cc pattern": lambda d: d["products"][nvidia()].update(cc="sm_9"),
+        "unknown vendor": lambda d: d["products"][0].update(vendor="intel"),
+        "unknown arch": lambda d: d["arch_tokens"][0].update(arch="pascal"),
+        "aliases not a list": lambda d: d["products"][0].update(aliases="h100"),
+        "token a number": lambda d: d["arch_tokens"][0]["tokens"].append(90),
+        "table a list": lambda d: d.clear(),
+    }
+    for name, edit in edits.items():
+        doc = copy.deepcopy(TABLE_DOC)
+        edit(doc)
+        yield name, ([] if name == "table a list" else doc)
+
+
+def test_compiled_table_check_agrees_with_jsonschema():
+    """Loading a table asks the compiled validator whether it is valid and imports jsonschema only to
+    describe a failure: both must give the same verdict on every rule of the schema."""
+    import jsonschema
+
+    from optrace.ingest.hardware import _targets_check, _targets_schema
+
+    check, reference = _targets_check(), jsonschema.Draft202012Validator(_targets_schema())
+    verdicts = {}
+    for name, doc in _table_mutations():
+        verdicts[name] = reference.is_valid(doc)
+        assert (not check(doc)) == verdicts[name], name
+    assert verdicts["shipped"] and verdicts["alias of 100 characters"]
+    assert sum(not v for v in verdicts.values()) == len(verdicts) - 2
+
+
+def test_a_valid_table_loads_without_importing_jsonschema():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom optrace.ingest.hardware import HardwareTable\n"
+        "HardwareTable.load()\nprint('jsonschema' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

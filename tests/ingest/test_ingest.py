@@ -338,3 +338,26 @@ def test_ingest_is_deterministic(tmp_path):
         )
         outs.append({p.name: p.read_bytes() for p in (tmp_path / f"o{i}").iterdir()})
     assert outs[0] == outs[1] and set(outs[0]) == {"versions.jsonl", "profiles.jsonl", "meta.json", "autotune.jsonl"}
+
+
+def test_blobs_read_in_one_batch_match_single_reads_and_a_missing_one_stops_the_reader(tmp_path):
+    """read_blobs writes every request up front: its answers are read_blob's, in order; a missing
+    object is an InputError and ends cat-file, so no later read can get another blob's stale answer."""
+    from optrace.ingest.git_history import open_trace
+
+    build_trace(
+        tmp_path / "t",
+        [CommitSpec(f"v{i}: step {i}", {"kernel.py": f"import triton\nx = {i}\n" * (i + 1)}) for i in range(40)],
+    )
+    with open_trace(tmp_path / "t") as trace:
+        trace.history.start_log()
+        blobs = sorted({c.kernel_blob for c in trace.history.commits()})
+        batch = dict(trace.history.read_blobs(blobs, cap=200))
+        assert batch == {b: trace.history.read_blob(b, cap=200) for b in blobs}
+        assert any(v is None for v in batch.values()) and any(v for v in batch.values())  # the cap applies
+        missing = "0" * 39 + "1"
+        with pytest.raises(InputError, match="missing"):
+            for _ in trace.history.read_blobs([blobs[0], missing, *blobs[1:]]):
+                pass
+        with pytest.raises(InputError, match="stopped"):
+            trace.history.read_blob(blobs[1])

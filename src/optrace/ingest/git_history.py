@@ -23,6 +23,7 @@ import re
 import stat
 import subprocess
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -127,17 +128,43 @@ def clean_git_error(where, stderr: bytes | str | None, what: str) -> InputError:
     return InputError(where, f"{what} ({last[:MAX_GITERR_CHARS]})")
 
 
-def run_git(where, gitdir: Path, *args: str, what: str) -> bytes:
-    argv, env, cwd = git_command(gitdir, *args)
-    try:
-        done = subprocess.run(
-            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=GIT_TIMEOUT_S
+class GitRun:
+    """One git command whose output a thread collects, so the caller can work while git does (a
+    trace's whole history is one `git log`, the largest share of ingest's wall time)."""
+
+    def __init__(self, where, gitdir: Path, *args: str, what: str):
+        argv, env, cwd = git_command(gitdir, *args)
+        self.where, self.what = where, what
+        self.proc = subprocess.Popen(
+            argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-    except subprocess.TimeoutExpired:
-        raise InputError(where, f"{what}: git did not finish in {GIT_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        raise clean_git_error(where, done.stderr, what)
-    return done.stdout
+        self._result: tuple[bytes, bytes] = (b"", b"")
+        self._thread = threading.Thread(target=self._collect, daemon=True)
+        self._thread.start()
+
+    def _collect(self) -> None:
+        self._result = self.proc.communicate()
+
+    def output(self) -> bytes:
+        """git's stdout once it has exited; a failure or a timeout is an InputError."""
+        self._thread.join(GIT_TIMEOUT_S)
+        if self._thread.is_alive():
+            self.stop()
+            raise InputError(self.where, f"{self.what}: git did not finish in {GIT_TIMEOUT_S} s")
+        (out, err), self._result = self._result, (b"", b"")  # the caller's copy is the only one
+        if self.proc.returncode != 0:
+            raise clean_git_error(self.where, err, self.what)
+        return out
+
+    def stop(self) -> None:
+        """End git if it still runs (the caller failed before it needed the output)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self._thread.join()
+
+
+def run_git(where, gitdir: Path, *args: str, what: str) -> bytes:
+    return GitRun(where, gitdir, *args, what=what).output()
 
 
 @dataclass(frozen=True)
@@ -175,7 +202,10 @@ def parse_log(raw: bytes, newest_first: bool = True) -> list[Commit]:
     kernel_blob: str | None = None
     kernel_mode: str | None = None
     chunks = raw.split(b"\x1e")[1:]
-    for chunk in reversed(chunks) if newest_first else chunks:
+    if not newest_first:
+        chunks.reverse()
+    while chunks:  # popped, so each commit's text is freed as soon as it is parsed
+        chunk = chunks.pop()
         head, _, raw_part = chunk.rpartition(b"\x1f")
         sha, parents, date, subject, body = head.decode("utf-8", errors="replace").split("\x1f", 4)
         changes = _parse_raw(raw_part)
@@ -357,6 +387,7 @@ class BlobReader:
     def __init__(self, where, gitdir: Path):
         argv, env, cwd = git_command(gitdir, "cat-file", "--batch")
         self.where = where
+        self.stopped = False
         self.proc = subprocess.Popen(
             argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
@@ -366,8 +397,38 @@ class BlobReader:
         try:
             self.proc.stdin.write(blob.encode("ascii") + b"\n")
             self.proc.stdin.flush()
-            header = self.proc.stdout.readline().decode("ascii", "replace").split()
         except (BrokenPipeError, OSError):
+            raise InputError(self.where, f"git cat-file stopped while reading object {blob[:12]}") from None
+        return self._answer(blob, cap)
+
+    def read_many(self, blobs: list[str], cap: int | None = None) -> Iterator[tuple[str, bytes | None]]:
+        """(blob, read(blob, cap)) for each blob in order; the requests are written by a thread, so git
+        looks up the next blob while the caller works on this one (no round trip per blob)."""
+
+        def ask() -> None:
+            with contextlib.suppress(OSError):  # git stopped: the reads below say so
+                self.proc.stdin.write(b"".join(b.encode("ascii") + b"\n" for b in blobs))
+                self.proc.stdin.flush()
+
+        writer = threading.Thread(target=ask, daemon=True)
+        writer.start()
+        answered = 0
+        try:
+            for blob in blobs:
+                yield blob, self._answer(blob, cap)
+                answered += 1
+        finally:
+            if answered < len(blobs):  # stopped early: unread answers would answer later reads, so end git
+                self.stopped = True
+                self.proc.kill()
+            writer.join()
+
+    def _answer(self, blob: str, cap: int | None) -> bytes | None:
+        try:
+            if self.stopped:
+                raise OSError
+            header = self.proc.stdout.readline().decode("ascii", "replace").split()
+        except OSError:
             raise InputError(self.where, f"git cat-file stopped while reading object {blob[:12]}") from None
         if len(header) != 3:
             raise InputError(self.where, f"object {blob[:12]} is missing from the repository")
@@ -397,33 +458,45 @@ class History:
     def __init__(self, where, shadow: Path, head: str | None):
         self.where, self.shadow, self.head = where, shadow, head
         self._blobs: BlobReader | None = None
+        self._log: GitRun | None = None
+
+    def start_log(self) -> None:
+        """Start the first-parent `git log` in the background; `commits()` waits for it."""
+        if self.head is not None and self._log is None:
+            self._log = GitRun(
+                self.where,
+                self.shadow,
+                "log",
+                "--first-parent",
+                "--no-renames",
+                "--raw",
+                "--no-abbrev",
+                "--no-show-signature",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-mailmap",
+                "-z",
+                f"--format={_LOG_FORMAT}",
+                "HEAD",
+                what="git log failed (a corrupt or incomplete repository)",
+            )
 
     def commits(self) -> list[Commit]:
         if self.head is None:  # no commits yet (unborn HEAD)
             return []
-        raw = run_git(
-            self.where,
-            self.shadow,
-            "log",
-            "--first-parent",
-            "--no-renames",
-            "--raw",
-            "--no-abbrev",
-            "--no-show-signature",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-mailmap",
-            "-z",
-            f"--format={_LOG_FORMAT}",
-            "HEAD",
-            what="git log failed (a corrupt or incomplete repository)",
-        )
-        return parse_log(raw)
+        self.start_log()
+        return parse_log(self._log.output())
 
     def read_blob(self, blob: str, cap: int | None = None) -> bytes | None:
+        return self._reader().read(blob, cap)
+
+    def read_blobs(self, blobs: list[str], cap: int | None = None) -> Iterator[tuple[str, bytes | None]]:
+        return self._reader().read_many(blobs, cap)
+
+    def _reader(self) -> BlobReader:
         if self._blobs is None:
             self._blobs = BlobReader(self.where, self.shadow)
-        return self._blobs.read(blob, cap)
+        return self._blobs
 
     def head_tree(self) -> dict[str, tuple[str, int]]:
         """HEAD's tree as path -> (blob, size), regular files only (symlinks and submodules skipped)."""
@@ -441,6 +514,8 @@ class History:
         return tree
 
     def close(self) -> None:
+        if self._log is not None:
+            self._log.stop()
         if self._blobs is not None:
             self._blobs.close()
 

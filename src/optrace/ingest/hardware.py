@@ -14,16 +14,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jsonschema
 import yaml
 
 from optrace import DEFAULT_TARGETS, SCHEMAS
 from optrace.errors import InputError
+from optrace.fastschema import compile_schema
+
+if TYPE_CHECKING:
+    import jsonschema
 
 # libyaml when present: the table is read by every ingest job
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 TARGETS_SCHEMA = SCHEMAS / "targets.schema.yaml"
 
@@ -142,7 +145,9 @@ class HardwareTable:
     @classmethod
     def from_document(cls, doc, where: str | Path = "hardware table") -> HardwareTable:
         """Validate a parsed table (schema first, then the cross-entry rules) and index it."""
-        errors = sorted(_targets_validator().iter_errors(doc), key=_error_order)
+        # the compiled validator answers "valid?" (every run); jsonschema, imported only for a table
+        # that fails, names the problem
+        errors = sorted(_targets_validator().iter_errors(doc), key=_error_order) if _targets_check()(doc) else []
         if errors:
             more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
             raise InputError(where, _describe_schema_error(doc, errors[0]) + more)
@@ -310,13 +315,24 @@ def _override_vendor(vendor: str | None, arch: str, arch_vendor: str | None, whe
 
 
 @functools.lru_cache(maxsize=1)
-def _targets_validator() -> jsonschema.Draft202012Validator:
+def _targets_schema() -> dict:
     try:
-        schema = yaml.load(TARGETS_SCHEMA.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
+        return yaml.load(TARGETS_SCHEMA.read_text(encoding="utf-8"), Loader=_YAML_LOADER)
     except FileNotFoundError:
         raise InputError(TARGETS_SCHEMA, "schema not found") from None
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+
+
+@functools.lru_cache(maxsize=1)
+def _targets_check():
+    return compile_schema(_targets_schema())
+
+
+@functools.lru_cache(maxsize=1)
+def _targets_validator() -> jsonschema.Draft202012Validator:
+    import jsonschema  # ~0.1 s of imports, paid only to describe a table that fails
+
+    jsonschema.Draft202012Validator.check_schema(_targets_schema())
+    return jsonschema.Draft202012Validator(_targets_schema())
 
 
 def _error_order(error) -> list:
