@@ -187,7 +187,7 @@ def match_one(
 ) -> dict:
     digest = hashlib.sha256(data).hexdigest() if data is not None else None
     record = None
-    if error is None:
+    if data is not None:
         record, error = parse_json_bytes(data)
     out = {"input": path, "sha256": digest}
     if error is not None:
@@ -237,8 +237,8 @@ def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_
     denylist = denylist_pattern(read_denylist())
     loaded = [(p, *read_input(p)) for p in paths]
     batch_ids = set()
-    for _, data, error in loaded:  # records of one batch may link to each other: they go in together
-        rec = parse_json_bytes(data)[0] if error is None else None
+    for _, data, _ in loaded:  # records of one batch may link to each other: they go in together
+        rec = parse_json_bytes(data)[0] if data is not None else None
         if isinstance(rec, dict) and isinstance(rec.get("id"), str):
             batch_ids.add(rec["id"])
     known = frozenset(index.entries) | batch_ids
@@ -331,7 +331,7 @@ def load_target(txn: Transaction, target: str) -> tuple[str, dict, dict]:
     relpath = txn.index.path_of(target)
     data, error = (None, "the index gives it no path") if relpath is None else read_input(txn.root / relpath)
     record = None
-    if error is None:
+    if data is not None:
         record, error = parse_json_bytes(data)
     if error is not None or not isinstance(record, dict) or record.get("id") != target:
         raise Refused([f"target {target!r}: {relpath}: {error or 'not the record the index names'}"])
@@ -513,7 +513,7 @@ def execute(txn: Transaction, proposal: dict, base: Path, denylist) -> dict:
         }
     path = Path(proposal["input"])
     data, error = read_input(path if path.is_absolute() else base / path)
-    if error is not None:
+    if data is None:
         return {"outcome": "refused", "id": rid, "messages": [f"{path}: {error}"]}
     if hashlib.sha256(data).hexdigest() != proposal.get("sha256"):
         return {
@@ -623,8 +623,8 @@ def main(argv: list[str]) -> int:
         return 1 if report["counts"].get("refuse") else 0
     if args.command == "commit":
         data, error = read_input(args.input)
-        if error is not None:
-            raise InputError(args.input, error)
+        if data is None:
+            raise InputError(args.input, str(error))
         with writing(store) as txn:
             outcome = commit_one(txn, args.action, data, args.target, denylist_pattern(read_denylist()), args.reason)
         print(json.dumps(outcome, ensure_ascii=False))

@@ -58,11 +58,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.store.schema import CONTRACT
-from optrace.gates.trace.model import Evidence, Packet, needs_packet
+from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import QUOTED_CODE
 from optrace.gates.trace.numbers import BIDI_CONTROL, comparable, decimals, magnitude, number_tokens, unit_tokens
 
@@ -269,7 +269,7 @@ def magnitudes(found: set[str]) -> frozenset[Decimal]:
     return frozenset(v for v in map(magnitude, found) if v is not None)
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[int | float]:
     return type(v) in (int, float)
 
 
@@ -606,7 +606,7 @@ def cause_problems(record: dict, pool: Pool) -> list[str]:
 
 
 @needs_packet
-def check(view: RecordView, ev: Evidence) -> list[str]:
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     pool = Pool(ev.packet)
     problems = (
         number_problems(view, pool)
