@@ -30,7 +30,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -64,7 +63,7 @@ from optrace.gates.validate import read_bytes
 from optrace.jsonio import read_json, write_text_atomic
 from optrace.publish.staging import index_entry, scored_with, store_json
 from optrace.publish.worth import COUNTERS
-from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
+from optrace.scrub.leak_patterns import Denylist, denylist_pattern, read_denylist
 
 MATCH_SCHEMA = "optrace-match-1"
 COMMIT_ALL_SCHEMA = "optrace-commit-all-1"
@@ -123,7 +122,7 @@ def episode_key_problems(record: dict) -> list[str]:
     ]
 
 
-def admission_problems(record: Any, known_ids: Iterable[str], denylist: re.Pattern | None) -> tuple[str, list[str]]:
+def admission_problems(record: Any, known_ids: Iterable[str], denylist: Denylist | None) -> tuple[str, list[str]]:
     """(store path, problems) of a record about to enter a store whose ids are `known_ids`."""
     if not isinstance(record, dict):
         return "records/incoming.json", schema_errors(record, "records/incoming.json")
@@ -133,7 +132,9 @@ def admission_problems(record: Any, known_ids: Iterable[str], denylist: re.Patte
         problems.append("type, scope (vendor, arch, dsl, operator_family) or id is not a safe store path segment")
         relpath = f"records/incoming/{record.get('id') if isinstance(record.get('id'), str) else 'record'}.json"
     view = RecordView(record, relpath)
-    verdicts = check_view(view, GateContext(known_ids=frozenset(known_ids) | {record.get("id")}, denylist=denylist))
+    rid = record.get("id")  # any JSON value: a list or an object is not hashable
+    own = {rid} if isinstance(rid, str) else set()
+    verdicts = check_view(view, GateContext(known_ids=frozenset(known_ids) | own, denylist=denylist))
     problems += [m for g in GATES for m in verdicts.get(g, ())]
     problems += [
         f"{relpath}: {loc}: {msg} (opt-trace-1.0 patch {pid})"
@@ -195,7 +196,7 @@ def match_one(
     _, problems = admission_problems(record, known_ids, denylist)
     rid = record.get("id") if isinstance(record, dict) else None
     out.update(id=rid if isinstance(rid, str) else None)
-    if problems:
+    if problems or not isinstance(record, dict):  # a record that is not an object has problems
         return {
             **out,
             "valid": False,
@@ -245,7 +246,7 @@ def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_
     proposals = [
         match_one(shown_path(p), data, error, catalogue, known, denylist, max_candidates) for p, data, error in loaded
     ]
-    proposals.sort(key=lambda r: (TYPE_ORDER.get(r.get("type"), 9), r.get("id") or "", r["input"]))
+    proposals.sort(key=lambda r: (TYPE_ORDER.get(r.get("type", ""), 9), r.get("id") or "", r["input"]))
     counts = Counter(r["action"] for r in proposals)
     return {
         "schema": MATCH_SCHEMA,
@@ -333,7 +334,7 @@ def load_target(txn: Transaction, target: str) -> tuple[str, dict, dict]:
     record = None
     if data is not None:
         record, error = parse_json_bytes(data)
-    if error is not None or not isinstance(record, dict) or record.get("id") != target:
+    if error is not None or relpath is None or not isinstance(record, dict) or record.get("id") != target:
         raise Refused([f"target {target!r}: {relpath}: {error or 'not the record the index names'}"])
     return relpath, record, entry
 
@@ -360,7 +361,9 @@ def commit_confirm(txn: Transaction, record: Any, target: str, denylist) -> dict
     updated = scored_with(existing, track)
     problems = [
         m
-        for msgs in check_view(RecordView(updated, relpath), GateContext(known_ids=txn.index.entries.keys())).values()
+        for msgs in check_view(
+            RecordView(updated, relpath), GateContext(known_ids=frozenset(txn.index.entries))
+        ).values()
         for m in msgs
     ]
     if problems:
