@@ -80,6 +80,13 @@ def _trim(text: str, start: int, end: int) -> int:
     return end
 
 
+def _match_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where `pattern`, which matches the empty string, stops matching from `pos`."""
+    m = pattern.match(text, pos)
+    assert m is not None
+    return m.end()
+
+
 def _run_back(text: str, start: int, chars, floor: int) -> int:
     """Start of the run of `chars` ending at `start`, never before `floor`."""
     i = start
@@ -96,7 +103,7 @@ def _local_path_spans(text: str) -> Iterator[tuple[int, int, str]]:
     for start, token in local_paths(text):
         if start < reach:
             continue
-        end = _PATH_RIGHT.match(text, start + len(token)).end()
+        end = _match_end(_PATH_RIGHT, text, start + len(token))
         lead = _run_back(text, start, _PATH_CHARS, reach)
         if text[max(reach, lead - 5) : lead] == "file:":
             lead -= 5
@@ -106,7 +113,7 @@ def _local_path_spans(text: str) -> Iterator[tuple[int, int, str]]:
 
 def _email_spans(text: str) -> Iterator[tuple[int, int, str]]:
     for start, token in emails(text):
-        yield start, _EMAIL_TAIL.match(text, start + len(token)).end(), "an address"
+        yield start, _match_end(_EMAIL_TAIL, text, start + len(token)), "an address"
 
 
 def _markdown_spans(text: str) -> Iterator[tuple[int, int, str]]:
@@ -442,7 +449,9 @@ class Scrubber:
         finders = self._finders(shapes)
         spans = [Span(a, b, phrase, rank) for rank, finder in enumerate(finders) for a, b, phrase in finder(s)]
         view, starts, ends = compat(s)
-        if starts is not None:  # full-width, escaped or look-alike spellings of a path, address, hash...
+        if (
+            starts is not None and ends is not None
+        ):  # full-width, escaped or look-alike spellings of a path, address, hash...
             spans += [
                 Span(starts[a], ends[b - 1], phrase, rank)
                 for rank, finder in enumerate(finders)
@@ -504,7 +513,7 @@ class Scrubber:
         )
         found = [Leak(kind, token, a) for kind, finder in finders for a, token in finder(s)]
         view, starts, ends = compat(s)
-        if starts is not None:
+        if starts is not None and ends is not None:
             found += [
                 Leak(kind, s[starts[a] : ends[a + len(token) - 1]], starts[a])
                 for kind, finder in (finders[1:] if denied else finders)

@@ -250,7 +250,7 @@ def _find(text: str, finders) -> list[Leak]:
     """Leaks of `text`, and of its `compat` view when that differs (`alice＠corp．com`), as spans of `text`."""
     found = list(_find_in(text, finders))
     view, starts, ends = compat(text)
-    if starts is not None:
+    if starts is not None and ends is not None:  # both or neither
         for leak in _find_in(view, finders):
             a, b = starts[leak.start], ends[leak.start + len(leak.token) - 1]
             found.append(Leak(leak.kind, text[a:b], a))
@@ -426,7 +426,8 @@ def _letter(c: str) -> str:
 def _term_pattern(term: str, reverse: bool = False) -> str:
     """Letters of the folded term joined by gaps: any punctuation or `_` between any two of them, and
     up to 3 characters of any separator, spaces included, where the term itself has one ("acme labs")."""
-    units, gap = [], False
+    units: list[tuple[str, bool]] = []  # (letter, a separator before it)
+    gap = False
     for c in fold(term)[0]:
         if not c.isalnum():
             gap = True
@@ -482,6 +483,7 @@ class Denylist:
 
     def _plausible(self, m: re.Match, letters_of) -> bool:
         """At most half of a term's letters written as digits: "0115" is a number, not "oils"."""
+        assert m.lastindex is not None  # every alternative is a group
         letters = letters_of[m.lastindex - 1]
         digits = sum(c.isdigit() for c in m.group(0)) - sum(c.isdigit() for c in letters)
         return 2 * digits <= len(letters)
@@ -499,6 +501,7 @@ class Denylist:
         return list(found)
 
     def _find(self, text: str) -> list[tuple[int, int]]:
+        assert self._pattern is not None and self._reversed is not None  # spans() asks only with terms
         folded, starts, ends = fold(text)
         skeleton = _NOT_LETTER.sub("", folded).translate(_SKELETON)
         matches = []
@@ -506,7 +509,9 @@ class Denylist:
             matches = [m for m in self._pattern.finditer(folded) if self._plausible(m, self._group_letters)]
         if any(c in text for c in _BIDI_CONTROLS):
             matches += [m for m in self._reversed.finditer(folded) if self._plausible(m, self.letters)]
-        found = [m.span() if starts is None else (starts[m.start()], ends[m.end() - 1]) for m in matches]
+        found = [
+            m.span() if starts is None or ends is None else (starts[m.start()], ends[m.end() - 1]) for m in matches
+        ]
         found += self._encoded_spans(text)
         merged: list[tuple[int, int]] = []
         for a, b in sorted(found):
