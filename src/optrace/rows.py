@@ -3,8 +3,9 @@
 TypedDicts, so the files stay exactly what the stages write today (plain JSON objects) while mypy
 checks every key a stage reads or writes. Keys and their required/optional split are those of
 `schemas/{versions,segments,packet}.schema.json`; tests/test_rows.py proves each TypedDict (and each
-nested one) has exactly its schema object's properties, so the two cannot drift. Objects the schema
-leaves open (`"type": "object"` without properties) stay `dict`.
+nested one) has exactly its schema object's properties, so the two cannot drift. Where the schema
+leaves an object open (`"type": "object"` without properties) the type is `dict`, or the TypedDict of
+what the stage writes there.
 """
 
 from pathlib import Path
@@ -135,9 +136,12 @@ class Measured(TypedDict):
     improve_pct: float
 
 
+SplitBy = Literal["mechanical", "agent", "curated", "revert-pair", "experiment"]
+
+
 class Lever(TypedDict):
     text: str
-    split_by: Literal["mechanical", "agent", "curated", "revert-pair", "experiment"]
+    split_by: SplitBy
     fix: str | None
     cause: str | None
     occurrences: list[Occurrence]
@@ -170,7 +174,7 @@ class SegmentRow(TypedDict):
 class Target(TypedDict):
     id: str
     episode_key: str
-    scope: dict[str, Any]
+    scope: Scope  # the schema leaves it open: it is the segment's scope
     workload_family: str
     level: Literal["operator"]
     schema: Literal["clean-1.3"]
@@ -210,7 +214,7 @@ class Measurements(TypedDict):
     improve_pct_vs_floor: float | None
     floor_before_us: float | None
     per_shape_latency: list[ShapeLatency]
-    correctness: dict[str, Any]
+    correctness: Correctness  # the schema leaves it open: it is the version's
 
 
 class ProfilerMetrics(TypedDict, total=False):
@@ -234,7 +238,7 @@ class Profiler(TypedDict):
 class PacketBuildsOn(TypedDict):
     was_the_untouched_baseline: bool
     previous_approach: str | None
-    parent_profiler: dict[str, Any] | None  # the schema leaves it open
+    parent_profiler: Profiler | None  # the schema leaves it open: it is what `profiler` is
     parent_bottleneck_type: str | None
 
 

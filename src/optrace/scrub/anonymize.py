@@ -25,6 +25,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl
@@ -412,6 +413,10 @@ class Scrubber:
     def _private_rewrite(self, s: str) -> str:
         return _apply(s, _resolve(Span(a, b, phrase, 0) for a, b, phrase in self._denied_spans(s)))
 
+    @overload
+    def private(self, s: str) -> str: ...
+    @overload
+    def private(self, s: None) -> None: ...
     def private(self, s: str | None) -> str | None:
         """Only denylisted terms replaced: for human-facing reports, where labels and versions belong."""
         if not s or not self._deny:
@@ -464,6 +469,10 @@ class Scrubber:
         # unchanged text was just searched; a replacement may join its neighbours into a term
         return self._clear(out, self._private_rewrite) if self._deny and chosen else out
 
+    @overload
+    def text(self, s: str, shapes: ShapeLabels | None = None) -> str: ...
+    @overload
+    def text(self, s: None, shapes: ShapeLabels | None = None) -> None: ...
     def text(self, s: str | None, shapes: ShapeLabels | None = None) -> str | None:
         """Scrubbed prose with tidied whitespace; None stays None."""
         return None if s is None else _tidy(self._rewrite(s, shapes))
