@@ -42,6 +42,7 @@ from pathlib import Path
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import Thresholds, run_ladder
+from optrace.rows import VersionRow, read_versions
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 TRACE_SOURCE = "trace"
@@ -205,7 +206,7 @@ class TraceInput:
     """One trace's ingest outputs, and its published sources (`sources.json`)."""
 
     meta: dict
-    versions: list[dict]
+    versions: list[VersionRow]
     autotune: list[dict]
     sources: dict  # trace_sources()
 
@@ -305,7 +306,13 @@ def helion_run_id(published_source: str, codegen: str, input_shapes: str, dtypes
     return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
 
-def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Path | None = None) -> dict:
+def read_whole(read_blob: Callable[[str], bytes | None], blob: str) -> bytes:
+    data = read_blob(blob)
+    assert data is not None  # None only over a cap, and none is given
+    return data
+
+
+def trace_sources(trace: str | Path, versions: list[VersionRow], scrubber, scratch: Path | None = None) -> dict:
     """`sources.json` of one trace: the published kernel of every blob its versions name and of every
     Helion run in its `autotune/`, and its definition's dtypes."""
     from optrace.ingest.autotune import ingest_autotune
@@ -315,7 +322,7 @@ def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Pa
     dsl_of = {r["kernel_blob"]: r["dsl"] for r in versions if r["kernel_blob"]}
     with open_trace(trace, scratch) as opened:
         kernels = {
-            blob: {"dsl": dsl, **publish_source(opened.history.read_blob(blob), dsl, scrubber).to_json()}
+            blob: {"dsl": dsl, **publish_source(read_whole(opened.history.read_blob, blob), dsl, scrubber).to_json()}
             for blob, dsl in sorted(dsl_of.items())
         }
         runs = {}
@@ -349,7 +356,7 @@ def run_id_of(kernel_blob: str, shape: str, target: dict, dsl: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
 
-def exclusion(row: dict, outcome: str, sources: dict) -> str | None:
+def exclusion(row: VersionRow, outcome: str, sources: dict) -> str | None:
     """Why this version's numbers are not genuine, publishable measurements of its committed kernel, or None."""
     if row["carried_from"]:
         return "carried_forward"
@@ -375,7 +382,7 @@ def exclusion(row: dict, outcome: str, sources: dict) -> str | None:
     return None
 
 
-def latency(trace: str, row: dict, shape: str, value) -> float:
+def latency(trace: str, row: VersionRow, shape: str, value: object) -> float:
     # ingest keeps only positive finite per-shape numbers; anything else is a broken work file
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise InputError(f"{trace} {row['version']}", f"by_shape_us[{shape!r}] = {value!r} is not a positive number")
@@ -409,7 +416,7 @@ class Context:
             "compute_capability": cc,
         }
 
-    def trace_line(self, row: dict, shape_key: str, kernel: dict) -> dict:
+    def trace_line(self, row: VersionRow, shape_key: str, kernel: dict) -> dict:
         target, meta = self.t.meta["target"], self.t.meta
         shape = f"{self.definition}:{self.scrub.private(shape_key)}"
         axes = {**meta["axes"]["const"], **meta["shape_axes"].get(shape_key, {})}
@@ -866,6 +873,7 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
                 ]
                 for label, s in tuned.items()
                 for a in [s.autotune]
+                if a  # tuned holds the traces that have one
             ],
         )
         out += [
@@ -902,7 +910,7 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
 def read_trace(work_dir: Path) -> TraceInput:
     return TraceInput(
         read_json(work_dir / "meta.json"),
-        read_jsonl(work_dir / "versions.jsonl"),
+        read_versions(work_dir / "versions.jsonl"),
         read_jsonl(work_dir / "autotune.jsonl"),
         read_json(work_dir / "sources.json"),
     )
@@ -970,8 +978,8 @@ def main(argv: list[str]) -> int:
         default=DEFAULT_TEST_FRACTION,
         help=f"fraction of groups in test (default {DEFAULT_TEST_FRACTION})",
     )
-    c = sub.add_parser("csv", help="a .csv copy next to each parquet file")
-    c.add_argument("parquet", nargs="+", type=Path, help="parquet files of the dataset")
+    cp = sub.add_parser("csv", help="a .csv copy next to each parquet file")
+    cp.add_argument("parquet", nargs="+", type=Path, help="parquet files of the dataset")
     args = ap.parse_args(argv)
     if args.command == "csv":
         for path in args.parquet:
@@ -989,7 +997,7 @@ def main(argv: list[str]) -> int:
     scrubber = Scrubber.from_env(args.denylist_env)
     if args.command == "sources":
         out = args.work_dir / "sources.json"
-        doc = trace_sources(args.trace, read_jsonl(args.work_dir / "versions.jsonl"), scrubber, args.work_dir)
+        doc = trace_sources(args.trace, read_versions(args.work_dir / "versions.jsonl"), scrubber, args.work_dir)
         write_json(out, doc)
         withheld = sum(1 for k in [*doc["kernels"].values(), *doc["autotune_runs"].values()] if k["withheld"])
         print(
