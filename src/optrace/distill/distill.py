@@ -35,6 +35,7 @@ import threading
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from optrace.distill.drafter import draft_record, read_code
 from optrace.errors import InputError
@@ -170,7 +171,7 @@ class Journal:
 
     def run(self, packet_path: Path, packet: dict, work) -> dict:
         """The journaled outcome of this packet when it still holds, else `work()`'s, journaled."""
-        seg = packet.get("seg_id")
+        seg: Any = packet.get("seg_id")  # as the packet states it
         old = self.done.get(seg)
         if old is not None and (old["outcome"] == "skipped-thin" or (self.out_root / old["output"]).exists()):
             return old
@@ -292,7 +293,9 @@ def run_agent(template: str, packet_path: Path, packet: dict, out_root: Path) ->
         text=True,
         errors="replace",
     )
-    said = {"agent_report": tail(done.stdout)} if done.stdout.strip() else {}  # the brief asks for one on stdout
+    said: dict[str, Any] = (
+        {"agent_report": tail(done.stdout)} if done.stdout.strip() else {}
+    )  # the brief asks for one on stdout
     if (structured := structured_report(done.stdout)) is not None:
         said["agent_structured"] = structured
     wrote = path.exists()

@@ -101,7 +101,8 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
             f"columns must be label, path and optionally {', '.join(OVERRIDE_COLUMNS)}"
             f" (found {', '.join(k for k in rows[0] if k)})",
         )
-    entries, seen = [], {}
+    entries = []
+    seen: dict[str, str] = {}  # slug -> the label that gave it
     denied = denylist_pattern(denylist)
     for i, row in enumerate(rows, 2):
         label, path = (row.get("label") or "").strip(), (row.get("path") or "").strip()

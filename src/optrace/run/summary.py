@@ -53,8 +53,8 @@ class TraceLine:
 
 @dataclass
 class RunSummary:
+    places: Places
     traces: list[TraceLine] = field(default_factory=list)
-    places: Places | None = None
     newest_report: float = 0.0  # mtime of the newest trace validation report: older aggregates are stale
 
     @property
@@ -189,11 +189,11 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
             out.append(f"  {'':<{width}}    {t.first_failure[0]}{more}")
             out.append(f"  {'':<{width}}      {t.first_failure[1]}")
     validated = [t for t in summary.traces if t.validated]
-    staged = sum(t.staged or 0 for t in summary.traces)
+    staged_total = sum(t.staged or 0 for t in summary.traces)
     out += [
         "",
         f"  total: {len(summary.traces)} traces ({len(summary.failed_traces)} failed), "
-        f"{summary.records} records validated, {staged} staged, {summary.failed_records} failed validation, "
+        f"{summary.records} records validated, {staged_total} staged, {summary.failed_records} failed validation, "
         f"{sum(t.without_record for t in validated)} packets without a record",
     ]
     p = summary.places
