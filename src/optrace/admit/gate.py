@@ -32,8 +32,8 @@ import json
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -184,7 +184,13 @@ def propose(record: dict, catalogue: Catalogue) -> dict:
 
 
 def match_one(
-    path: str, data: bytes | None, error: str | None, catalogue: Catalogue, known_ids, denylist, max_candidates: int
+    path: str,
+    data: bytes | None,
+    error: str | None,
+    catalogue: Catalogue,
+    known_ids: Iterable[str],
+    denylist: Denylist | None,
+    max_candidates: int,
 ) -> dict:
     digest = hashlib.sha256(data).hexdigest() if data is not None else None
     record = None
@@ -232,7 +238,7 @@ def staged_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*.json") if not p.name.startswith("."))
 
 
-def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_path) -> dict:
+def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_path: Callable[[Path], str]) -> dict:
     index = store.index()
     catalogue = Catalogue(index.entries)
     denylist = denylist_pattern(read_denylist())
@@ -292,14 +298,14 @@ def stamped(record: dict) -> dict:
     return scored_with(record, track)
 
 
-def validated(txn: Transaction, record: Any, denylist) -> tuple[str, dict]:
+def validated(txn: Transaction, record: Any, denylist: Denylist | None) -> tuple[str, dict]:
     relpath, problems = admission_problems(record, txn.index.entries.keys(), denylist)
     if problems:
         raise Refused(problems)
     return relpath, record
 
 
-def commit_insert(txn: Transaction, record: Any, denylist) -> dict:
+def commit_insert(txn: Transaction, record: Any, denylist: Denylist | None) -> dict:
     relpath, record = validated(txn, record, denylist)
     rid = record["id"]
     if rid in txn.index.entries:
@@ -339,7 +345,7 @@ def load_target(txn: Transaction, target: str) -> tuple[str, dict, dict]:
     return relpath, record, entry
 
 
-def commit_confirm(txn: Transaction, record: Any, target: str, denylist) -> dict:
+def commit_confirm(txn: Transaction, record: Any, target: str, denylist: Denylist | None) -> dict:
     _, record = validated(txn, record, denylist)
     if record["id"] == target:
         raise Refused([f"{target!r} cannot confirm itself"])
@@ -416,7 +422,9 @@ def conflict_document(record: dict, existing: dict, reason: str | None, now: dat
     }
 
 
-def commit_conflict(txn: Transaction, record: Any, target: str, denylist, reason: str | None = None) -> dict:
+def commit_conflict(
+    txn: Transaction, record: Any, target: str, denylist: Denylist | None, reason: str | None = None
+) -> dict:
     _, record = validated(txn, record, denylist)
     _, existing, _ = load_target(txn, target)
     doc = conflict_document(record, existing, reason, datetime.now(UTC))
@@ -434,7 +442,9 @@ def commit_conflict(txn: Transaction, record: Any, target: str, denylist, reason
     }
 
 
-def commit_one(txn: Transaction, action: str, data: bytes, target: str | None, denylist, reason=None) -> dict:
+def commit_one(
+    txn: Transaction, action: str, data: bytes, target: str | None, denylist: Denylist | None, reason: str | None = None
+) -> dict:
     """One record's transaction inside a held lock; a refusal is an outcome (nothing of it was written)."""
     record, error = parse_json_bytes(data)
     try:
@@ -452,11 +462,11 @@ def commit_one(txn: Transaction, action: str, data: bytes, target: str | None, d
         return {"outcome": "refused", "id": rid, "target": target, "messages": exc.messages[:SHOWN_ERRORS]}
 
 
-def writing(store: GateStore):
+def writing(store: GateStore) -> AbstractContextManager[Transaction]:
     """A transaction whose I/O failure is one clear line (its staged steps are undone before)."""
 
     @contextmanager
-    def guarded():
+    def guarded() -> Iterator[Transaction]:
         try:
             with store.transaction() as txn:
                 yield txn
@@ -493,7 +503,7 @@ def commit_all(store: GateStore, proposals_path: Path) -> dict:
     }
 
 
-def execute(txn: Transaction, proposal: dict, base: Path, denylist) -> dict:
+def execute(txn: Transaction, proposal: dict, base: Path, denylist: Denylist | None) -> dict:
     action, target, rid = proposal.get("action"), proposal.get("target"), proposal.get("id")
     if action == "present":
         return {"outcome": "skipped", "id": rid, "messages": ["already in the store"]}

@@ -38,12 +38,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import Thresholds, run_ladder
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.leak_patterns import add_denylist_argument
+
+if TYPE_CHECKING:  # imported where they are used at run time (see above)
+    import pandas as pd
+
+    from optrace.ingest.hardware import HardwareTable
+    from optrace.scrub.anonymize import Scrubber
 
 TRACE_SOURCE = "trace"
 AUTOTUNE_SOURCE = "helion-autotune"
@@ -186,13 +193,13 @@ def column_names(table: str) -> list[str]:
     return [c.name for c in TABLES[table]]
 
 
-def _arrow_type(type_name: str):
+def _arrow_type(type_name: str) -> Any:  # a pyarrow DataType (pyarrow ships no stubs)
     import pyarrow as pa
 
     return {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64()}[type_name]
 
 
-def arrow_schema(columns: Iterable[Column]):
+def arrow_schema(columns: Iterable[Column]) -> Any:  # a pyarrow Schema
     import pyarrow as pa
 
     return pa.schema([pa.field(c.name, _arrow_type(c.type), nullable=c.nullable) for c in columns])
@@ -268,7 +275,7 @@ class Published:
         }
 
 
-def publish_source(raw: bytes, dsl: str, scrubber) -> Published:
+def publish_source(raw: bytes, dsl: str, scrubber: Scrubber) -> Published:
     """The scrubbed source and its key, or why it cannot leave the machine. The scrub is the packets'
     (`Scrubber.code`); a denylisted term it leaves (an identifier in code) withholds the whole source."""
     if not raw.strip():  # Helion writes "" when inspect cannot read the source
@@ -288,7 +295,7 @@ def publish_source(raw: bytes, dsl: str, scrubber) -> Published:
     return Published(git_blob_id(scrubbed.encode("utf-8")), len(raw), scrubbed, None)
 
 
-def definition_dtypes(definition) -> str | None:
+def definition_dtypes(definition: object) -> str | None:
     """The definition's input dtypes in argument order, comma-joined; None when it states none."""
     inputs = definition.get("inputs") if isinstance(definition, dict) else None
     specs = inputs.values() if isinstance(inputs, dict) else inputs if isinstance(inputs, list) else []
@@ -312,7 +319,9 @@ def read_whole(read_blob: Callable[[str], bytes | None], blob: str) -> bytes:
     return data
 
 
-def trace_sources(trace: str | Path, versions: list[VersionRow], scrubber, scratch: Path | None = None) -> dict:
+def trace_sources(
+    trace: str | Path, versions: list[VersionRow], scrubber: Scrubber, scratch: Path | None = None
+) -> dict:
     """`sources.json` of one trace: the published kernel of every blob its versions name and of every
     Helion run in its `autotune/`, and its definition's dtypes."""
     from optrace.ingest.autotune import ingest_autotune
@@ -401,7 +410,7 @@ def operator_family(operator_slug: str) -> str:
 class Context:
     """What one trace contributes to every run line it writes: published names, the GPU, the group."""
 
-    def __init__(self, t: TraceInput, scrubber, table):
+    def __init__(self, t: TraceInput, scrubber: Scrubber, table: HardwareTable):
         self.t, self.scrub, self.table = t, scrubber, table
         self.label = scrubber.private(t.label)
         self.definition = scrubber.private(t.meta["operator_name"])
@@ -570,7 +579,12 @@ def typed_axes(runs: list[dict], axes: list[Column]) -> None:
             r[col.name] = None if v is None else cast[col.type](v)
 
 
-def build(traces: list[TraceInput], thresholds: Thresholds, scrubber=None, table=None) -> Dataset:
+def build(
+    traces: list[TraceInput],
+    thresholds: Thresholds,
+    scrubber: Scrubber | None = None,
+    table: HardwareTable | None = None,
+) -> Dataset:
     from optrace.ingest.hardware import HardwareTable
     from optrace.scrub.anonymize import Scrubber
 
@@ -631,7 +645,7 @@ def _strings(ds: Dataset) -> Iterator[tuple[str, str, str]]:
                     yield name, col, v
 
 
-def refuse_denied(ds: Dataset, scrubber) -> None:
+def refuse_denied(ds: Dataset, scrubber: Scrubber) -> None:
     """The backstop: nothing the dataset would write holds a denylisted term (the term is not repeated)."""
     for table, col, value in _strings(ds):
         if any(True for _ in scrubber.denied_terms(value)):
@@ -689,7 +703,7 @@ def sample_columns(axis_columns: Iterable[Column] = ()) -> list[Column]:
     return out
 
 
-def load(path: str | os.PathLike):
+def load(path: str | os.PathLike) -> pd.DataFrame:
     """The joined samples frame of a dataset directory: one row per sample (trace measurement or
     autotune result) with its run's context, its kernel source and (once `split` ran) its split.
     Column dtypes are pandas' nullable ones (`sample_columns`, README "Loading")."""
@@ -705,7 +719,7 @@ def load(path: str | os.PathLike):
         for t in PANDAS_DTYPES
     }.get
 
-    def read(name: str):
+    def read(name: str) -> pd.DataFrame:
         return pq.read_table(root / FILES[name]).to_pandas(types_mapper=mapper)
 
     runs = read("runs")

@@ -129,7 +129,7 @@ class Draft:
 # ---- prose ------------------------------------------------------------------------------------
 
 
-def servable(text) -> str | None:
+def servable(text: object) -> str | None:
     """Packet prose fit for served text: non-blank, whitespace collapsed, no absolute latency."""
     if not isinstance(text, str):
         return None
@@ -137,11 +137,11 @@ def servable(text) -> str | None:
     return text if text and not ABSOLUTE_LATENCY.search(text) else None
 
 
-def first_servable(*texts) -> str | None:
+def first_servable(*texts: object) -> str | None:
     return next((s for s in map(servable, texts) if s), None)
 
 
-def pieces(text) -> list[str]:
+def pieces(text: object) -> list[str]:
     """Sentences, and the clauses a colon introduces ("within noise: the halved warp count ...")."""
     if not isinstance(text, str):
         return []
@@ -217,7 +217,7 @@ def mechanism_sentence(packet: dict) -> str | None:
     return None
 
 
-def causal_pieces(text) -> list[str]:
+def causal_pieces(text: object) -> list[str]:
     """The sentences of a text that state a cause (servable, no speculation)."""
     return [p for p in pieces(text) if is_mechanism(p)]
 
@@ -530,7 +530,7 @@ def evidence(packet: dict, effect: dict) -> dict:
     }
 
 
-def measured_effect(packet: dict, **extra) -> dict:
+def measured_effect(packet: dict, **extra: Any) -> dict:
     """Absolute geomeans for auditing, human-only."""
     values = {"new_geomean_us": packet["agent_facing"]["measurements"].get("geomean_us"), **extra}
     values = {k: v for k, v in values.items() if v is not None}

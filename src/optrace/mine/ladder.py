@@ -12,6 +12,7 @@ without a claim. A jump beyond the re-baseline factor with none of these is a cl
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import asdict, dataclass
 
@@ -44,7 +45,7 @@ class Thresholds:
     rebaseline_factor: float = 5.0
 
     @staticmethod
-    def add_arguments(parser) -> None:
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
         """The ladder's thresholds as options, for every stage that runs the ladder."""
         parser.add_argument(
             "--milestone-pct",
@@ -63,7 +64,7 @@ class Thresholds:
         )
 
     @classmethod
-    def from_args(cls, args) -> Thresholds:
+    def from_args(cls, args: argparse.Namespace) -> Thresholds:
         return cls(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
 
 

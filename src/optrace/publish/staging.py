@@ -100,7 +100,7 @@ def scored_with(record: dict, track: dict) -> dict:
     return {**record, "worth": worth}
 
 
-def _texts(value) -> list[str]:
+def _texts(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):

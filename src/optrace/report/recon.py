@@ -11,6 +11,7 @@ import io
 import json
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optrace.admit.store_match import holdings
 from optrace.errors import InputError
@@ -18,6 +19,9 @@ from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import CLAIMS, Step, Thresholds, run_ladder
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.anonymize import Scrubber
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # imported where it is drawn: recon's other outputs need no matplotlib
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 
@@ -308,7 +312,12 @@ def render_svg(rows: list[VersionRow], steps: list[Step], title: str) -> str:
     return buf.getvalue()
 
 
-def draw_ladder(fig, rows: list[VersionRow], steps: list[Step], title: str) -> None:
+def _measured(step: Step) -> float:
+    assert step.geomean_us is not None, step.version
+    return step.geomean_us
+
+
+def draw_ladder(fig: Figure, rows: list[VersionRow], steps: list[Step], title: str) -> None:
     """The ladder on a matplotlib Figure (any canvas)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
@@ -326,7 +335,7 @@ def draw_ladder(fig, rows: list[VersionRow], steps: list[Step], title: str) -> N
         if pts:
             ax.scatter(
                 [s.n for s in pts],
-                [s.geomean_us for s in pts],
+                [_measured(s) for s in pts],  # the outcomes drawn here all have a number
                 marker=marker,
                 c=colour,
                 s=80 if marker == "*" else 36,
@@ -340,7 +349,7 @@ def draw_ladder(fig, rows: list[VersionRow], steps: list[Step], title: str) -> N
         marker, colour, label = REVERTED
         ax.scatter(
             [s.n for s in back],
-            [floors.get(s.n, s.geomean_us) for s in back],
+            [floors[s.n] if s.n in floors else _measured(s) for s in back],
             marker=marker,
             c=colour,
             s=40,
@@ -352,7 +361,7 @@ def draw_ladder(fig, rows: list[VersionRow], steps: list[Step], title: str) -> N
             ax.vlines(
                 [s.n for s in stems],
                 [floors[s.n] for s in stems],
-                [s.geomean_us for s in stems],
+                [_measured(s) for s in stems],
                 linestyles=":",
                 colors=colour,
                 lw=1,
@@ -360,7 +369,7 @@ def draw_ladder(fig, rows: list[VersionRow], steps: list[Step], title: str) -> N
             )
             ax.scatter(
                 [s.n for s in stems],
-                [s.geomean_us for s in stems],
+                [_measured(s) for s in stems],
                 marker="o",
                 facecolors="none",
                 edgecolors=colour,

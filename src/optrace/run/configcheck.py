@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 
-def coerce_numbers(value, schema: dict):
+def coerce_numbers(value: Any, schema: dict) -> Any:
     kind = schema.get("type")
     if isinstance(value, str) and kind in ("number", "integer"):
         try:
@@ -40,7 +40,7 @@ def config_problem(config: dict, schema: dict) -> str | None:
     return _describe(errors[0], schema) if errors else None
 
 
-def _describe(error, schema: dict) -> str:
+def _describe(error: Any, schema: dict) -> str:  # a jsonschema ValidationError
     path = [str(p) for p in error.absolute_path]
     rule, value, want = error.validator, error.instance, error.validator_value
     if rule == "additionalProperties":

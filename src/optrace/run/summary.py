@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MAX_REASON_CHARS = 300
 
@@ -70,7 +71,7 @@ class RunSummary:
         return sum(t.records for t in self.traces)
 
 
-def _read(path: Path):
+def _read(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -22,10 +22,10 @@ import os
 import re
 import sys
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
+from typing import Any, overload
 
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl
@@ -88,7 +88,7 @@ def _match_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
     return m.end()
 
 
-def _run_back(text: str, start: int, chars, floor: int) -> int:
+def _run_back(text: str, start: int, chars: Container[str], floor: int) -> int:
     """Start of the run of `chars` ending at `start`, never before `floor`."""
     i = start
     while i > floor and (text[i - 1] in chars or (not text[i - 1].isascii() and text[i - 1].isalnum())):
@@ -383,7 +383,7 @@ class Scrubber:
         self._word = next((w for w in _IDENTIFIER_WORDS if not self._deny.contains(w)), "_")
 
     @classmethod
-    def from_env(cls, env_var: str = DENYLIST_ENV, environ=os.environ) -> Scrubber:
+    def from_env(cls, env_var: str = DENYLIST_ENV, environ: Mapping[str, str] = os.environ) -> Scrubber:
         """Denylist from the file named by `env_var`; unset = empty, unreadable = InputError."""
         return cls(read_denylist(environ, env_var))
 
@@ -553,7 +553,7 @@ def _read_text(path: Path) -> str:
         raise InputError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def json_strings(obj) -> list[str]:
+def json_strings(obj: Any) -> list[str]:
     """Every string in a JSON document in document order, keys included (a table keyed by a uuid
     leaks it); iterative, since packets are walked by the thousand and records may nest deep."""
     out, stack = [], [obj]
