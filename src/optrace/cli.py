@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 
 from optrace import __version__
 from optrace.errors import InputError
@@ -55,7 +56,7 @@ def usage() -> str:
     )
 
 
-def run_main(main, argv) -> int:
+def run_main(main: Callable[[list[str]], int | None], argv: list[str]) -> int:
     """Run a stage's main with the project's error contract."""
     try:
         return int(main(argv) or 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from optrace.gates.store.established_fact import NON_MECHANISM
+from optrace.rows import Precheck
 
 MIN_CLAIM_CHARS = 12
 CONDITION_RE = re.compile(
@@ -31,7 +32,7 @@ MECHANISM_RE = re.compile(
 )
 
 
-def precheck(text: str) -> tuple[str, str]:
+def precheck(text: str) -> tuple[Precheck, str]:
     """("ok" | "flag", reason). A flag says why the lever may not make an established fact."""
     text = (text or "").strip()
     if len(text) < MIN_CLAIM_CHARS:

@@ -37,7 +37,7 @@ def finite(obj: Any) -> Any:
     return obj
 
 
-def _dumps(obj: Any, **kw) -> str:
+def _dumps(obj: Any, **kw: Any) -> str:
     try:
         return json.dumps(obj, ensure_ascii=False, sort_keys=True, allow_nan=False, **kw)
     except ValueError:  # a non-finite float somewhere (rare): the slow path walks the object once
@@ -86,15 +86,15 @@ def write_lines_atomic(path: str | os.PathLike, pieces: Iterable[str]) -> None:
         raise
 
 
-def write_json(path, obj: Any) -> None:
+def write_json(path: str | os.PathLike, obj: Any) -> None:
     write_text_atomic(path, dumps(obj))
 
 
-def write_jsonl(path, rows: Iterable[Any]) -> None:
+def write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
     write_lines_atomic(path, (_dumps(r) + "\n" for r in rows))
 
 
-def read_json(path) -> Any:
+def read_json(path: str | os.PathLike) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
@@ -104,7 +104,7 @@ def read_json(path) -> Any:
         raise InputError(path, f"not valid JSON ({exc})") from None
 
 
-def read_jsonl(path) -> list[Any]:
+def read_jsonl(path: str | os.PathLike) -> list[Any]:
     rows = []
     try:
         with open(path, encoding="utf-8") as fh:

@@ -290,6 +290,11 @@ def _episode_key(rec):
     rec["episode_key"] = "ampere|cuda|something|else|generic"
 
 
+def _id_not_a_string(rec):
+    # an unhashable id: admission once put it into a set and crashed (found by mypy)
+    rec["id"] = [rec["id"]]
+
+
 def _not_object(rec):
     rec.clear()
     rec["__list__"] = True
@@ -304,6 +309,7 @@ def _not_object(rec):
         _traversal,
         _no_evidence,
         _episode_key,
+        _id_not_a_string,
         _not_object,
     ],
     ids=[
@@ -313,6 +319,7 @@ def _not_object(rec):
         "path-traversal",
         "no-evidence-block",
         "episode-key-disagrees",
+        "id-not-a-string",
         "not-an-object",
     ],
 )

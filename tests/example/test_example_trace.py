@@ -1,5 +1,8 @@
 """The embedded example trace: deterministic, and rich enough to exercise the whole chain."""
 
+import pytest
+
+from optrace.errors import InputError
 from optrace.example.embedded import build_example, example_name
 from optrace.ingest.hardware import HardwareTable
 from optrace.ingest.ingest import DEFAULT_NON_TARGET, Overrides, ingest
@@ -36,3 +39,10 @@ def test_example_exercises_every_ingest_feature(tmp_path):
     assert "solution.json" in meta["target"]["basis"]
     assert {v["file"] for v in meta["memory_variants"]} >= {"memory/v8_512.json", "memory/live.json"}
     assert {r["dsl"] for r in rows} >= {"triton", "gluon"}
+
+
+def test_an_untracked_file_without_a_source_is_a_one_line_error(tmp_path):
+    plan = tmp_path / "trace.yaml"
+    plan.write_text("name: t\ncommits: []\nuntracked:\n  scratch.txt: null\n")
+    with pytest.raises(InputError, match=r"untracked file 'scratch\.txt' names no source"):
+        build_example(tmp_path / "out", plan)

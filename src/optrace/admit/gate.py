@@ -30,11 +30,10 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import sys
 from collections import Counter
-from collections.abc import Iterable
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
@@ -64,7 +63,7 @@ from optrace.gates.validate import read_bytes
 from optrace.jsonio import read_json, write_text_atomic
 from optrace.publish.staging import index_entry, scored_with, store_json
 from optrace.publish.worth import COUNTERS
-from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
+from optrace.scrub.leak_patterns import Denylist, denylist_pattern, read_denylist
 
 MATCH_SCHEMA = "optrace-match-1"
 COMMIT_ALL_SCHEMA = "optrace-commit-all-1"
@@ -123,7 +122,7 @@ def episode_key_problems(record: dict) -> list[str]:
     ]
 
 
-def admission_problems(record: Any, known_ids: Iterable[str], denylist: re.Pattern | None) -> tuple[str, list[str]]:
+def admission_problems(record: Any, known_ids: Iterable[str], denylist: Denylist | None) -> tuple[str, list[str]]:
     """(store path, problems) of a record about to enter a store whose ids are `known_ids`."""
     if not isinstance(record, dict):
         return "records/incoming.json", schema_errors(record, "records/incoming.json")
@@ -133,7 +132,9 @@ def admission_problems(record: Any, known_ids: Iterable[str], denylist: re.Patte
         problems.append("type, scope (vendor, arch, dsl, operator_family) or id is not a safe store path segment")
         relpath = f"records/incoming/{record.get('id') if isinstance(record.get('id'), str) else 'record'}.json"
     view = RecordView(record, relpath)
-    verdicts = check_view(view, GateContext(known_ids=frozenset(known_ids) | {record.get("id")}, denylist=denylist))
+    rid = record.get("id")  # any JSON value: a list or an object is not hashable
+    own = {rid} if isinstance(rid, str) else set()
+    verdicts = check_view(view, GateContext(known_ids=frozenset(known_ids) | own, denylist=denylist))
     problems += [m for g in GATES for m in verdicts.get(g, ())]
     problems += [
         f"{relpath}: {loc}: {msg} (opt-trace-1.0 patch {pid})"
@@ -183,11 +184,17 @@ def propose(record: dict, catalogue: Catalogue) -> dict:
 
 
 def match_one(
-    path: str, data: bytes | None, error: str | None, catalogue: Catalogue, known_ids, denylist, max_candidates: int
+    path: str,
+    data: bytes | None,
+    error: str | None,
+    catalogue: Catalogue,
+    known_ids: Iterable[str],
+    denylist: Denylist | None,
+    max_candidates: int,
 ) -> dict:
     digest = hashlib.sha256(data).hexdigest() if data is not None else None
     record = None
-    if error is None:
+    if data is not None:
         record, error = parse_json_bytes(data)
     out = {"input": path, "sha256": digest}
     if error is not None:
@@ -195,7 +202,7 @@ def match_one(
     _, problems = admission_problems(record, known_ids, denylist)
     rid = record.get("id") if isinstance(record, dict) else None
     out.update(id=rid if isinstance(rid, str) else None)
-    if problems:
+    if problems or not isinstance(record, dict):  # a record that is not an object has problems
         return {
             **out,
             "valid": False,
@@ -231,21 +238,21 @@ def staged_files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*.json") if not p.name.startswith("."))
 
 
-def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_path) -> dict:
+def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_path: Callable[[Path], str]) -> dict:
     index = store.index()
     catalogue = Catalogue(index.entries)
     denylist = denylist_pattern(read_denylist())
     loaded = [(p, *read_input(p)) for p in paths]
     batch_ids = set()
-    for _, data, error in loaded:  # records of one batch may link to each other: they go in together
-        rec = parse_json_bytes(data)[0] if error is None else None
+    for _, data, _ in loaded:  # records of one batch may link to each other: they go in together
+        rec = parse_json_bytes(data)[0] if data is not None else None
         if isinstance(rec, dict) and isinstance(rec.get("id"), str):
             batch_ids.add(rec["id"])
     known = frozenset(index.entries) | batch_ids
     proposals = [
         match_one(shown_path(p), data, error, catalogue, known, denylist, max_candidates) for p, data, error in loaded
     ]
-    proposals.sort(key=lambda r: (TYPE_ORDER.get(r.get("type"), 9), r.get("id") or "", r["input"]))
+    proposals.sort(key=lambda r: (TYPE_ORDER.get(r.get("type", ""), 9), r.get("id") or "", r["input"]))
     counts = Counter(r["action"] for r in proposals)
     return {
         "schema": MATCH_SCHEMA,
@@ -291,14 +298,14 @@ def stamped(record: dict) -> dict:
     return scored_with(record, track)
 
 
-def validated(txn: Transaction, record: Any, denylist) -> tuple[str, dict]:
+def validated(txn: Transaction, record: Any, denylist: Denylist | None) -> tuple[str, dict]:
     relpath, problems = admission_problems(record, txn.index.entries.keys(), denylist)
     if problems:
         raise Refused(problems)
     return relpath, record
 
 
-def commit_insert(txn: Transaction, record: Any, denylist) -> dict:
+def commit_insert(txn: Transaction, record: Any, denylist: Denylist | None) -> dict:
     relpath, record = validated(txn, record, denylist)
     rid = record["id"]
     if rid in txn.index.entries:
@@ -331,14 +338,14 @@ def load_target(txn: Transaction, target: str) -> tuple[str, dict, dict]:
     relpath = txn.index.path_of(target)
     data, error = (None, "the index gives it no path") if relpath is None else read_input(txn.root / relpath)
     record = None
-    if error is None:
+    if data is not None:
         record, error = parse_json_bytes(data)
-    if error is not None or not isinstance(record, dict) or record.get("id") != target:
+    if error is not None or relpath is None or not isinstance(record, dict) or record.get("id") != target:
         raise Refused([f"target {target!r}: {relpath}: {error or 'not the record the index names'}"])
     return relpath, record, entry
 
 
-def commit_confirm(txn: Transaction, record: Any, target: str, denylist) -> dict:
+def commit_confirm(txn: Transaction, record: Any, target: str, denylist: Denylist | None) -> dict:
     _, record = validated(txn, record, denylist)
     if record["id"] == target:
         raise Refused([f"{target!r} cannot confirm itself"])
@@ -360,7 +367,9 @@ def commit_confirm(txn: Transaction, record: Any, target: str, denylist) -> dict
     updated = scored_with(existing, track)
     problems = [
         m
-        for msgs in check_view(RecordView(updated, relpath), GateContext(known_ids=txn.index.entries.keys())).values()
+        for msgs in check_view(
+            RecordView(updated, relpath), GateContext(known_ids=frozenset(txn.index.entries))
+        ).values()
         for m in msgs
     ]
     if problems:
@@ -413,7 +422,9 @@ def conflict_document(record: dict, existing: dict, reason: str | None, now: dat
     }
 
 
-def commit_conflict(txn: Transaction, record: Any, target: str, denylist, reason: str | None = None) -> dict:
+def commit_conflict(
+    txn: Transaction, record: Any, target: str, denylist: Denylist | None, reason: str | None = None
+) -> dict:
     _, record = validated(txn, record, denylist)
     _, existing, _ = load_target(txn, target)
     doc = conflict_document(record, existing, reason, datetime.now(UTC))
@@ -431,7 +442,9 @@ def commit_conflict(txn: Transaction, record: Any, target: str, denylist, reason
     }
 
 
-def commit_one(txn: Transaction, action: str, data: bytes, target: str | None, denylist, reason=None) -> dict:
+def commit_one(
+    txn: Transaction, action: str, data: bytes, target: str | None, denylist: Denylist | None, reason: str | None = None
+) -> dict:
     """One record's transaction inside a held lock; a refusal is an outcome (nothing of it was written)."""
     record, error = parse_json_bytes(data)
     try:
@@ -449,11 +462,11 @@ def commit_one(txn: Transaction, action: str, data: bytes, target: str | None, d
         return {"outcome": "refused", "id": rid, "target": target, "messages": exc.messages[:SHOWN_ERRORS]}
 
 
-def writing(store: GateStore):
+def writing(store: GateStore) -> AbstractContextManager[Transaction]:
     """A transaction whose I/O failure is one clear line (its staged steps are undone before)."""
 
     @contextmanager
-    def guarded():
+    def guarded() -> Iterator[Transaction]:
         try:
             with store.transaction() as txn:
                 yield txn
@@ -490,7 +503,7 @@ def commit_all(store: GateStore, proposals_path: Path) -> dict:
     }
 
 
-def execute(txn: Transaction, proposal: dict, base: Path, denylist) -> dict:
+def execute(txn: Transaction, proposal: dict, base: Path, denylist: Denylist | None) -> dict:
     action, target, rid = proposal.get("action"), proposal.get("target"), proposal.get("id")
     if action == "present":
         return {"outcome": "skipped", "id": rid, "messages": ["already in the store"]}
@@ -513,7 +526,7 @@ def execute(txn: Transaction, proposal: dict, base: Path, denylist) -> dict:
         }
     path = Path(proposal["input"])
     data, error = read_input(path if path.is_absolute() else base / path)
-    if error is not None:
+    if data is None:
         return {"outcome": "refused", "id": rid, "messages": [f"{path}: {error}"]}
     if hashlib.sha256(data).hexdigest() != proposal.get("sha256"):
         return {
@@ -623,8 +636,8 @@ def main(argv: list[str]) -> int:
         return 1 if report["counts"].get("refuse") else 0
     if args.command == "commit":
         data, error = read_input(args.input)
-        if error is not None:
-            raise InputError(args.input, error)
+        if data is None:
+            raise InputError(args.input, str(error))
         with writing(store) as txn:
             outcome = commit_one(txn, args.action, data, args.target, denylist_pattern(read_denylist()), args.reason)
         print(json.dumps(outcome, ensure_ascii=False))

@@ -177,7 +177,7 @@ class GateStore:
 
 
 def _remove_temps(directory: Path, prefix: str) -> list[str]:
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(directory)
     except FileNotFoundError:

@@ -84,7 +84,8 @@ class Catalogue:
         return sorted(out, key=lambda e: closeness(record, e))
 
     def episode_matches(self, record: dict) -> list[str]:
-        return [rid for rid in self.by_episode.get(record.get("episode_key"), ()) if rid != record.get("id")]
+        key: Any = record.get("episode_key")  # any JSON value
+        return [rid for rid in self.by_episode.get(key, ()) if rid != record.get("id")]
 
 
 def closeness(record: dict, entry: dict) -> tuple:

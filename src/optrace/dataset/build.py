@@ -38,11 +38,19 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import Thresholds, run_ladder
+from optrace.rows import VersionRow, read_versions
 from optrace.scrub.leak_patterns import add_denylist_argument
+
+if TYPE_CHECKING:  # imported where they are used at run time (see above)
+    import pandas as pd
+
+    from optrace.ingest.hardware import HardwareTable
+    from optrace.scrub.anonymize import Scrubber
 
 TRACE_SOURCE = "trace"
 AUTOTUNE_SOURCE = "helion-autotune"
@@ -185,13 +193,13 @@ def column_names(table: str) -> list[str]:
     return [c.name for c in TABLES[table]]
 
 
-def _arrow_type(type_name: str):
+def _arrow_type(type_name: str) -> Any:  # a pyarrow DataType (pyarrow ships no stubs)
     import pyarrow as pa
 
     return {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64()}[type_name]
 
 
-def arrow_schema(columns: Iterable[Column]):
+def arrow_schema(columns: Iterable[Column]) -> Any:  # a pyarrow Schema
     import pyarrow as pa
 
     return pa.schema([pa.field(c.name, _arrow_type(c.type), nullable=c.nullable) for c in columns])
@@ -205,7 +213,7 @@ class TraceInput:
     """One trace's ingest outputs, and its published sources (`sources.json`)."""
 
     meta: dict
-    versions: list[dict]
+    versions: list[VersionRow]
     autotune: list[dict]
     sources: dict  # trace_sources()
 
@@ -267,7 +275,7 @@ class Published:
         }
 
 
-def publish_source(raw: bytes, dsl: str, scrubber) -> Published:
+def publish_source(raw: bytes, dsl: str, scrubber: Scrubber) -> Published:
     """The scrubbed source and its key, or why it cannot leave the machine. The scrub is the packets'
     (`Scrubber.code`); a denylisted term it leaves (an identifier in code) withholds the whole source."""
     if not raw.strip():  # Helion writes "" when inspect cannot read the source
@@ -287,7 +295,7 @@ def publish_source(raw: bytes, dsl: str, scrubber) -> Published:
     return Published(git_blob_id(scrubbed.encode("utf-8")), len(raw), scrubbed, None)
 
 
-def definition_dtypes(definition) -> str | None:
+def definition_dtypes(definition: object) -> str | None:
     """The definition's input dtypes in argument order, comma-joined; None when it states none."""
     inputs = definition.get("inputs") if isinstance(definition, dict) else None
     specs = inputs.values() if isinstance(inputs, dict) else inputs if isinstance(inputs, list) else []
@@ -305,7 +313,15 @@ def helion_run_id(published_source: str, codegen: str, input_shapes: str, dtypes
     return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
 
-def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Path | None = None) -> dict:
+def read_whole(read_blob: Callable[[str], bytes | None], blob: str) -> bytes:
+    data = read_blob(blob)
+    assert data is not None  # None only over a cap, and none is given
+    return data
+
+
+def trace_sources(
+    trace: str | Path, versions: list[VersionRow], scrubber: Scrubber, scratch: Path | None = None
+) -> dict:
     """`sources.json` of one trace: the published kernel of every blob its versions name and of every
     Helion run in its `autotune/`, and its definition's dtypes."""
     from optrace.ingest.autotune import ingest_autotune
@@ -315,7 +331,7 @@ def trace_sources(trace: str | Path, versions: list[dict], scrubber, scratch: Pa
     dsl_of = {r["kernel_blob"]: r["dsl"] for r in versions if r["kernel_blob"]}
     with open_trace(trace, scratch) as opened:
         kernels = {
-            blob: {"dsl": dsl, **publish_source(opened.history.read_blob(blob), dsl, scrubber).to_json()}
+            blob: {"dsl": dsl, **publish_source(read_whole(opened.history.read_blob, blob), dsl, scrubber).to_json()}
             for blob, dsl in sorted(dsl_of.items())
         }
         runs = {}
@@ -349,7 +365,7 @@ def run_id_of(kernel_blob: str, shape: str, target: dict, dsl: str) -> str:
     return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
 
-def exclusion(row: dict, outcome: str, sources: dict) -> str | None:
+def exclusion(row: VersionRow, outcome: str, sources: dict) -> str | None:
     """Why this version's numbers are not genuine, publishable measurements of its committed kernel, or None."""
     if row["carried_from"]:
         return "carried_forward"
@@ -375,7 +391,7 @@ def exclusion(row: dict, outcome: str, sources: dict) -> str | None:
     return None
 
 
-def latency(trace: str, row: dict, shape: str, value) -> float:
+def latency(trace: str, row: VersionRow, shape: str, value: object) -> float:
     # ingest keeps only positive finite per-shape numbers; anything else is a broken work file
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
         raise InputError(f"{trace} {row['version']}", f"by_shape_us[{shape!r}] = {value!r} is not a positive number")
@@ -394,7 +410,7 @@ def operator_family(operator_slug: str) -> str:
 class Context:
     """What one trace contributes to every run line it writes: published names, the GPU, the group."""
 
-    def __init__(self, t: TraceInput, scrubber, table):
+    def __init__(self, t: TraceInput, scrubber: Scrubber, table: HardwareTable):
         self.t, self.scrub, self.table = t, scrubber, table
         self.label = scrubber.private(t.label)
         self.definition = scrubber.private(t.meta["operator_name"])
@@ -409,7 +425,7 @@ class Context:
             "compute_capability": cc,
         }
 
-    def trace_line(self, row: dict, shape_key: str, kernel: dict) -> dict:
+    def trace_line(self, row: VersionRow, shape_key: str, kernel: dict) -> dict:
         target, meta = self.t.meta["target"], self.t.meta
         shape = f"{self.definition}:{self.scrub.private(shape_key)}"
         axes = {**meta["axes"]["const"], **meta["shape_axes"].get(shape_key, {})}
@@ -563,7 +579,12 @@ def typed_axes(runs: list[dict], axes: list[Column]) -> None:
             r[col.name] = None if v is None else cast[col.type](v)
 
 
-def build(traces: list[TraceInput], thresholds: Thresholds, scrubber=None, table=None) -> Dataset:
+def build(
+    traces: list[TraceInput],
+    thresholds: Thresholds,
+    scrubber: Scrubber | None = None,
+    table: HardwareTable | None = None,
+) -> Dataset:
     from optrace.ingest.hardware import HardwareTable
     from optrace.scrub.anonymize import Scrubber
 
@@ -624,7 +645,7 @@ def _strings(ds: Dataset) -> Iterator[tuple[str, str, str]]:
                     yield name, col, v
 
 
-def refuse_denied(ds: Dataset, scrubber) -> None:
+def refuse_denied(ds: Dataset, scrubber: Scrubber) -> None:
     """The backstop: nothing the dataset would write holds a denylisted term (the term is not repeated)."""
     for table, col, value in _strings(ds):
         if any(True for _ in scrubber.denied_terms(value)):
@@ -682,7 +703,7 @@ def sample_columns(axis_columns: Iterable[Column] = ()) -> list[Column]:
     return out
 
 
-def load(path: str | os.PathLike):
+def load(path: str | os.PathLike) -> pd.DataFrame:
     """The joined samples frame of a dataset directory: one row per sample (trace measurement or
     autotune result) with its run's context, its kernel source and (once `split` ran) its split.
     Column dtypes are pandas' nullable ones (`sample_columns`, README "Loading")."""
@@ -698,7 +719,7 @@ def load(path: str | os.PathLike):
         for t in PANDAS_DTYPES
     }.get
 
-    def read(name: str):
+    def read(name: str) -> pd.DataFrame:
         return pq.read_table(root / FILES[name]).to_pandas(types_mapper=mapper)
 
     runs = read("runs")
@@ -866,6 +887,7 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
                 ]
                 for label, s in tuned.items()
                 for a in [s.autotune]
+                if a  # tuned holds the traces that have one
             ],
         )
         out += [
@@ -902,7 +924,7 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
 def read_trace(work_dir: Path) -> TraceInput:
     return TraceInput(
         read_json(work_dir / "meta.json"),
-        read_jsonl(work_dir / "versions.jsonl"),
+        read_versions(work_dir / "versions.jsonl"),
         read_jsonl(work_dir / "autotune.jsonl"),
         read_json(work_dir / "sources.json"),
     )
@@ -970,8 +992,8 @@ def main(argv: list[str]) -> int:
         default=DEFAULT_TEST_FRACTION,
         help=f"fraction of groups in test (default {DEFAULT_TEST_FRACTION})",
     )
-    c = sub.add_parser("csv", help="a .csv copy next to each parquet file")
-    c.add_argument("parquet", nargs="+", type=Path, help="parquet files of the dataset")
+    cp = sub.add_parser("csv", help="a .csv copy next to each parquet file")
+    cp.add_argument("parquet", nargs="+", type=Path, help="parquet files of the dataset")
     args = ap.parse_args(argv)
     if args.command == "csv":
         for path in args.parquet:
@@ -989,7 +1011,7 @@ def main(argv: list[str]) -> int:
     scrubber = Scrubber.from_env(args.denylist_env)
     if args.command == "sources":
         out = args.work_dir / "sources.json"
-        doc = trace_sources(args.trace, read_jsonl(args.work_dir / "versions.jsonl"), scrubber, args.work_dir)
+        doc = trace_sources(args.trace, read_versions(args.work_dir / "versions.jsonl"), scrubber, args.work_dir)
         write_json(out, doc)
         withheld = sum(1 for k in [*doc["kernels"].values(), *doc["autotune_runs"].values()] if k["withheld"])
         print(

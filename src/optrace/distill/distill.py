@@ -33,8 +33,10 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, TextIO
 
 from optrace.distill.drafter import draft_record, read_code
 from optrace.errors import InputError
@@ -55,7 +57,7 @@ MAX_NOTES_CHARS = 2000
 class Progress:
     """One flushed line per finished packet, `<done>/<total> <seg_id>: <outcome>[: reason]`, from any thread."""
 
-    def __init__(self, total: int, stream=None):
+    def __init__(self, total: int, stream: TextIO | None = None):
         self.total, self.done, self.stream = total, 0, stream or sys.stdout
         self._lock = threading.Lock()
 
@@ -168,9 +170,9 @@ class Journal:
                 if leftover.is_file():
                     leftover.unlink(missing_ok=True)
 
-    def run(self, packet_path: Path, packet: dict, work) -> dict:
+    def run(self, packet_path: Path, packet: dict, work: Callable[[Path, dict], dict]) -> dict:
         """The journaled outcome of this packet when it still holds, else `work()`'s, journaled."""
-        seg = packet.get("seg_id")
+        seg: Any = packet.get("seg_id")  # as the packet states it
         old = self.done.get(seg)
         if old is not None and (old["outcome"] == "skipped-thin" or (self.out_root / old["output"]).exists()):
             return old
@@ -230,7 +232,7 @@ def load_packets(packets_dir: Path) -> tuple[str, list[tuple[Path, dict]]]:
     return manifest.get("slug", packets_dir.name), packets
 
 
-def outcome(packet: dict, out_root: Path, path: Path, status: str, **detail) -> dict:
+def outcome(packet: dict, out_root: Path, path: Path, status: str, **detail: Any) -> dict:
     return {
         "seg_id": packet["seg_id"],
         "id": packet["target"]["id"],
@@ -292,7 +294,9 @@ def run_agent(template: str, packet_path: Path, packet: dict, out_root: Path) ->
         text=True,
         errors="replace",
     )
-    said = {"agent_report": tail(done.stdout)} if done.stdout.strip() else {}  # the brief asks for one on stdout
+    said: dict[str, Any] = (
+        {"agent_report": tail(done.stdout)} if done.stdout.strip() else {}
+    )  # the brief asks for one on stdout
     if (structured := structured_report(done.stdout)) is not None:
         said["agent_structured"] = structured
     wrote = path.exists()
@@ -333,7 +337,7 @@ def run_agents(
     batch_size: int,
     jobs: int,
     journal: Journal,
-    progress=None,
+    progress: Callable[[dict], dict] | None = None,
 ) -> tuple[list[dict], list[dict]]:
     """(outcomes, batches): each batch runs its packets one after another; up to `jobs` batches run at once."""
     progress = progress or (lambda o: o)
@@ -364,7 +368,13 @@ def run_agents(
 
 
 def distill(
-    packets_dir: Path, out_root: Path, mode: str, command: str = "", batch_size: int = 8, jobs: int = 1, stream=None
+    packets_dir: Path,
+    out_root: Path,
+    mode: str,
+    command: str = "",
+    batch_size: int = 8,
+    jobs: int = 1,
+    stream: TextIO | None = None,
 ) -> dict:
     if mode == "agent":
         check_template(command)

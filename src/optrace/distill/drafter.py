@@ -23,6 +23,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from optrace.facts import MECHANISM_RE
 from optrace.gates.store.established_fact import MIN_MECHANISM_CHARS, NON_MECHANISM
@@ -128,7 +129,7 @@ class Draft:
 # ---- prose ------------------------------------------------------------------------------------
 
 
-def servable(text) -> str | None:
+def servable(text: object) -> str | None:
     """Packet prose fit for served text: non-blank, whitespace collapsed, no absolute latency."""
     if not isinstance(text, str):
         return None
@@ -136,11 +137,11 @@ def servable(text) -> str | None:
     return text if text and not ABSOLUTE_LATENCY.search(text) else None
 
 
-def first_servable(*texts) -> str | None:
+def first_servable(*texts: object) -> str | None:
     return next((s for s in map(servable, texts) if s), None)
 
 
-def pieces(text) -> list[str]:
+def pieces(text: object) -> list[str]:
     """Sentences, and the clauses a colon introduces ("within noise: the halved warp count ...")."""
     if not isinstance(text, str):
         return []
@@ -216,7 +217,7 @@ def mechanism_sentence(packet: dict) -> str | None:
     return None
 
 
-def causal_pieces(text) -> list[str]:
+def causal_pieces(text: object) -> list[str]:
     """The sentences of a text that state a cause (servable, no speculation)."""
     return [p for p in pieces(text) if is_mechanism(p)]
 
@@ -249,7 +250,8 @@ def single_match(pattern: re.Pattern, text: str) -> str | None:
 
 def within_budget(lines: list[str]) -> str:
     """Whole lines, as many as fit the snippet budget (always at least one)."""
-    out, size = [], 0
+    out: list[str] = []
+    size = 0
     for line in lines:
         size += len(line) + 1
         if out and size > MAX_SNIPPET_CHARS:
@@ -274,7 +276,8 @@ def diff_snippet(code: str | None) -> str | None:
     hunks = diff_hunks(code)
     if not hunks:
         return None
-    taken, size = [], 0
+    taken: list[str] = []
+    size = 0
     for hunk in hunks:
         size += sum(len(line) + 1 for line in hunk)
         if taken and size > MAX_SNIPPET_CHARS:
@@ -355,7 +358,8 @@ def jit_dsl(decorator_prefix: str) -> str:
 
 def kernel_blocks(lines: list[str]) -> list[tuple[int, int, str, str]]:
     """(start, end, dsl, name) of every jit-compiled Python function and every CUDA __global__ kernel."""
-    out, i = [], 0
+    out: list[tuple[int, int, str, str | None]] = []
+    i = 0
     while i < len(lines):
         jit = _JIT_DECORATOR.match(lines[i])
         cuda = _CUDA_ENTRY.search(lines[i])
@@ -370,7 +374,7 @@ def kernel_blocks(lines: list[str]) -> list[tuple[int, int, str, str]]:
             i = end
         else:
             i += 1
-    return [b for b in out if b[3]]
+    return [(start, end, dsl, name) for start, end, dsl, name in out if name]
 
 
 def kernel_source(code: str | None, dsl: str) -> tuple[str | None, str | None]:
@@ -385,7 +389,8 @@ def kernel_source(code: str | None, dsl: str) -> tuple[str | None, str | None]:
     foreign = [b for b in blocks if b[2] != dsl and b[2] != "cuda"] if mine else []
     drop = {j for start, end, _, _ in foreign for j in range(start, end)}
     kept = [line for j, line in enumerate(lines) if j not in drop]
-    out, size = [], 0
+    out: list[str] = []
+    size = 0
     for line in _trim_blank(kept):
         size += len(line) + 1
         if out and size > MAX_REFERENCE_CHARS:
@@ -525,7 +530,7 @@ def evidence(packet: dict, effect: dict) -> dict:
     }
 
 
-def measured_effect(packet: dict, **extra) -> dict:
+def measured_effect(packet: dict, **extra: Any) -> dict:
     """Absolute geomeans for auditing, human-only."""
     values = {"new_geomean_us": packet["agent_facing"]["measurements"].get("geomean_us"), **extra}
     values = {k: v for k, v in values.items() if v is not None}
@@ -704,7 +709,7 @@ def anti_draft(packet: dict, code: str | None) -> Draft | str:
     if snippet:
         payload["implementation"] = {"format": DIFF_FORMAT, "snippet": snippet}
     payload["established_fact"] = {"condition": condition, "mechanism": mechanism}
-    gain = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
+    gain: dict[str, Any] = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
     return Draft(payload, gain, measured_effect(packet), [] if observed else ["observed"])
 
 
@@ -748,7 +753,8 @@ def draft_record(packet: dict, code: str | None) -> tuple[dict | None, str]:
     """(record, "drafted[; too thin for: ...]") or (None, why the packet cannot back a record)."""
     if not packet.get("provenance", {}).get("commit"):
         return None, "no commit to cite: the version exists only as a step record"
-    build = DRAFTERS.get(packet.get("record_type"))
+    record_type: Any = packet.get("record_type")  # as the packet states it
+    build = DRAFTERS.get(record_type)
     if build is None:
         return None, f"unknown record type {packet.get('record_type')!r}"
     draft = build(packet, code)

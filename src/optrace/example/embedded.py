@@ -59,7 +59,12 @@ def build_example(out: Path, plan_path: Path = PLAN) -> str:
         )
         for c in plan["commits"]
     ]
-    untracked = {dst: _content(base, src) for dst, src in (plan.get("untracked") or {}).items()}
+    untracked: dict[str, str | bytes] = {}
+    for dst, src in (plan.get("untracked") or {}).items():
+        data = _content(base, src)
+        if data is None:  # found by mypy: a null here reached write_bytes(None) as a TypeError
+            raise InputError(plan_path, f"untracked file {dst!r} names no source (only a commit deletes a path)")
+        untracked[dst] = data
     if out.exists():
         shutil.rmtree(out)
     return build_trace(out, commits, untracked)

@@ -44,7 +44,7 @@ def check_record_file(
         )
     data, error = read_bytes(record, MAX_RECORD_BYTES)
     parsed = None
-    if error is None:
+    if data is not None:
         parsed, error = parse_json_bytes(data)
     packet = run.parse_packet(target, *run.packet_files(*target))
     judged = judge(paths.relpath(name), parsed, error, packet, run.trace, run.denylist)

@@ -43,7 +43,7 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from optrace import PACKAGE_DIR
 from optrace.distill.records import record_names
@@ -243,7 +243,7 @@ def facts_json(trace: TraceContext) -> dict:
     }
 
 
-def _str_map(value: Any) -> bool:
+def _str_map(value: Any) -> TypeGuard[dict[str, str]]:
     return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
 
 
@@ -279,13 +279,14 @@ class TraceRun:
     def packet_files(self, seg_id: str, code_file: str | None) -> tuple[bytes, bytes]:
         if seg_id not in self._packet_files:
             data, error = read_bytes(self.paths.packets / f"{seg_id}.json", MAX_PACKET_BYTES)
-            if error is not None:
+            if data is None:
                 raise InputError(self.paths.packets / f"{seg_id}.json", f"packet {error}")
             code = b""
             if code_file:
-                code, error = read_bytes(self.paths.packets / code_file, MAX_PACKET_BYTES)
-                if error is not None:
+                code_read, error = read_bytes(self.paths.packets / code_file, MAX_PACKET_BYTES)
+                if code_read is None:
                     raise InputError(self.paths.packets / code_file, f"packet code {error}")
+                code = code_read
             self._packet_files[seg_id] = data, code
         return self._packet_files[seg_id]
 
@@ -336,7 +337,7 @@ class TraceRun:
             return judged
         if judged is None:
             record = None
-            if error is None:
+            if data is not None:
                 record, error = parse_json_bytes(data)
             packet = self.parse_packet(target, packet_bytes, code) if target else None
             judged = judge(relpath, record, error, packet, self.trace, self.denylist)
@@ -348,7 +349,7 @@ class TraceRun:
 
     def run(self, cache_path: Path) -> tuple[list[RecordVerdict], list[str]]:
         """(verdicts, seg_ids of packets without a record); refreshes the cache file."""
-        cache, used = load_cache(cache_path), {}
+        cache, used = load_cache(cache_path), dict[str, dict]()
         context = self.context()
         if cache.context == context.hex() and cache.facts is not None:
             self._trace = facts_from_json(self.paths.slug, cache.facts, str(self.profile))

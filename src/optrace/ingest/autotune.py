@@ -325,7 +325,12 @@ def parse_meta_record(where: str, rec: object) -> MetaRecord:
             kept[stated] = config
         else:
             tampered.append(Tampered(f"{where}: configs", stated, actual))
-    context = RunContext(*(rec[k] for k in CONTEXT_KEYS), backend, rec["kernel_source"], codegen_signature(settings))
+    context = RunContext(
+        **{k: rec[k] for k in CONTEXT_KEYS},
+        backend=backend,
+        kernel_source=rec["kernel_source"],
+        codegen=codegen_signature(settings),
+    )
     return MetaRecord(where, run_id, context, kept, tampered)
 
 
@@ -451,8 +456,9 @@ class AutotuneResult:
 def join_row(row: CsvRow, runs: dict[str, Run], report: AutotuneReport) -> AutotuneRow | None:
     """The joined row, or None with the reason counted in the report."""
 
-    def exclude(reason: str) -> None:
+    def exclude(reason: str) -> AutotuneRow | None:  # counted, and no row
         report.excluded[reason] += 1
+        return None
 
     if row.status == STARTED:
         report.started_dropped += 1
@@ -510,6 +516,7 @@ def ingest_autotune(files: TraceFiles) -> AutotuneResult:
     for s in report.sets:
         text, why = _read(files, s.csv)
         if text is None:
+            assert why is not None  # _read gives the text or why not
             report.unjoinable_files.append(Problem(s.csv, why))
             continue
         parsed = parse_csv(s.csv, text)
@@ -524,6 +531,7 @@ def ingest_autotune(files: TraceFiles) -> AutotuneResult:
             continue
         meta_text, why = _read(files, s.meta)
         if meta_text is None:
+            assert why is not None
             report.problems.append(Problem(s.meta, why))
             continue
         meta = parse_meta(s.meta, meta_text)

@@ -127,7 +127,7 @@ def _read_capture(files: TraceFiles, where: CaptureDir, non_target: list[str]) -
         or _export_kernel(exports, non_target)
     )
     kernel = normalized = source = duration = None
-    reason = "no kernel name found"
+    reason: str | None = "no kernel name found"
     if named is not None:
         kernel, source = named.kernel, named.source
         normalized = normalize_kernel_name(kernel)

@@ -27,6 +27,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, overload
 
 from optrace.errors import InputError
 from optrace.ingest.trace_files import GitTreeFiles, TraceFiles, WorkTreeFiles, read_small_file
@@ -259,6 +260,10 @@ def _lstat(path: Path):
         return None
 
 
+@overload
+def _git_file(where, path: Path, cap: int = ..., *, required: Literal[True]) -> str: ...
+@overload
+def _git_file(where, path: Path, cap: int = ..., required: bool = ...) -> str | None: ...
 def _git_file(where, path: Path, cap: int = MAX_GIT_FILE_BYTES, required: bool = False) -> str | None:
     """A small git file's text, or None when absent; a FIFO, device, symlink or oversized file is refused."""
     data, problem = read_small_file(path, cap)
@@ -266,6 +271,7 @@ def _git_file(where, path: Path, cap: int = MAX_GIT_FILE_BYTES, required: bool =
         return None
     if problem is not None:
         raise InputError(where, f"{path.name} in the git directory is {problem}; not a usable repository")
+    assert data is not None  # read_small_file gives bytes or a problem
     return data.decode("utf-8", "replace")
 
 
@@ -391,12 +397,14 @@ class BlobReader:
         self.proc = subprocess.Popen(
             argv, env=env, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
         )
+        assert self.proc.stdin is not None and self.proc.stdout is not None  # both are pipes
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
 
     def read(self, blob: str, cap: int | None = None) -> bytes | None:
         """The blob's bytes, or None when it is larger than `cap`; a missing object is an InputError."""
         try:
-            self.proc.stdin.write(blob.encode("ascii") + b"\n")
-            self.proc.stdin.flush()
+            self.stdin.write(blob.encode("ascii") + b"\n")
+            self.stdin.flush()
         except (BrokenPipeError, OSError):
             raise InputError(self.where, f"git cat-file stopped while reading object {blob[:12]}") from None
         return self._answer(blob, cap)
@@ -407,8 +415,8 @@ class BlobReader:
 
         def ask() -> None:
             with contextlib.suppress(OSError):  # git stopped: the reads below say so
-                self.proc.stdin.write(b"".join(b.encode("ascii") + b"\n" for b in blobs))
-                self.proc.stdin.flush()
+                self.stdin.write(b"".join(b.encode("ascii") + b"\n" for b in blobs))
+                self.stdin.flush()
 
         writer = threading.Thread(target=ask, daemon=True)
         writer.start()
@@ -427,7 +435,7 @@ class BlobReader:
         try:
             if self.stopped:
                 raise OSError
-            header = self.proc.stdout.readline().decode("ascii", "replace").split()
+            header = self.stdout.readline().decode("ascii", "replace").split()
         except OSError:
             raise InputError(self.where, f"git cat-file stopped while reading object {blob[:12]}") from None
         if len(header) != 3:
@@ -436,15 +444,15 @@ class BlobReader:
         if cap is not None and size > cap:
             left = size + 1
             while left:
-                left -= len(self.proc.stdout.read(min(left, 1 << 20)) or b"\0" * left)
+                left -= len(self.stdout.read(min(left, 1 << 20)) or b"\0" * left)
             return None
-        data = self.proc.stdout.read(size + 1)
+        data = self.stdout.read(size + 1)
         return data[:-1]
 
     def close(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
-                self.proc.stdin.close()
+                self.stdin.close()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -485,6 +493,7 @@ class History:
         if self.head is None:  # no commits yet (unborn HEAD)
             return []
         self.start_log()
+        assert self._log is not None  # started just above: HEAD names a commit
         return parse_log(self._log.output())
 
     def read_blob(self, blob: str, cap: int | None = None) -> bytes | None:
@@ -548,7 +557,7 @@ def _unbundle(path: Path, shadow: Path) -> str | None:
         str(path.resolve()),
         what="not a readable git bundle (an incremental bundle needs its prerequisite commits)",
     )
-    refs = {}
+    refs: dict[str, str] = {}
     for line in out.decode("utf-8", "replace").splitlines():
         sha, _, ref = line.strip().partition(" ")
         if _SHA_RE.match(sha):

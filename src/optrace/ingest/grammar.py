@@ -117,7 +117,9 @@ def deadend_items(text: str) -> list[str]:
         return []
     blob = re.split(r"\bNext:", m.group(1), maxsplit=1)[0]
     blob = re.split(r"\.\s+(?=[A-Za-z])", blob, maxsplit=1)[0]
-    items, depth, cur = [], 0, []
+    items: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in blob:
         if ch in "([{":
             depth += 1

@@ -407,6 +407,7 @@ def _index_products(entries: list[dict], arch_tokens: dict, where) -> dict[str, 
                 taken = f'is already a spelling of product "{owner[key]}"'
                 raise InputError(where, f'{label}: "{spelling}" {taken}')
         isa = entry.get("cc") or entry.get("gfx")
+        assert isa is not None  # the schema requires cc of an nvidia product, gfx of an amd one
         # The ISA must be listed under the same arch, which catches a product filed under the wrong arch.
         listed = arch_tokens.get(tokens(isa))
         if listed != (entry["vendor"], entry["arch"]):

@@ -96,6 +96,7 @@ def classify_commits(commits: list[Commit]) -> VersionIndex:
             )
             non_version.append(_non_version(commit, why))
             continue
+        assert n is not None  # a version claim carries its number
         if claim.episode is not None:
             episodes[claim.episode] = n
         versions.setdefault(n, VersionCommits(n, [])).commits.append((commit, claim))
@@ -113,13 +114,14 @@ def decide_verdict(vc: VersionCommits) -> tuple[str, str, list[str]]:
     deciding = [cl for _, cl in vc.commits if cl.verdict and not cl.neutral] or [
         cl for _, cl in vc.commits if cl.verdict
     ]
-    warnings = []
+    warnings: list[str] = []
     if not deciding:
         if changed:
             return "kept", "kernel.py changed and the subject states no verdict", warnings
         return "none", "kernel.py unchanged and the subject states no verdict", warnings
     claim = deciding[-1]
     verdict, basis = claim.verdict, claim.basis
+    assert verdict is not None  # deciding holds only claims with a verdict
     if verdict == "kept" and not changed:
         warnings.append(f"v{vc.n}: subject says kept but kernel.py did not change; verdict none")
         return "none", f"{basis}, but kernel.py unchanged", warnings
@@ -155,7 +157,7 @@ def drop_unusable_kernels(rows: list[dict], commits: list[Commit], unusable: dic
         if versions:
             warnings.append(f"{KERNEL_FILE} of {', '.join(versions)} is {why}; not used as source")
     by_sha = {r["sha"]: r["version"] for r in rows if r["sha"]}
-    odd = {}
+    odd: dict[str, list[str]] = {}
     for c in commits:
         if c.kernel_mode and c.kernel_mode not in REGULAR_MODES and c.sha in by_sha:
             odd.setdefault(c.kernel_mode, []).append(by_sha[c.sha])
@@ -174,6 +176,7 @@ def build_rows(
 ) -> tuple[list[dict], list[str]]:
     warnings = list(hist.warnings)
     verdicts: dict[int, tuple[str, str]] = {}
+    vc: VersionCommits | None
     for n, vc in hist.versions.items():
         verdict, basis, warn = decide_verdict(vc)
         verdicts[n] = (verdict, basis)
@@ -250,6 +253,7 @@ def build_rows(
 
 def resolve_target(meta: Metadata, over: Overrides, table: HardwareTable, trace: str) -> tuple[Target, list[str]]:
     warnings = []
+    target: Target | None
     if over.hardware or over.product or over.vendor or over.arch:
         target = target_from_override(over.vendor, over.arch, over.product or over.hardware, table)
     else:

@@ -103,7 +103,7 @@ def read_metadata(files: TraceFiles, workspace_name: str) -> Metadata:
 
     solution = _json(files, "solution.json", w)
     if isinstance(solution, dict):
-        spec = solution.get("spec") if isinstance(solution.get("spec"), dict) else {}
+        spec = found if isinstance(found := solution.get("spec"), dict) else {}
         if "languages" in spec:
             meta.dialect, meta.languages = "sol-execbench", [s.lower() for s in _as_list(spec["languages"])]
         elif "language" in spec:

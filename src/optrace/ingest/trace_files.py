@@ -155,7 +155,7 @@ class WorkTreeFiles:
     def walk(self, rel: str) -> Iterator[str]:
         # iterative and depth-capped: a 1100-deep tree is neither a RecursionError nor a slow walk
         stack, seen = [(rel, 0)], 0
-        out = []
+        out: list[str] = []
         while stack:
             folder, depth = stack.pop()
             for entry in self.list_dir(folder):

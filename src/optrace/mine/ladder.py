@@ -12,8 +12,11 @@ without a claim. A jump beyond the re-baseline factor with none of these is a cl
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import asdict, dataclass
+
+from optrace.rows import VersionRow
 
 CLAIMS = ("milestone", "mega")
 ANCHORS = ("baseline", "rebaseline") + CLAIMS  # what a later claim is measured against and builds on
@@ -41,7 +44,7 @@ class Thresholds:
     rebaseline_factor: float = 5.0
 
     @staticmethod
-    def add_arguments(parser) -> None:
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
         """The ladder's thresholds as options, for every stage that runs the ladder."""
         parser.add_argument(
             "--milestone-pct",
@@ -60,7 +63,7 @@ class Thresholds:
         )
 
     @classmethod
-    def from_args(cls, args) -> Thresholds:
+    def from_args(cls, args: argparse.Namespace) -> Thresholds:
         return cls(args.milestone_pct, args.mega_pct, args.rebaseline_factor)
 
 
@@ -80,7 +83,7 @@ class Step:
         return asdict(self)
 
 
-def rejection(row: dict) -> str | None:
+def rejection(row: VersionRow) -> str | None:
     """Why a version can never move the floor, or None. Order: most fundamental first."""
     if row["verdict"] == "reverted":
         return "infrastructure failure" if row["infrastructure"] else f"reverted ({row['verdict_basis']})"
@@ -98,9 +101,10 @@ def rejection(row: dict) -> str | None:
     return None
 
 
-def rebaseline_evidence(row: dict, floor_row: dict) -> str | None:
+def rebaseline_evidence(row: VersionRow, floor_row: VersionRow) -> str | None:
     """Why this version's numbers are not comparable with the floor's, or None."""
     geo, floor = row["geomean_us"], floor_row["geomean_us"]
+    assert geo is not None and floor is not None  # asked of measured versions only (run_ladder)
     mine, theirs = row.get("speedup_vs_ref"), floor_row.get("speedup_vs_ref")
     if mine and theirs:
         moved = (geo * mine) / (floor * theirs)  # the reference's own latency, now over then
@@ -119,10 +123,10 @@ def _times(ratio: float) -> str:
     return f"{ratio:.1f}x" if ratio >= 1 else f"{1 / ratio:.1f}x down"
 
 
-def run_ladder(rows: list[dict], t: Thresholds = Thresholds()) -> list[Step]:
+def run_ladder(rows: list[VersionRow], t: Thresholds = Thresholds()) -> list[Step]:
     steps: list[Step] = []
     best: float | None = None
-    best_row: dict | None = None  # the row that set the floor (its speedup is the reference's yardstick)
+    best_row: VersionRow | None = None  # the row that set the floor (its speedup is the reference's yardstick)
     holder: int | None = None  # index in steps of the surviving version that holds the floor
     for row in sorted(rows, key=lambda r: r["n"]):
         geo = row["geomean_us"]
@@ -134,6 +138,7 @@ def run_ladder(rows: list[dict], t: Thresholds = Thresholds()) -> list[Step]:
             steps.append(Step(row["version"], row["n"], "baseline", "first surviving version", geo, None, None))
             best, best_row, holder = geo, row, len(steps) - 1
             continue
+        assert geo is not None and best_row is not None  # rejection() refuses a version without a number
         improve = round((best - geo) / best * 100.0, 2)
         evidence = rebaseline_evidence(row, best_row)
         if evidence:

@@ -13,11 +13,27 @@ import argparse
 import difflib
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast, overload
 
 from optrace.ingest.git_history import KERNEL_FILE, open_trace
 from optrace.ingest.trace_files import read_text
 from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
+from optrace.rows import (
+    AgentFacing,
+    Measurements,
+    OperatorFacts,
+    PacketRow,
+    Profiler,
+    ProfilerMetrics,
+    SegmentRow,
+    ShapeLatency,
+    VersionRow,
+    WhatTheRunSaid,
+    read_segments,
+    read_versions,
+)
 from optrace.scrub.anonymize import Scrubber, ShapeLabels, json_strings
 from optrace.scrub.leak_patterns import add_denylist_argument
 
@@ -62,9 +78,9 @@ _SUMMARY_NUMBERS = [
 MAX_STALLS = 5
 
 
-def summary_metrics(text: str) -> dict:
+def summary_metrics(text: str) -> ProfilerMetrics:
     """The numbers of an ncu `summary.txt`: throughputs, occupancy, registers, top stall reasons, symptoms."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for pattern, key in _SUMMARY_NUMBERS:
         if m := re.search(pattern, text, re.M):
             out[key] = float(m.group(1)) if "." in m.group(1) else int(m.group(1))
@@ -74,7 +90,7 @@ def summary_metrics(text: str) -> dict:
         out["stall_reasons"] = {name: float(v) for name, v in pairs[:MAX_STALLS]}
     if m := re.search(r"^SYMPTOMS:\s*(.+)$", text, re.M):
         out["symptoms"] = [w.strip() for w in m.group(1).split(",") if w.strip()]
-    return out
+    return cast(ProfilerMetrics, out)  # keys: _SUMMARY_NUMBERS' names, stall_reasons, symptoms
 
 
 def unified_diff(before: str, after: str) -> str:
@@ -87,7 +103,14 @@ def unified_diff(before: str, after: str) -> str:
 
 class PacketBuilder:
     def __init__(
-        self, meta: dict, rows: list[dict], profiles: list[dict], scrubber: Scrubber, slug: str, read_blob, read_file
+        self,
+        meta: dict,
+        rows: list[VersionRow],
+        profiles: list[dict],
+        scrubber: Scrubber,
+        slug: str,
+        read_blob: Callable[[str], bytes | None],
+        read_file: Callable[[str], str | None],
     ):
         self.meta, self.scrub, self.slug = meta, scrubber, slug
         self.rows = {r["version"]: r for r in rows}
@@ -96,24 +119,33 @@ class PacketBuilder:
         self.read_blob, self.read_file = read_blob, read_file
         self.shapes = ShapeLabels.from_keys(sorted({k for r in rows for k in r["by_shape_us"]}))
         self._scrubbed: dict = {}
-        self._metrics: dict[str, dict] = {}
+        self._metrics: dict[str, ProfilerMetrics] = {}
         # kernel blob of the nearest earlier version that has one, for every version
-        self._kernel_before, last = {}, None
+        self._kernel_before: dict[str, str | None] = {}
+        last = None
         for r in self.order:
             self._kernel_before[r["version"]] = last
             last = r["kernel_blob"] or last
 
-    def text(self, s):
+    @overload
+    def text(self, s: str) -> str: ...
+    @overload
+    def text(self, s: None) -> None: ...
+    def text(self, s: str | None) -> str | None:
         # the same prose (operator description, a version's subject) recurs in many packets
         if s not in self._scrubbed:
             self._scrubbed[s] = self.scrub.text(s, self.shapes)
         return self._scrubbed[s]
 
     def kernel(self, blob: str | None) -> str:
-        return self.read_blob(blob).decode("utf-8", errors="replace") if blob else ""
+        if not blob:
+            return ""
+        data = self.read_blob(blob)
+        assert data is not None  # None only over a cap, and none is given
+        return data.decode("utf-8", errors="replace")
 
     # ---- layers -------------------------------------------------------------------------------
-    def operator(self, dsl: str) -> dict:
+    def operator(self, dsl: str) -> OperatorFacts:
         m, t = self.meta, self.meta["target"]
         return {
             "what_it_computes": self.text(m["description"]),
@@ -126,7 +158,7 @@ class PacketBuilder:
             "harness": self.text(m["harness"]),
         }
 
-    def run_said(self, row: dict) -> dict:
+    def run_said(self, row: VersionRow) -> WhatTheRunSaid:
         return {
             "change": self.text(row["action_description"]),
             "commit_subject": self.text(row["subject"]),
@@ -138,25 +170,29 @@ class PacketBuilder:
             "expected_impact": self.text(row.get("expected_impact")),
         }
 
-    def shape_entry(self, key: str, latency: float) -> dict:
+    def shape_entry(self, key: str, latency: float) -> ShapeLatency:
         axes = self.meta.get("shape_axes", {}).get(key)
         values = {k: v for k, v in (axes or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        return {"shape": self.shapes.label(key), "latency_us": latency, **({"axes": values} if values else {})}
+        entry: ShapeLatency = {"shape": self.shapes.label(key), "latency_us": latency}
+        if values:
+            entry["axes"] = values
+        return entry
 
-    def measurements(self, row: dict, seg: dict) -> dict:
-        st = seg.get("strategy") or (seg.get("lever") or {}).get("measured") or {}
+    def measurements(self, row: VersionRow, seg: SegmentRow) -> Measurements:
+        lever = seg.get("lever")
+        st = seg.get("strategy") or (lever.get("measured") if lever else None)
         per_shape = sorted(
             (self.shape_entry(k, v) for k, v in row["by_shape_us"].items()), key=lambda x: (x["latency_us"], x["shape"])
         )
         return {
             "geomean_us": row["geomean_us"],
-            "improve_pct_vs_floor": st.get("improve_pct"),
-            "floor_before_us": st.get("floor_before_us"),
+            "improve_pct_vs_floor": st.get("improve_pct") if st else None,
+            "floor_before_us": st.get("floor_before_us") if st else None,
             "per_shape_latency": per_shape,
             "correctness": row["correctness"],
         }
 
-    def profiler(self, versions: list[str]) -> tuple[dict, list[str], str | None]:
+    def profiler(self, versions: list[str]) -> tuple[Profiler, list[str], str | None]:
         """Conclusion only from a usable capture; unusable captures' REPORT.md never reach a packet."""
         dirs = [d for v in versions for d in self.rows[v]["usable_profile_dirs"]]
         conclusion, report = None, None
@@ -167,7 +203,8 @@ class PacketBuilder:
                 report = rel
                 break
         kernels = sorted({self.profiles[d]["kernel_normalized"] for d in dirs if d in self.profiles})
-        metrics = next((m for d in dirs if (m := self.capture_metrics(d))), {})
+        none: ProfilerMetrics = {}
+        metrics = next((m for d in dirs if (m := self.capture_metrics(d))), none)
         return (
             {
                 "ncu_measured_the_kernel_under_test": bool(dirs),
@@ -179,7 +216,7 @@ class PacketBuilder:
             report,
         )
 
-    def capture_metrics(self, capture_dir: str) -> dict:
+    def capture_metrics(self, capture_dir: str) -> ProfilerMetrics:
         # a capture is read once however many packets cite it (a lever's versions, a strategy's parent)
         if capture_dir not in self._metrics:
             text = self.read_file(f"{capture_dir}/summary.txt")
@@ -198,14 +235,14 @@ class PacketBuilder:
         return dirs[:MAX_LIST], pits[:MAX_LIST]
 
     # ---- one packet ---------------------------------------------------------------------------
-    def build(self, seg: dict) -> tuple[dict, str | None, str | None]:
+    def build(self, seg: SegmentRow) -> tuple[PacketRow, str | None, str | None]:
         """(packet, code text, code file suffix)"""
         row = self.rows[seg["version"]]
         versions = [o["version"] for o in seg["lever"]["occurrences"]] if "lever" in seg else [row["version"]]
         profiler, capture_dirs, report = self.profiler(versions)
         directions, pitfalls = self.directions_and_pitfalls(versions)
         dsl = seg["scope"]["dsl"]
-        agent = {
+        agent: AgentFacing = {
             "operator": self.operator(dsl),
             "what_the_run_said": self.run_said(row),
             "measurements": self.measurements(row, seg),
@@ -246,9 +283,10 @@ class PacketBuilder:
         else:
             code, suffix = self.kernel(row["kernel_blob"])[:MAX_KERNEL_CHARS], ".py"
         if code is not None:
+            assert suffix is not None  # set with the code
             code = self.scrub.code(code, dsl)
             agent["code_file"] = seg["seg_id"] + suffix
-        packet = {
+        packet: PacketRow = {
             "seg_id": seg["seg_id"],
             "record_type": seg["record_type"],
             "seg_kind": seg["seg_kind"],
@@ -266,20 +304,22 @@ class PacketBuilder:
                 "source_label": self.meta["source_label"],
                 "version": row["version"],
                 "commit": row["sha"],
-                **(
-                    {"builds_on": {"version": b["version"], "commit": b["sha"], "geomean_us": b["geomean_us"]}}
-                    if (b := (seg.get("strategy") or {}).get("builds_on"))
-                    else {}
-                ),
                 "occurrences": [{"version": v, "commit": self.rows[v]["sha"]} for v in versions],
                 "capture_dirs": capture_dirs,
                 "report": report,
             },
         }
+        strategy = seg.get("strategy")
+        if strategy and (b := strategy.get("builds_on")):  # files are written with sorted keys
+            packet["provenance"]["builds_on"] = {
+                "version": b["version"],
+                "commit": b["sha"],
+                "geomean_us": b["geomean_us"],
+            }
         return packet, code, suffix
 
 
-def packet_leaks(packet: dict, code: str | None, scrubber: Scrubber, seen: dict | None = None) -> list[str]:
+def packet_leaks(packet: PacketRow, code: str | None, scrubber: Scrubber, seen: dict | None = None) -> list[str]:
     """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code,
     object keys included. `seen` caches verdicts of strings already checked (most prose recurs across
     a trace's packets)."""
@@ -295,11 +335,12 @@ def packet_leaks(packet: dict, code: str | None, scrubber: Scrubber, seen: dict 
 
 
 def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber: Scrubber) -> tuple[int, list[str]]:
-    segments = read_jsonl(work_dir / "segments.jsonl")
-    rows = read_jsonl(work_dir / "versions.jsonl")
+    segments = read_segments(work_dir / "segments.jsonl")
+    rows = read_versions(work_dir / "versions.jsonl")
     meta = read_json(work_dir / "meta.json")
     profiles = read_jsonl(work_dir / "profiles.jsonl")
-    failures, entries, keep, checked = [], [], {"manifest.json"}, {}
+    failures, entries, keep = [], [], {"manifest.json"}
+    checked: dict[str, list[str]] = {}
     with open_trace(trace, out_dir) as opened:
         builder = PacketBuilder(
             meta,

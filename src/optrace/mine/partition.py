@@ -18,13 +18,14 @@ import hashlib
 import re
 import textwrap
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from optrace.facts import precheck
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
 from optrace.mine.ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
+from optrace.rows import Experiment, Measured, Occurrence, RecordType, SegmentRow, SplitBy, VersionRow, read_versions
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 MAX_TECHNIQUE_CHARS = 48
@@ -144,7 +145,7 @@ def technique_slug(text: str) -> str:
     return slugify(" ".join(words[:MAX_TECHNIQUE_WORDS]))
 
 
-def technique_text(row: dict) -> str:
+def technique_text(row: VersionRow) -> str:
     """What a version changed, in the run's words, without grammar boilerplate."""
     for candidate in (row["action_description"], _strip(row["subject"] or ""), row["action_category"]):
         if candidate and len(candidate.strip()) >= MIN_LEVER_CHARS:
@@ -182,15 +183,15 @@ def seg_identity(ctx: Context, kind: str, dsl: str, technique: str, anchor: str,
 
 def _common(
     ctx: Context,
-    row: dict,
-    record_type: str,
+    row: VersionRow,
+    record_type: RecordType,
     seg_kind: str,
     seg_id: str,
     technique: str,
     id_kind: str,
     anchor: str,
     text: str,
-) -> dict:
+) -> SegmentRow:
     record_id, episode_key = seg_identity(ctx, id_kind, row["dsl"], technique, anchor, text)
     return {
         "seg_id": seg_id,
@@ -219,7 +220,9 @@ def gain_pct(parent_us: float, new_us: float) -> float:
     return round((parent_us - new_us) / parent_us * 100.0, 2)
 
 
-def strategy_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], scrub) -> list[dict]:
+def strategy_segments(
+    ctx: Context, rows: dict[str, VersionRow], steps: list[Step], scrub: Callable[[str], str]
+) -> list[SegmentRow]:
     """A claim builds on the previous anchor (baseline, re-baseline or claim): its diff, its `builds_on`
     and its parent geomean all refer to that one version, and its gain is measured against it."""
     out, previous = [], None
@@ -234,6 +237,8 @@ def strategy_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], sc
             )
             seg["seg_id"] = f"strategy-{seg['id'][-6:]}"  # file names reach the agent: no version id in them
             base = rows[previous.version]
+            # an anchor and a claim are measured versions (the ladder rejects the others)
+            assert base["geomean_us"] is not None and row["geomean_us"] is not None
             seg["strategy"] = {
                 "improve_pct": gain_pct(base["geomean_us"], row["geomean_us"]),
                 "geomean_us": row["geomean_us"],
@@ -256,19 +261,19 @@ def strategy_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], sc
 FAILED_DECISIONS = {"revert", "pivot"}  # an experiment the run gave up on
 
 
-def experiment_cause(exp: dict) -> str | None:
+def experiment_cause(exp: Experiment) -> str | None:
     """What an experiment found, in its own words (evidence, then result)."""
-    parts = [exp.get(k) for k in ("evidence", "result") if exp.get(k)]
+    parts = [p for p in (exp.get("evidence"), exp.get("result")) if p]
     return " ".join(p.rstrip(".") + "." for p in parts) or None
 
 
-def failed_levers(row: dict, by_version: dict[str, dict]) -> list[tuple[str, str, str | None]]:
+def failed_levers(row: VersionRow, by_version: dict[str, VersionRow]) -> list[tuple[str, SplitBy, str | None]]:
     """(lever text, split_by, its own stated cause) for one version.
 
     A reverted version: its listed items, else one prose lever; a kept version undone by a later
     `revert V<N> (reason)` is one lever whose cause is that reason (the revert commit itself is no
     lever); every experiment the run reverted or pivoted away from is a lever of its own."""
-    out: list[tuple[str, str, str | None]] = []
+    out: list[tuple[str, SplitBy, str | None]] = []
     for exp in row.get("experiments") or []:
         text = exp.get("change") or exp.get("name") or ""
         if exp.get("decision") in FAILED_DECISIONS and len(text) >= MIN_LEVER_CHARS:
@@ -290,7 +295,7 @@ def failed_levers(row: dict, by_version: dict[str, dict]) -> list[tuple[str, str
     return [(text, "agent", None)] if len(text) >= MIN_LEVER_CHARS else []
 
 
-def evidence_text(row: dict, lever: str, cause: str | None) -> str:
+def evidence_text(row: VersionRow, lever: str, cause: str | None) -> str:
     """All the prose the run left about a lever's version: what the precheck reads."""
     parts = [
         lever,
@@ -306,7 +311,7 @@ def evidence_text(row: dict, lever: str, cause: str | None) -> str:
     return " ".join(p for p in parts if p)
 
 
-def tried_against(row: dict, floor: float | None, split_by: str) -> dict | None:
+def tried_against(row: VersionRow, floor: float | None, split_by: str) -> Measured | None:
     """The attempt's own measurement against the floor it was tried against; none for an experiment
     (the version's number is the episode's, not the experiment's) or without both numbers."""
     geo = row["geomean_us"]
@@ -323,15 +328,17 @@ SEG_KINDS = {
 }
 
 
-def anti_segments(ctx: Context, rows: list[dict], scrub, steps: list[Step] = ()) -> list[dict]:
-    levers: dict[str, dict] = {}
+def anti_segments(
+    ctx: Context, rows: list[VersionRow], scrub: Callable[[str], str], steps: Sequence[Step] = ()
+) -> list[SegmentRow]:
+    levers: dict[str, SegmentRow] = {}
     by_version = {r["version"]: r for r in rows}
     floors = {s.version: s.floor_before_us for s in steps}
     for row in rows:
         for lever, split_by, cause in failed_levers(row, by_version):
             clean = scrub(lever)
             key = lever_key(clean)
-            occurrence = {"version": row["version"], "sha": row["sha"]}
+            occurrence: Occurrence = {"version": row["version"], "sha": row["sha"]}
             if key in levers:
                 levers[key]["lever"]["occurrences"].append(occurrence)
                 continue
@@ -352,15 +359,17 @@ def anti_segments(ctx: Context, rows: list[dict], scrub, steps: list[Step] = ())
     return list(levers.values())
 
 
-def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> list[dict]:
-    out: dict[str, dict] = {}
+def pitfall_segments(
+    ctx: Context, rows: list[VersionRow], taken: set[str], scrub: Callable[[str], str]
+) -> list[SegmentRow]:
+    out: dict[str, SegmentRow] = {}
     for row in rows:
         for pit in row["pitfalls"]:
             clean = scrub(pit["text"])
             key = lever_key(clean)
             if len(clean) < MIN_LEVER_CHARS or key in taken:
                 continue
-            occurrence = {"version": row["version"], "sha": row["sha"]}
+            occurrence: Occurrence = {"version": row["version"], "sha": row["sha"]}
             if key in out:
                 out[key]["lever"]["occurrences"].append(occurrence)
                 continue
@@ -382,10 +391,13 @@ def pitfall_segments(ctx: Context, rows: list[dict], taken: set[str], scrub) -> 
     return list(out.values())
 
 
-def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], scrub) -> list[dict]:
-    out, seen = [], set()
+def reference_segments(
+    ctx: Context, rows: dict[str, VersionRow], steps: list[Step], scrub: Callable[[str], str]
+) -> list[SegmentRow]:
+    out: list[SegmentRow] = []
+    seen: set[str] = set()
     final = next((s for s in steps if s.final), None)
-    picks = [(final, "final-kernel", "refk-final", "final")] if final else []
+    picks: list[tuple[Step, str, str | None, str]] = [(final, "final-kernel", "refk-final", "final")] if final else []
     picks += [(s, "mega-snapshot", None, "snapshot") for s in steps if s.outcome == "mega"]
     for step, kind, seg_id, prefix in picks:
         row = rows[step.version]
@@ -395,15 +407,15 @@ def reference_segments(ctx: Context, rows: dict[str, dict], steps: list[Step], s
         if not row["kernel_blob"] or row["kernel_blob"] in seen:
             continue  # no kernel.py, or the same kernel as the final one
         seen.add(row["kernel_blob"])
-        seg = _common(ctx, row, "reference-kernel", kind, seg_id, technique, "reference-kernel", row["version"], text)
+        seg = _common(ctx, row, "reference-kernel", kind, "", technique, "reference-kernel", row["version"], text)
         seg["seg_id"] = seg_id or f"refk-{seg['id'][-6:]}"
         out.append(seg)
     return out
 
 
 def build_segments(
-    rows: list[dict], meta: dict, t: Thresholds, scrub: Callable[[str], str]
-) -> tuple[list[dict], list[Step]]:
+    rows: list[VersionRow], meta: dict, t: Thresholds, scrub: Callable[[str], str]
+) -> tuple[list[SegmentRow], list[Step]]:
     tgt = meta["target"]
     # the operator slug comes from trace-controlled names: it goes through the scrubber like any text
     operator = slugify(scrub(meta["operator_slug"].replace("-", " ")))
@@ -425,7 +437,7 @@ def build_segments(
     return segments, steps
 
 
-def render_md(segments: list[dict], steps: list[Step], profiles: list[dict], meta: dict) -> str:
+def render_md(segments: list[SegmentRow], steps: list[Step], profiles: list[dict], meta: dict) -> str:
     kinds = Counter((s["record_type"], s["seg_kind"]) for s in segments)
     usable = {p["version"] for p in profiles if p["usable"] and p["version"]}
     reports = {p["version"] for p in profiles if p["usable"] and p["report"]}
@@ -497,7 +509,7 @@ def main(argv: list[str]) -> int:
     Thresholds.add_arguments(ap)
     add_denylist_argument(ap)
     args = ap.parse_args(argv)
-    rows = read_jsonl(args.work_dir / "versions.jsonl")
+    rows = read_versions(args.work_dir / "versions.jsonl")
     meta = read_json(args.work_dir / "meta.json")
     profiles = read_jsonl(args.work_dir / "profiles.jsonl")
     scrubber = Scrubber.from_env(args.denylist_env)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from optrace.jsonio import read_json, read_jsonl, write_text_atomic
@@ -67,7 +68,7 @@ def packets_without_record(results: Path, slug: str) -> list[tuple[str, str, str
     return out
 
 
-def render(results: Path, slugs: list[str], scrub) -> str:
+def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
     staging = results / "staging"
     index = read_json(staging / "records" / "index.json")["records"]
     summary = read_json(staging / "staged.json")

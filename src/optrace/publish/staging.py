@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from optrace.errors import InputError
@@ -24,9 +25,10 @@ from optrace.gates.store.model import RecordView
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
 from optrace.gates.trace.layout import store_path
 from optrace.gates.validate import read_bytes
-from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
+from optrace.jsonio import read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
+from optrace.rows import PacketRow, VersionRow, read_packet, read_versions
 
 RECORD_KEY_ORDER = (
     "schema",
@@ -51,14 +53,14 @@ def store_json(record: dict) -> str:
     return json.dumps(ordered, ensure_ascii=False, indent=1) + "\n"
 
 
-def trace_prior(rows: list[dict]) -> dict:
+def trace_prior(rows: list[VersionRow]) -> dict:
     """What the whole trace says about how often its changes were kept."""
     kept = sum(r["verdict"] == "kept" for r in rows)
     reverted = sum(r["verdict"] == "reverted" for r in rows)
     return {"corpus_kept_ratio": round(kept / (kept + reverted), 4)} if kept + reverted else {}
 
 
-def record_prior(record: dict, packet: dict, trace: dict, baseline_us: float | None) -> dict:
+def record_prior(record: dict, packet: PacketRow, trace: dict, baseline_us: float | None) -> dict:
     prior = dict(trace)
     kind = record["type"]
     gain = record["worth"]["gain"]
@@ -98,7 +100,7 @@ def scored_with(record: dict, track: dict) -> dict:
     return {**record, "worth": worth}
 
 
-def _texts(value) -> list[str]:
+def _texts(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
@@ -147,12 +149,14 @@ def split_by_verdict(summary: dict) -> tuple[dict[str, list[tuple]], list[dict]]
     return passed, failed
 
 
-def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of) -> dict:
+def stage(
+    results: Path, slugs: list[str], summary_in: dict, baseline_of: Callable[[list[VersionRow]], float | None]
+) -> dict:
     staging = results / "staging"
     passed, failed = split_by_verdict(summary_in)
     entries, summary, keep = [], {"staged": [], "failed": failed, "failed_traces": []}, set()
     for slug in slugs:
-        rows = read_jsonl(results / "work" / slug / "versions.jsonl")
+        rows = read_versions(results / "work" / slug / "versions.jsonl")
         manifest = read_json(results / "packets" / slug / "manifest.json")
         if isinstance(manifest.get("failed"), dict):  # optrace.run.pertrace's placeholder: listed, not staged
             f = manifest["failed"]
@@ -165,7 +169,7 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of) -> dic
             if record is None:
                 failed.append({"trace": slug, "path": path, "id": rid, "gates": [CHANGED]})
                 continue
-            packet = read_json(results / "packets" / slug / f"{packets[record['id']]}.json")
+            packet = read_packet(results / "packets" / slug / f"{packets[record['id']]}.json")
             scored = score(record, record_prior(record, packet, trace, baseline_of(rows)))
             rel = store_path(scored["type"], scored["retrieval"]["scope"], scored["id"])
             if rel is None:  # validation binds the scope to the packet; a name that could climb is never written
@@ -206,7 +210,7 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of) -> dic
     return summary
 
 
-def baseline_geomean(rows: list[dict]) -> float | None:
+def baseline_geomean(rows: list[VersionRow]) -> float | None:
     # the baseline is the first surviving version whatever the thresholds, so defaults do
     return next((s.geomean_us for s in run_ladder(rows) if s.outcome == "baseline"), None)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 FORMULA = "clamp(prior + 0.35*signed_feedback*confidence + usage_bonus) * recency_decay(half_life=90d)"
 BUILDER_VERSION = "opt-trace-1.0"
@@ -32,7 +33,7 @@ def stretch(kept: float) -> float:
     return clamp((kept - 0.10) / 0.70)
 
 
-def _known(prior: dict, key: str):
+def _known(prior: dict, key: str) -> Any:
     value = prior.get(key)
     return None if value is None or isinstance(value, bool) else value
 

@@ -11,16 +11,21 @@ import io
 import json
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optrace.admit.store_match import holdings
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import CLAIMS, Step, Thresholds, run_ladder
+from optrace.rows import VersionRow, read_versions
 from optrace.scrub.anonymize import Scrubber
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # imported where it is drawn: recon's other outputs need no matplotlib
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 
-def dsl_changes(rows: list[dict]) -> list[dict]:
+def dsl_changes(rows: list[VersionRow]) -> list[dict]:
     out, last = [], None
     for r in rows:
         if r["sha"] and r["dsl"] != last:
@@ -29,7 +34,7 @@ def dsl_changes(rows: list[dict]) -> list[dict]:
     return out
 
 
-def coverage(rows: list[dict], profiles: list[dict], meta: dict) -> dict:
+def coverage(rows: list[VersionRow], profiles: list[dict], meta: dict) -> dict:
     verdicts = Counter(r["verdict"] for r in rows)
     return {
         "versions": len(rows),
@@ -49,7 +54,7 @@ def coverage(rows: list[dict], profiles: list[dict], meta: dict) -> dict:
     }
 
 
-def failures(rows: list[dict], steps: list[Step]) -> dict:
+def failures(rows: list[VersionRow], steps: list[Step]) -> dict:
     rejected = Counter(_reason_class(s.reason) for s in steps if s.outcome == "rejected")
     reverted = [r for r in rows if r["verdict"] == "reverted"]
     listed = [r for r in reverted if r["deadend_items"]]
@@ -101,7 +106,7 @@ def _operator_family(entry: dict) -> str | None:
     return scope.get("operator_family")
 
 
-def expected_yield(rows: list[dict], steps: list[Step]) -> dict:
+def expected_yield(rows: list[VersionRow], steps: list[Step]) -> dict:
     claims = [s for s in steps if s.outcome in CLAIMS]
     levers = {i.lower() for r in rows for i in r["deadend_items"]}
     prose = sum(1 for r in rows if r["verdict"] == "reverted" and not r["deadend_items"])
@@ -112,7 +117,9 @@ def expected_yield(rows: list[dict], steps: list[Step]) -> dict:
     }
 
 
-def build_recon(rows, profiles, meta, steps: list[Step], index_path: Path | None) -> dict:
+def build_recon(
+    rows: list[VersionRow], profiles: list[dict], meta: dict, steps: list[Step], index_path: Path | None
+) -> dict:
     counts = Counter(s.outcome for s in steps)
     final = next((s.version for s in steps if s.final), None)
     return {
@@ -289,7 +296,7 @@ def floor_at(steps: list[Step]) -> dict[int, float]:
     return out
 
 
-def render_svg(rows: list[dict], steps: list[Step], title: str) -> str:
+def render_svg(rows: list[VersionRow], steps: list[Step], title: str) -> str:
     # The object API with the SVG canvas, never pyplot: pyplot's import and global state cost every
     # recon job time and buy nothing for one figure written to a file.
     import matplotlib
@@ -305,7 +312,12 @@ def render_svg(rows: list[dict], steps: list[Step], title: str) -> str:
     return buf.getvalue()
 
 
-def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
+def _measured(step: Step) -> float:
+    assert step.geomean_us is not None, step.version
+    return step.geomean_us
+
+
+def draw_ladder(fig: Figure, rows: list[VersionRow], steps: list[Step], title: str) -> None:
     """The ladder on a matplotlib Figure (any canvas)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
@@ -323,7 +335,7 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
         if pts:
             ax.scatter(
                 [s.n for s in pts],
-                [s.geomean_us for s in pts],
+                [_measured(s) for s in pts],  # the outcomes drawn here all have a number
                 marker=marker,
                 c=colour,
                 s=80 if marker == "*" else 36,
@@ -337,7 +349,7 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
         marker, colour, label = REVERTED
         ax.scatter(
             [s.n for s in back],
-            [floors.get(s.n, s.geomean_us) for s in back],
+            [floors[s.n] if s.n in floors else _measured(s) for s in back],
             marker=marker,
             c=colour,
             s=40,
@@ -349,7 +361,7 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
             ax.vlines(
                 [s.n for s in stems],
                 [floors[s.n] for s in stems],
-                [s.geomean_us for s in stems],
+                [_measured(s) for s in stems],
                 linestyles=":",
                 colors=colour,
                 lw=1,
@@ -357,7 +369,7 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
             )
             ax.scatter(
                 [s.n for s in stems],
-                [s.geomean_us for s in stems],
+                [_measured(s) for s in stems],
                 marker="o",
                 facecolors="none",
                 edgecolors=colour,
@@ -386,7 +398,7 @@ def draw_ladder(fig, rows: list[dict], steps: list[Step], title: str) -> None:
         )
     claims = sorted(
         (s for s in steps if s.outcome in CLAIMS and s.improve_pct is not None and s.geomean_us),
-        key=lambda s: -s.improve_pct,
+        key=lambda s: -(s.improve_pct or 0.0),  # only steps with a number are here
     )[:MAX_GAIN_LABELS]
     for s in claims:
         ax.annotate(
@@ -430,7 +442,7 @@ def main(argv: list[str]) -> int:
     Thresholds.add_arguments(ap)
     add_denylist_argument(ap)
     args = ap.parse_args(argv)
-    rows = read_jsonl(args.work_dir / "versions.jsonl")
+    rows = read_versions(args.work_dir / "versions.jsonl")
     profiles = read_jsonl(args.work_dir / "profiles.jsonl")
     meta = read_json(args.work_dir / "meta.json")
     steps = run_ladder(rows, Thresholds.from_args(args))

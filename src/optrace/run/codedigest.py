@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def _module_path(pkg: Path, dotted: str) -> Path | None:
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def _statements(tree: ast.Module):
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
     todo = [tree]
     while todo:
         node = todo.pop()

@@ -9,9 +9,10 @@ the schema to reject.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
-def coerce_numbers(value, schema: dict):
+def coerce_numbers(value: Any, schema: dict) -> Any:
     kind = schema.get("type")
     if isinstance(value, str) and kind in ("number", "integer"):
         try:
@@ -39,7 +40,7 @@ def config_problem(config: dict, schema: dict) -> str | None:
     return _describe(errors[0], schema) if errors else None
 
 
-def _describe(error, schema: dict) -> str:
+def _describe(error: Any, schema: dict) -> str:  # a jsonschema ValidationError
     path = [str(p) for p in error.absolute_path]
     rule, value, want = error.validator, error.instance, error.validator_value
     if rule == "additionalProperties":
@@ -79,8 +80,8 @@ def _schema_at(schema: dict, path: list[str]) -> dict:
     return node
 
 
-def _kind(kind) -> str:
-    names = {
+def _kind(kind: Any) -> str:
+    names: dict[str, str] = {
         "number": "a number",
         "integer": "a whole number",
         "string": "a string",
@@ -88,7 +89,7 @@ def _kind(kind) -> str:
         "array": "a list",
         "object": "a map of keys",
     }
-    return " or ".join(names.get(k, k) for k in kind) if isinstance(kind, list) else names.get(kind, str(kind))
+    return " or ".join(names.get(k, str(k)) for k in kind) if isinstance(kind, list) else names.get(kind, str(kind))
 
 
 BUNDLE_SIGNATURES = (b"# v2 git bundle\n", b"# v3 git bundle\n")

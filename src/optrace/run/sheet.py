@@ -14,6 +14,7 @@ import csv
 import hashlib
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from optrace.errors import InputError
 from optrace.ingest.trace_files import MAX_WALK_DEPTH, read_small_file
 from optrace.run.configcheck import trace_problem
 from optrace.run.families import trace_slug
-from optrace.scrub.leak_patterns import DENYLIST_ENV, add_denylist_argument, denylist_pattern, read_denylist
+from optrace.scrub.leak_patterns import DENYLIST_ENV, Denylist, add_denylist_argument, denylist_pattern, read_denylist
 
 SHEET_COLUMNS = ("label", "path", "vendor", "arch", "product", "dsl", "harness")
 OVERRIDE_COLUMNS = SHEET_COLUMNS[2:]
@@ -59,7 +60,7 @@ def neutral_label(path: str) -> str:
     return "trace-" + "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:10])
 
 
-def safe_label(label: str, path: str, denied, fallback: str | None = None) -> tuple[str, str | None]:
+def safe_label(label: str, path: str, denied: Denylist | None, fallback: str | None = None) -> tuple[str, str | None]:
     """(label, note): `label` unless it holds a denylisted term (any case, any substring); then
     `fallback` (the sheet's own label) if that is clean, else a neutral hash of the path."""
     if denied is None or not denied.contains(label):
@@ -101,7 +102,8 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
             f"columns must be label, path and optionally {', '.join(OVERRIDE_COLUMNS)}"
             f" (found {', '.join(k for k in rows[0] if k)})",
         )
-    entries, seen = [], {}
+    entries = []
+    seen: dict[str, str] = {}  # slug -> the label that gave it
     denied = denylist_pattern(denylist)
     for i, row in enumerate(rows, 2):
         label, path = (row.get("label") or "").strip(), (row.get("path") or "").strip()
@@ -128,7 +130,9 @@ def check_paths_exist(entries: list[TraceEntry]) -> None:
             raise InputError(e.where or e.path, f"trace path {e.path} does not exist")
 
 
-def select_traces(config: dict, example_path: str, example_label: str, environ=os.environ) -> list[TraceEntry]:
+def select_traces(
+    config: dict, example_path: str, example_label: str, environ: Mapping[str, str] = os.environ
+) -> list[TraceEntry]:
     if config.get("trace") and config.get("traces"):
         raise InputError("config", "give either `trace` or `traces`, not both")
     denylist = read_denylist(environ, config.get("denylist_env") or DENYLIST_ENV)
@@ -188,7 +192,7 @@ def _files_below(top: Path) -> list[Path]:
     return sorted(out)
 
 
-def _stat_into(h, base: Path, path: Path) -> None:
+def _stat_into(h: hashlib._Hash, base: Path, path: Path) -> None:
     try:
         st = os.lstat(path)
     except OSError:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MAX_REASON_CHARS = 300
 
@@ -53,8 +54,8 @@ class TraceLine:
 
 @dataclass
 class RunSummary:
+    places: Places
     traces: list[TraceLine] = field(default_factory=list)
-    places: Places | None = None
     newest_report: float = 0.0  # mtime of the newest trace validation report: older aggregates are stale
 
     @property
@@ -70,7 +71,7 @@ class RunSummary:
         return sum(t.records for t in self.traces)
 
 
-def _read(path: Path):
+def _read(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -189,11 +190,11 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
             out.append(f"  {'':<{width}}    {t.first_failure[0]}{more}")
             out.append(f"  {'':<{width}}      {t.first_failure[1]}")
     validated = [t for t in summary.traces if t.validated]
-    staged = sum(t.staged or 0 for t in summary.traces)
+    staged_total = sum(t.staged or 0 for t in summary.traces)
     out += [
         "",
         f"  total: {len(summary.traces)} traces ({len(summary.failed_traces)} failed), "
-        f"{summary.records} records validated, {staged} staged, {summary.failed_records} failed validation, "
+        f"{summary.records} records validated, {staged_total} staged, {summary.failed_records} failed validation, "
         f"{sum(t.without_record for t in validated)} packets without a record",
     ]
     p = summary.places

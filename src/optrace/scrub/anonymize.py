@@ -22,9 +22,10 @@ import os
 import re
 import sys
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, overload
 
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl
@@ -80,7 +81,14 @@ def _trim(text: str, start: int, end: int) -> int:
     return end
 
 
-def _run_back(text: str, start: int, chars, floor: int) -> int:
+def _match_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    """Where `pattern`, which matches the empty string, stops matching from `pos`."""
+    m = pattern.match(text, pos)
+    assert m is not None
+    return m.end()
+
+
+def _run_back(text: str, start: int, chars: Container[str], floor: int) -> int:
     """Start of the run of `chars` ending at `start`, never before `floor`."""
     i = start
     while i > floor and (text[i - 1] in chars or (not text[i - 1].isascii() and text[i - 1].isalnum())):
@@ -96,7 +104,7 @@ def _local_path_spans(text: str) -> Iterator[tuple[int, int, str]]:
     for start, token in local_paths(text):
         if start < reach:
             continue
-        end = _PATH_RIGHT.match(text, start + len(token)).end()
+        end = _match_end(_PATH_RIGHT, text, start + len(token))
         lead = _run_back(text, start, _PATH_CHARS, reach)
         if text[max(reach, lead - 5) : lead] == "file:":
             lead -= 5
@@ -106,7 +114,7 @@ def _local_path_spans(text: str) -> Iterator[tuple[int, int, str]]:
 
 def _email_spans(text: str) -> Iterator[tuple[int, int, str]]:
     for start, token in emails(text):
-        yield start, _EMAIL_TAIL.match(text, start + len(token)).end(), "an address"
+        yield start, _match_end(_EMAIL_TAIL, text, start + len(token)), "an address"
 
 
 def _markdown_spans(text: str) -> Iterator[tuple[int, int, str]]:
@@ -375,7 +383,7 @@ class Scrubber:
         self._word = next((w for w in _IDENTIFIER_WORDS if not self._deny.contains(w)), "_")
 
     @classmethod
-    def from_env(cls, env_var: str = DENYLIST_ENV, environ=os.environ) -> Scrubber:
+    def from_env(cls, env_var: str = DENYLIST_ENV, environ: Mapping[str, str] = os.environ) -> Scrubber:
         """Denylist from the file named by `env_var`; unset = empty, unreadable = InputError."""
         return cls(read_denylist(environ, env_var))
 
@@ -405,6 +413,10 @@ class Scrubber:
     def _private_rewrite(self, s: str) -> str:
         return _apply(s, _resolve(Span(a, b, phrase, 0) for a, b, phrase in self._denied_spans(s)))
 
+    @overload
+    def private(self, s: str) -> str: ...
+    @overload
+    def private(self, s: None) -> None: ...
     def private(self, s: str | None) -> str | None:
         """Only denylisted terms replaced: for human-facing reports, where labels and versions belong."""
         if not s or not self._deny:
@@ -442,7 +454,9 @@ class Scrubber:
         finders = self._finders(shapes)
         spans = [Span(a, b, phrase, rank) for rank, finder in enumerate(finders) for a, b, phrase in finder(s)]
         view, starts, ends = compat(s)
-        if starts is not None:  # full-width, escaped or look-alike spellings of a path, address, hash...
+        if (
+            starts is not None and ends is not None
+        ):  # full-width, escaped or look-alike spellings of a path, address, hash...
             spans += [
                 Span(starts[a], ends[b - 1], phrase, rank)
                 for rank, finder in enumerate(finders)
@@ -455,6 +469,10 @@ class Scrubber:
         # unchanged text was just searched; a replacement may join its neighbours into a term
         return self._clear(out, self._private_rewrite) if self._deny and chosen else out
 
+    @overload
+    def text(self, s: str, shapes: ShapeLabels | None = None) -> str: ...
+    @overload
+    def text(self, s: None, shapes: ShapeLabels | None = None) -> None: ...
     def text(self, s: str | None, shapes: ShapeLabels | None = None) -> str | None:
         """Scrubbed prose with tidied whitespace; None stays None."""
         return None if s is None else _tidy(self._rewrite(s, shapes))
@@ -504,7 +522,7 @@ class Scrubber:
         )
         found = [Leak(kind, token, a) for kind, finder in finders for a, token in finder(s)]
         view, starts, ends = compat(s)
-        if starts is not None:
+        if starts is not None and ends is not None:
             found += [
                 Leak(kind, s[starts[a] : ends[a + len(token) - 1]], starts[a])
                 for kind, finder in (finders[1:] if denied else finders)
@@ -535,7 +553,7 @@ def _read_text(path: Path) -> str:
         raise InputError(path, f"cannot be read ({exc.strerror})") from None
 
 
-def json_strings(obj) -> list[str]:
+def json_strings(obj: Any) -> list[str]:
     """Every string in a JSON document in document order, keys included (a table keyed by a uuid
     leaks it); iterative, since packets are walked by the thousand and records may nest deep."""
     out, stack = [], [obj]

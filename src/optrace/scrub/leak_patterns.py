@@ -10,13 +10,14 @@ identifiers included, in any case and as any substring.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import binascii
 import html
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -25,7 +26,7 @@ from optrace.errors import InputError
 DENYLIST_ENV = "ATREX_WIKI_DENYLIST"
 
 
-def add_denylist_argument(parser) -> None:
+def add_denylist_argument(parser: argparse.ArgumentParser) -> None:
     """`--denylist-env`, the same option with the same default in every stage that scrubs or checks."""
     parser.add_argument("--denylist-env", default=DENYLIST_ENV, help="variable naming the private denylist file")
 
@@ -92,7 +93,7 @@ class Leak:
     start: int
 
 
-def _run_start(text: str, end: int, chars, limit: int = LOOKBACK) -> int:
+def _run_start(text: str, end: int, chars: Container[str], limit: int = LOOKBACK) -> int:
     """Start of the run of `chars` ending at `end`, scanning back at most `limit` characters."""
     i, lo = end, max(0, end - limit)
     while i > lo and text[i - 1] in chars:
@@ -100,7 +101,7 @@ def _run_start(text: str, end: int, chars, limit: int = LOOKBACK) -> int:
     return i
 
 
-def _matches(pattern: re.Pattern):
+def _matches(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, str]]]:
     def finder(text: str) -> Iterator[tuple[int, str]]:
         for m in pattern.finditer(text):
             yield m.start(), m.group(0)
@@ -237,7 +238,11 @@ def outermost(leaks: Iterable[Leak]) -> list[Leak]:
     return kept
 
 
-def _find_in(text: str, finders) -> Iterator[Leak]:
+# (kind, finder of (start, token) pairs, substrings one of which a text must hold for the finder to run)
+LeakFinder = tuple[str, Callable[[str], Iterable[tuple[int, str]]], tuple[str, ...]]
+
+
+def _find_in(text: str, finders: Iterable[LeakFinder]) -> Iterator[Leak]:
     return (
         Leak(kind, token, start)
         for kind, finder, needles in finders
@@ -246,11 +251,11 @@ def _find_in(text: str, finders) -> Iterator[Leak]:
     )
 
 
-def _find(text: str, finders) -> list[Leak]:
+def _find(text: str, finders: Iterable[LeakFinder]) -> list[Leak]:
     """Leaks of `text`, and of its `compat` view when that differs (`alice＠corp．com`), as spans of `text`."""
     found = list(_find_in(text, finders))
     view, starts, ends = compat(text)
-    if starts is not None:
+    if starts is not None and ends is not None:  # both or neither
         for leak in _find_in(view, finders):
             a, b = starts[leak.start], ends[leak.start + len(leak.token) - 1]
             found.append(Leak(leak.kind, text[a:b], a))
@@ -276,7 +281,7 @@ def find_cross_references(text: str) -> list[Leak]:
 # --- the private denylist -----------------------------------------------------------------------
 
 
-def read_denylist(environ=os.environ, variable: str = DENYLIST_ENV) -> tuple[str, ...]:
+def read_denylist(environ: Mapping[str, str] = os.environ, variable: str = DENYLIST_ENV) -> tuple[str, ...]:
     """Terms from the file named by $variable (never a committed list); () when unset."""
     path = environ.get(variable or DENYLIST_ENV)
     if not path:
@@ -375,7 +380,9 @@ def compat(text: str) -> tuple[str, list[int] | None, list[int] | None]:
     return (text, None, None) if view == text else (view, starts, ends)
 
 
-def _view(text: str, char, case, _depth: int = 0) -> tuple[str, list[int] | None, list[int] | None]:
+def _view(
+    text: str, char: Callable[[str], str], case: Callable[[str], str], _depth: int = 0
+) -> tuple[str, list[int] | None, list[int] | None]:
     if text.isascii() and (
         ("&" not in text and "%" not in text and "\\" not in text and "<" not in text) or not _ENCODED_UNIT.search(text)
     ):
@@ -426,7 +433,8 @@ def _letter(c: str) -> str:
 def _term_pattern(term: str, reverse: bool = False) -> str:
     """Letters of the folded term joined by gaps: any punctuation or `_` between any two of them, and
     up to 3 characters of any separator, spaces included, where the term itself has one ("acme labs")."""
-    units, gap = [], False
+    units: list[tuple[str, bool]] = []  # (letter, a separator before it)
+    gap = False
     for c in fold(term)[0]:
         if not c.isalnum():
             gap = True
@@ -480,8 +488,9 @@ class Denylist:
     def __bool__(self) -> bool:
         return self._pattern is not None
 
-    def _plausible(self, m: re.Match, letters_of) -> bool:
+    def _plausible(self, m: re.Match[str], letters_of: Sequence[str]) -> bool:
         """At most half of a term's letters written as digits: "0115" is a number, not "oils"."""
+        assert m.lastindex is not None  # every alternative is a group
         letters = letters_of[m.lastindex - 1]
         digits = sum(c.isdigit() for c in m.group(0)) - sum(c.isdigit() for c in letters)
         return 2 * digits <= len(letters)
@@ -499,6 +508,7 @@ class Denylist:
         return list(found)
 
     def _find(self, text: str) -> list[tuple[int, int]]:
+        assert self._pattern is not None and self._reversed is not None  # spans() asks only with terms
         folded, starts, ends = fold(text)
         skeleton = _NOT_LETTER.sub("", folded).translate(_SKELETON)
         matches = []
@@ -506,7 +516,9 @@ class Denylist:
             matches = [m for m in self._pattern.finditer(folded) if self._plausible(m, self._group_letters)]
         if any(c in text for c in _BIDI_CONTROLS):
             matches += [m for m in self._reversed.finditer(folded) if self._plausible(m, self.letters)]
-        found = [m.span() if starts is None else (starts[m.start()], ends[m.end() - 1]) for m in matches]
+        found = [
+            m.span() if starts is None or ends is None else (starts[m.start()], ends[m.end() - 1]) for m in matches
+        ]
         found += self._encoded_spans(text)
         merged: list[tuple[int, int]] = []
         for a, b in sorted(found):

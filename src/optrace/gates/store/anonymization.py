@@ -23,9 +23,10 @@ from optrace.scrub.leak_patterns import find_identifying_leaks, find_leaks
 SERVED = {"payload": None, "retrieval": None, "evidence": "summary", "worth": "gain"}  # key -> served part
 
 
-def unserved_parts(record: dict) -> tuple[tuple[tuple, object], ...]:
+def unserved_parts(record: dict) -> tuple[tuple[tuple[str, ...], object], ...]:
     """Every part of the record `RecordView.served_text` leaves out, with the keys that name them."""
-    parts, keys = [], []
+    parts: list[tuple[tuple[str, ...], object]] = []
+    keys: list[str] = []
     for key, value in record.items():
         keys.append(key)
         if key not in SERVED:

@@ -56,7 +56,7 @@ def mined_problems(fact: dict) -> list[str]:
     from optrace.facts import MECHANISM_RE  # facts builds on this module's NON_MECHANISM: imported late
 
     where = "payload.established_fact"
-    condition = fact.get("condition") if isinstance(fact.get("condition"), dict) else {}
+    condition = c if isinstance(c := fact.get("condition"), dict) else {}
     out = [
         f"{where}.condition.{k}: {v!r} is a placeholder, not a checkable condition"
         for k, v in condition.items()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optrace.gates.store.model import Gate, RecordView, obj
+from optrace.gates.store.model import Gate, GateContext, RecordView, obj
 from optrace.gates.store.store import INDEX_RELPATH, Store
 
 SCHEMA_VERSION = "clean-1.3"
@@ -87,4 +87,6 @@ def check_store(store: Store, views: list[RecordView]) -> list[str]:
     return out
 
 
-GATE = Gate("index", "records/index.json lists every record once, with its current fields", check_store=check_store)
+GATE: Gate[GateContext] = Gate(
+    "index", "records/index.json lists every record once, with its current fields", check_store=check_store
+)

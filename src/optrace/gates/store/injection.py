@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Protocol
 
 from optrace.errors import InputError
 from optrace.gates.store.index import expected_entry
@@ -196,9 +196,19 @@ INJECTIONS: tuple[Injection, ...] = (
 )
 
 
+class Planting(Protocol):
+    """What an Outcome reads of its injection: a store gate's Injection or a trace gate's TraceInjection."""
+
+    @property
+    def gate(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Outcome:
-    injection: Injection
+    injection: Planting
     relpath: str | None  # the planted record; None when the store has no suitable record
     failed: tuple[str, ...] = ()  # gates that FAILed
     named: bool = False  # the owning gate's messages name the planted record

@@ -11,11 +11,13 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from optrace.scrub.leak_patterns import Denylist, code_language, prose_spans
 
 # Run order of the store's checker; every gate has an injection case (gates.store.injection).
+C = TypeVar("C")  # what a gate's per-record check reads beside the record
+
 GATES = (
     "schema",
     "ids",
@@ -181,11 +183,12 @@ class RecordView:
 
 
 @dataclass(frozen=True)
-class Gate:
-    """One store gate: a per-record check, a whole-store check, or both."""
+class Gate(Generic[C]):
+    """One store gate: a per-record check, a whole-store check, or both. `C` is what a per-record check
+    reads beside the record: a GateContext for the store gates, the trace gates' Evidence for theirs."""
 
     name: str
     summary: str  # what passing means, shown on the PASS/FAIL/SKIP line
-    check: Callable[[RecordView, GateContext], list[str]] | None = None
+    check: Callable[[RecordView, C], list[str]] | None = None
     check_store: Callable[..., list[str]] | None = None  # (store, views) -> messages
     applies: Callable[[RecordView], bool] | None = None  # None: every record; no applicable record -> SKIP

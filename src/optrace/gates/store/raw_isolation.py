@@ -10,7 +10,7 @@ letters (a repo called "softmax") identifies nothing and is not searched for.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from optrace.gates.store.model import Gate, RecordView, TextBlob, format_loc, keys_named, obj, verbatim
 
@@ -43,7 +43,7 @@ def provenance_values(raw: dict) -> list[tuple[str, str]]:
     return [(where, v) for where, v in values if distinctive(v)]
 
 
-def distinctive(value: Any) -> bool:
+def distinctive(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) >= MIN_TOKEN and not value.replace(" ", "").isalpha()
 
 

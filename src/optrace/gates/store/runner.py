@@ -16,11 +16,11 @@ from optrace.gates.store import (
     schema,
     self_contained,
 )
-from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, Gate, GateContext, GateResult, RecordView
+from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, C, Gate, GateContext, GateResult, RecordView
 from optrace.gates.store.store import Store, load_store
 from optrace.scrub.leak_patterns import denylist_pattern, read_denylist
 
-GATE_DEFS: tuple[Gate, ...] = tuple(
+GATE_DEFS: tuple[Gate[GateContext], ...] = tuple(
     m.GATE
     for m in (
         schema,
@@ -37,15 +37,16 @@ GATE_DEFS: tuple[Gate, ...] = tuple(
 assert tuple(g.name for g in GATE_DEFS) == GATES
 
 
-def run_check(gate: Gate, view: RecordView, ctx: GateContext) -> list[str]:
+def run_check(gate: Gate[C], view: RecordView, ctx: C) -> list[str]:
     """A gate's messages for one record; a gate that trips on a shape nobody foresaw still yields a FAIL."""
+    assert gate.check is not None, gate.name  # callers run only applicable() gates
     try:
         return gate.check(view, ctx)
     except Exception as exc:
         return [f"{view.relpath}: {gate.name} gate could not read this record ({type(exc).__name__}: {exc})"]
 
 
-def applicable(gate: Gate, view: RecordView) -> bool:
+def applicable(gate: Gate[Any], view: RecordView) -> bool:
     return gate.check is not None and (gate.applies is None or gate.applies(view))
 
 
@@ -76,7 +77,7 @@ def run_gates(store: Store, denylist_terms: tuple[str, ...] = ()) -> list[GateRe
     ctx = context_for(store, denylist_terms)
     messages: dict[str, list[str]] = {g: [] for g in GATES}
     checked = dict.fromkeys(GATES, 0)
-    views = []
+    views: list[RecordView] = []
     for f in store.files:
         if f.error is not None:
             messages["schema"].append(f"{f.relpath}: {f.error}")
@@ -86,9 +87,9 @@ def run_gates(store: Store, denylist_terms: tuple[str, ...] = ()) -> list[GateRe
         verdicts = check_view(view, ctx) if view else check_record(f.record, f.relpath, ctx)
         if view:
             views.append(view)
-        for gate, found in verdicts.items():
-            messages[gate] += found
-            checked[gate] += 1
+        for name, found in verdicts.items():
+            messages[name] += found
+            checked[name] += 1
     results = []
     for gate in GATE_DEFS:
         if gate.check_store is not None:

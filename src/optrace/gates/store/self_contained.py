@@ -52,9 +52,9 @@ def gain_problems(record: dict) -> list[str]:
         m = ABSOLUTE_LATENCY.search(value) if isinstance(value, str) else None
         if m:
             out.append(f"worth.gain.{key}: absolute latency {m.group(0)!r}")
-    metrics = gain.get("metrics") if isinstance(gain.get("metrics"), list) else []
+    metrics = listed if isinstance(listed := gain.get("metrics"), list) else []
     for key in ("metrics", "regressions"):
-        items = gain.get(key) if isinstance(gain.get(key), list) else []
+        items = listed if isinstance(listed := gain.get(key), list) else []
         for i, metric in enumerate(items):
             if isinstance(metric, dict):
                 out += metric_problems(f"worth.gain.{key}[{i}]", metric)

@@ -61,13 +61,19 @@ def _finite(token: str) -> float:
     return value
 
 
+def _add(seen: set[str], key: str) -> bool:
+    """Adds key to seen; False, so a generator can record and go on."""
+    seen.add(key)
+    return False
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
     # a key written twice is read as its last value here and as its first by other readers: the gates
     # would judge one claim while the store serves another
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        twice = next(k for k, _ in pairs if k in seen or seen.add(k))
+        twice = next(k for k, _ in pairs if k in seen or _add(seen, k))
         raise NotJson(f"the key {twice[:40]!r} appears twice in one object")
     return out
 
@@ -163,7 +169,7 @@ def read_json_file(path: str, cap: int) -> tuple[Any, str | None]:
 
 
 def record_relpaths(root: Path) -> list[str]:
-    out = []
+    out: list[str] = []
     for dirpath, dirnames, filenames in os.walk(root / "records"):
         dirnames.sort()
         rel = Path(dirpath).relative_to(root).as_posix()

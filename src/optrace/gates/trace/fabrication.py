@@ -58,11 +58,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, TypeGuard
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.store.schema import CONTRACT
-from optrace.gates.trace.model import Evidence, Packet, needs_packet
+from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import QUOTED_CODE
 from optrace.gates.trace.numbers import BIDI_CONTROL, comparable, decimals, magnitude, number_tokens, unit_tokens
 
@@ -289,7 +289,7 @@ def magnitudes(found: set[str]) -> frozenset[Decimal]:
     return frozenset(v for v in map(magnitude, found) if v is not None)
 
 
-def _number(v: Any) -> bool:
+def _number(v: Any) -> TypeGuard[int | float]:
     return type(v) in (int, float)
 
 
@@ -307,7 +307,8 @@ class Pool:
     def _texts(self) -> tuple[list[str], list[tuple[str, int | float]]]:
         """Every string and object key of the agent-facing layer (the leaves `leaves` reads), and every
         JSON number with the nearest object key above it (which says its unit); no paths are built."""
-        texts, numbers = [], []
+        texts: list[str] = []
+        numbers: list[tuple[str, int | float]] = []
         stack = [("", self.packet.agent_facing)]
         while stack:
             key, node = stack.pop()
@@ -347,8 +348,8 @@ class Pool:
             for token, unit in unit_tokens(text):
                 found.setdefault(unit, set()).add(token)
         for key, value in numbers:
-            if (unit := suffix_unit(key)) is not None:
-                found.setdefault(unit, set()).add(repr(value))
+            if (key_unit := suffix_unit(key)) is not None:
+                found.setdefault(key_unit, set()).add(repr(value))
         for token, unit in unit_tokens(self.code):
             found.setdefault(unit, set()).add(token)
         return {unit: magnitudes(tokens) for unit, tokens in found.items()}
@@ -636,7 +637,7 @@ def cause_problems(record: dict, pool: Pool) -> list[str]:
 
 
 @needs_packet
-def check(view: RecordView, ev: Evidence) -> list[str]:
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     pool = Pool(ev.packet)
     problems = (
         number_problems(view, pool)

@@ -32,7 +32,7 @@ from optrace.gates.store.specimens import index_for
 from optrace.gates.store.store import IndexFile, RecordFile, Store
 from optrace.gates.trace.fabrication import Pool
 from optrace.gates.trace.layout import staged_path
-from optrace.gates.trace.model import Evidence, Packet, TraceContext, trace_context
+from optrace.gates.trace.model import Packet, PacketEvidence, TraceContext, trace_context
 from optrace.gates.trace.ncu_attribution import has_usable_capture
 from optrace.gates.trace.runner import ALL_GATES, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import LiveStore
@@ -53,9 +53,19 @@ class Workbench:
     def packet_at(self, relpath: str) -> Packet | None:
         return self.packets.get(relpath.rsplit("/", 1)[-1][: -len(".json")])
 
+    def packet_of(self, relpath: str) -> Packet:
+        """The packet a workbench record was drafted from (every one of them was)."""
+        packet = self.packet_at(relpath)
+        assert packet is not None, relpath
+        return packet
+
     def store(self) -> Store:
         """The records as a store would hold them, with their index (what check-store judges)."""
-        staged = [(staged_path(self.packet_at(rel)), record) for rel, record in self.records]
+        staged: list[tuple[str, dict]] = []
+        for rel, record in self.records:
+            path = staged_path(self.packet_of(rel))
+            assert path is not None, rel  # a drafted packet's target always has a store path
+            staged.append((path, record))
         return Store(
             Path(f"<{self.slug} staged>"),
             tuple(RecordFile(rel, rec) for rel, rec in staged),
@@ -120,8 +130,8 @@ class Planted:
         return self.records[self.i][1]
 
     @property
-    def evidence(self) -> Evidence:
-        return Evidence(self.bench.packet_at(self.records[self.i][0]), self.bench.trace)
+    def evidence(self) -> PacketEvidence:
+        return PacketEvidence(self.bench.packet_of(self.records[self.i][0]), self.bench.trace)
 
 
 @dataclass(frozen=True)

@@ -36,13 +36,14 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 from functools import lru_cache
+from typing import Any
 
 from optrace.distill.drafter import (  # the ISA of an arch: the drafter's fallback condition, judged the same way
     ARCH_ISA,
     edit_scope,
 )
 from optrace.gates.store.model import Gate, RecordView, obj
-from optrace.gates.trace.model import Evidence, Packet, needs_packet
+from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import collapsed, folded, strings
 from optrace.gates.trace.numbers import normalize, number_tokens
 
@@ -104,16 +105,17 @@ def store_path(record_type: object, scope: dict, record_id: object) -> str | Non
         scope.get("operator_family") or NO_FAMILY,
         record_id,
     ]
-    if not all(isinstance(p, str) and SAFE_SEGMENT.match(p) for p in parts):
+    safe = [p for p in parts if isinstance(p, str) and SAFE_SEGMENT.match(p)]
+    if len(safe) != len(parts):
         return None
-    return f"records/{'/'.join(parts[:-1])}/{record_id}.json"
+    return f"records/{'/'.join(safe[:-1])}/{record_id}.json"
 
 
 def staged_path(packet: Packet) -> str | None:
     return store_path(packet.data.get("record_type"), obj(packet.target, "scope"), packet.target.get("id"))
 
 
-def expected_path(relpath: str, packet: Packet, slug: str) -> str:
+def expected_path(relpath: str, packet: Packet, slug: str) -> str | None:
     if relpath.startswith("records/"):
         return staged_path(packet)
     return f"distilled/{slug}/{packet.target.get('id')}.json"
@@ -158,7 +160,8 @@ def packet_texts(packet: Packet) -> list[str]:
 
 def packet_facts(packet: Packet) -> tuple[set[str], set[str]]:
     """(hardware/dtype/DSL names, scope-widening phrases) the packet's texts state."""
-    names, wide = set(), set()
+    names: set[str] = set()
+    wide: set[str] = set()
     for t in packet_texts(packet):
         found, widening = text_facts(t)
         names |= found
@@ -186,7 +189,11 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
         out.append(
             f"retrieval.scope.architectures: {scope['architectures']!r} widens the scope {scope_t.get('arch')!r}"
         )
-    names = {scope_t.get("operator_family"), meta.get("operator_name"), meta.get("operator_slug")} - {None}
+    names = {
+        n
+        for n in (scope_t.get("operator_family"), meta.get("operator_name"), meta.get("operator_slug"))
+        if n is not None
+    }
     if "operators" in scope and not (isinstance(scope["operators"], list) and set(scope["operators"]) <= names):
         out.append(f"retrieval.scope.operators: {scope['operators']!r} names operators other than {sorted(names)}")
     gen = obj(record, "retrieval", "generality")
@@ -218,8 +225,8 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
     for path, text in strings(record):
         if path in PROVENANCE_BOUND:
             continue
-        names, widening = text_facts(text)  # most strings name nothing: two empty sets, no set arithmetic
-        alien = sorted(names - known) if names else ()
+        stated, widening = text_facts(text)  # most strings name nothing: two empty sets, no set arithmetic
+        alien = sorted(stated - known) if stated else ()
         if alien:
             where = ".".join(map(str, path)) or "<top>"
             out.append(f"{where}: names {', '.join(alien)}, which the packet never names")
@@ -273,7 +280,8 @@ def condition_mismatches(record: dict, packet: Packet) -> list[str]:
     if not condition:
         return []
     scope_t = obj(packet.target, "scope")
-    isa = obj(packet.agent_facing, "operator").get("isa") or ARCH_ISA.get(scope_t.get("arch"))
+    arch: Any = scope_t.get("arch")  # any JSON value: the packet is read as written
+    isa = obj(packet.agent_facing, "operator").get("isa") or ARCH_ISA.get(arch)
     own = {word(str(v)) for v in (scope_t.get("arch"), scope_t.get("product"), isa) if v}
     out = []
     sm_arch = condition.get("sm_arch")
@@ -290,7 +298,7 @@ def condition_mismatches(record: dict, packet: Packet) -> list[str]:
 
 
 @needs_packet
-def check(view: RecordView, ev: Evidence) -> list[str]:
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     rel = view.relpath
     want = expected_path(rel, ev.packet, ev.trace.slug)
     out = [] if rel == want else [f"{rel}: filed at the wrong place; its packet's target is {want}"]

@@ -12,8 +12,10 @@ or a packet whose parent is not a version of the trace, fails. Only strategies a
 
 from __future__ import annotations
 
+from typing import Any
+
 from optrace.gates.store.model import Gate, RecordView, obj
-from optrace.gates.trace.model import Evidence, needs_packet
+from optrace.gates.trace.model import PacketEvidence, needs_packet
 
 
 def applies(view: RecordView) -> bool:
@@ -21,13 +23,15 @@ def applies(view: RecordView) -> bool:
 
 
 @needs_packet
-def check(view: RecordView, ev: Evidence) -> list[str]:
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     rel, agent, prov = view.relpath, ev.packet.agent_facing, ev.packet.provenance
     parent = prov.get("builds_on")
     if not isinstance(parent, dict):
         return [f"{rel}: the packet names no version this strategy builds on (provenance.builds_on)"]
     out = []
-    version, commit, geo = parent.get("version"), parent.get("commit"), parent.get("geomean_us")
+    # any JSON value: the packet is read as written
+    version: Any = parent.get("version")
+    commit, geo = parent.get("commit"), parent.get("geomean_us")
     if ev.trace.commits.get(version) != commit:
         out.append(f"{rel}: the packet's parent {version!r} with commit {commit!r} is not a version of this trace")
     floor = obj(agent, "measurements").get("floor_before_us")

@@ -116,13 +116,23 @@ class Evidence:
     trace: TraceContext
 
 
-def needs_packet(check: Callable[[RecordView, Evidence], list[str]]) -> Callable[[RecordView, Evidence], list[str]]:
+@dataclass(frozen=True)
+class PacketEvidence:
+    """The Evidence a gate that compares with the packet reads: needs_packet has found the packet."""
+
+    packet: Packet
+    trace: TraceContext
+
+
+def needs_packet(
+    check: Callable[[RecordView, PacketEvidence], list[str]],
+) -> Callable[[RecordView, Evidence], list[str]]:
     """A gate that compares with the packet FAILs a record no packet targets: nothing vouches for it."""
 
     @wraps(check)
     def guarded(view: RecordView, ev: Evidence) -> list[str]:
         if ev.packet is None:
             return [f"{view.relpath}: no packet targets this record, so nothing can vouch for it"]
-        return check(view, ev)
+        return check(view, PacketEvidence(ev.packet, ev.trace))
 
     return guarded

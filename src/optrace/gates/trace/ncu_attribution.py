@@ -28,7 +28,7 @@ import re
 import unicodedata
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
-from optrace.gates.trace.model import Evidence, needs_packet
+from optrace.gates.trace.model import PacketEvidence, needs_packet
 
 PROFILER_TEXT = re.compile(
     r"\b(?:ncu|nsight|nsys|rocprof|omniperf|cupti|nvprof)|\broofline|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
@@ -55,13 +55,13 @@ PROFILER_TOOLS = ("ncu", "nsight compute")
 QUOTED_CODE = (("payload", "implementation", "snippet"), ("payload", "implementation", "dispatch_snippet"))
 
 
-def record_versions(ev: Evidence) -> set[str]:
+def record_versions(ev: PacketEvidence) -> set[str]:
     prov = ev.packet.provenance
     versions = {o.get("version") for o in prov.get("occurrences") or [] if isinstance(o, dict)}
     return {v for v in versions | {prov.get("version")} if isinstance(v, str)}
 
 
-def has_usable_capture(ev: Evidence) -> bool:
+def has_usable_capture(ev: PacketEvidence) -> bool:
     packet, trace = ev.packet, ev.trace
     dirs = packet.provenance.get("capture_dirs")
     mine = record_versions(ev)
@@ -197,7 +197,7 @@ def with_capture(record: dict, conclusion: str) -> list[str]:
 
 
 @needs_packet
-def check(view: RecordView, ev: Evidence) -> list[str]:
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     record = view.record
     basis = obj(record, "evidence", "summary", "bottleneck_evidence").get("basis")
     out = (

@@ -69,7 +69,14 @@ TENS = {
     w: 10 * i for i, w in enumerate(["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], 2)
 }
 SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
-SINGLE = {"half": Decimal("0.5"), "quarter": Decimal("0.25"), "twice": 2, "double": 2, "triple": 3, "dozen": 12}
+SINGLE: dict[str, Decimal | int] = {
+    "half": Decimal("0.5"),
+    "quarter": Decimal("0.25"),
+    "twice": 2,
+    "double": 2,
+    "triple": 3,
+    "dozen": 12,
+}
 _WORD_ALT = "|".join(sorted([*UNITS, *TENS, *SCALES], key=len, reverse=True))
 NUMBER_WORDS = re.compile(
     rf"\b(?:{_WORD_ALT})(?:(?:[\s-]+(?:and[\s-]+)?)(?:{_WORD_ALT}))*\b"
@@ -251,7 +258,9 @@ def magnitude(token: str) -> Decimal | None:
 
 
 def decimals(value: Decimal) -> int:
-    return max(0, -value.as_tuple().exponent)
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int), value  # the values read here are finite (number_value)
+    return max(0, -exponent)
 
 
 def comparable(value: Decimal) -> bool:

@@ -10,11 +10,11 @@ several traces always failed.
 from __future__ import annotations
 
 from optrace.gates.store.model import Gate, RecordView
-from optrace.gates.trace.model import Evidence, needs_packet
+from optrace.gates.trace.model import PacketEvidence, needs_packet
 
 
 @needs_packet
-def check(view: RecordView, ev: Evidence) -> list[str]:
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     rel, raw, prov, trace = view.relpath, view.raw, ev.packet.provenance, ev.trace
     version, commit = raw.get("version"), raw.get("git_commit")
     out = []

@@ -23,6 +23,7 @@ from optrace.errors import InputError
 from optrace.gates.store.index import index_entries
 from optrace.gates.store.model import Gate
 from optrace.gates.store.store import MAX_INDEX_BYTES, read_json_file
+from optrace.gates.trace.model import Evidence
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,11 @@ def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
     out: dict[str, list[str]] = defaultdict(list)
     holders: dict[tuple[str, str], list[str]] = defaultdict(list)
     for c in claims:
-        if c.id in live.episode_of and (live.episode_of[c.id] is None or live.episode_of[c.id] != c.episode_key):
+        if (
+            c.id is not None
+            and c.id in live.episode_of
+            and (live.episode_of[c.id] is None or live.episode_of[c.id] != c.episode_key)
+        ):
             out[c.relpath].append(
                 f"{c.relpath}: id {c.id!r} is already in the live store for episode "
                 f"{live.episode_of[c.id]!r}, not {c.episode_key!r}: it would overwrite that record"
@@ -71,6 +76,6 @@ def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
     return dict(out)
 
 
-GATE = Gate(
+GATE: Gate[Evidence] = Gate(
     "store-overlap", "no id the live store holds for another episode; no id or episode_key claimed twice in staging"
 )

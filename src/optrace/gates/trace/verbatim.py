@@ -19,7 +19,7 @@ import re
 from bisect import bisect_right
 
 from optrace.gates.store.model import Gate, RecordView, obj
-from optrace.gates.trace.model import Evidence, needs_packet
+from optrace.gates.trace.model import PacketEvidence, needs_packet
 
 CODE_FIELDS = ("snippet", "dispatch_snippet")
 FORMAT_OF_SUFFIX = {".diff": "unified-diff", ".py": "source"}
@@ -62,7 +62,7 @@ def quotes_the_change(snippet: str, code: str) -> bool:
 
 
 @needs_packet
-def check(view: RecordView, ev: Evidence) -> list[str]:
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     impl = obj(view.record, "payload", "implementation")
     quoted = [(k, impl[k]) for k in CODE_FIELDS if isinstance(impl.get(k), str) and impl[k].strip()]
     if not quoted:
