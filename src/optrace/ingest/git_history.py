@@ -121,7 +121,7 @@ def git_command(gitdir: Path, *args: str) -> tuple[list[str], dict[str, str], st
     return ["git", "--no-pager", "--no-replace-objects", *config, *args], env, str(gitdir)
 
 
-def clean_git_error(where, stderr: bytes | str | None, what: str) -> InputError:
+def clean_git_error(where: Path, stderr: bytes | str | None, what: str) -> InputError:
     """git's last stderr line, printable ASCII only and capped (a garbage bundle's error ends in junk)."""
     text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else (stderr or "")
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -133,7 +133,7 @@ class GitRun:
     """One git command whose output a thread collects, so the caller can work while git does (a
     trace's whole history is one `git log`, the largest share of ingest's wall time)."""
 
-    def __init__(self, where, gitdir: Path, *args: str, what: str):
+    def __init__(self, where: Path, gitdir: Path, *args: str, what: str):
         argv, env, cwd = git_command(gitdir, *args)
         self.where, self.what = where, what
         self.proc = subprocess.Popen(
@@ -164,7 +164,7 @@ class GitRun:
         self._thread.join()
 
 
-def run_git(where, gitdir: Path, *args: str, what: str) -> bytes:
+def run_git(where: Path, gitdir: Path, *args: str, what: str) -> bytes:
     return GitRun(where, gitdir, *args, what=what).output()
 
 
@@ -253,7 +253,7 @@ class GitDir:
     common: Path
 
 
-def _lstat(path: Path):
+def _lstat(path: Path) -> os.stat_result | None:
     try:
         return os.lstat(path)
     except OSError:
@@ -261,10 +261,10 @@ def _lstat(path: Path):
 
 
 @overload
-def _git_file(where, path: Path, cap: int = ..., *, required: Literal[True]) -> str: ...
+def _git_file(where: Path, path: Path, cap: int = ..., *, required: Literal[True]) -> str: ...
 @overload
-def _git_file(where, path: Path, cap: int = ..., required: bool = ...) -> str | None: ...
-def _git_file(where, path: Path, cap: int = MAX_GIT_FILE_BYTES, required: bool = False) -> str | None:
+def _git_file(where: Path, path: Path, cap: int = ..., required: bool = ...) -> str | None: ...
+def _git_file(where: Path, path: Path, cap: int = MAX_GIT_FILE_BYTES, required: bool = False) -> str | None:
     """A small git file's text, or None when absent; a FIFO, device, symlink or oversized file is refused."""
     data, problem = read_small_file(path, cap)
     if problem == "absent" and not required:
@@ -299,7 +299,7 @@ def locate_gitdir(trace: Path) -> GitDir:
     return GitDir(gitdir, common)
 
 
-def check_gitdir(where, gd: GitDir) -> None:
+def check_gitdir(where: Path, gd: GitDir) -> None:
     """Refuse what would block git, hide history, or make it read objects outside the trace."""
     if _lstat(gd.common / "shallow") is not None or _lstat(gd.gitdir / "shallow") is not None:
         raise InputError(
@@ -337,7 +337,7 @@ def check_gitdir(where, gd: GitDir) -> None:
                 raise InputError(where, f".git/{rel} is not a regular file (a FIFO, device or symlink); not read")
 
 
-def resolve_head(where, gd: GitDir) -> str | None:
+def resolve_head(where: Path, gd: GitDir) -> str | None:
     """HEAD's commit sha, read without git and without a blocking open; None when HEAD is unborn."""
     head = _git_file(where, gd.gitdir / "HEAD", required=True).strip()
     for _ in range(5):  # symbolic refs may chain; a loop is not followed forever
@@ -367,7 +367,7 @@ def resolve_head(where, gd: GitDir) -> str | None:
     raise InputError(where, "HEAD's symbolic refs loop")
 
 
-def _object_format(where, gd: GitDir) -> str:
+def _object_format(where: Path, gd: GitDir) -> str:
     config = _git_file(where, gd.common / "config") or ""
     return "sha256" if re.search(r"^\s*objectformat\s*=\s*sha256\s*$", config, re.I | re.M) else "sha1"
 
@@ -390,7 +390,7 @@ def make_shadow(shadow: Path, objects: Path, head: str | None, object_format: st
 class BlobReader:
     """One persistent `git cat-file --batch`; a blob over the cap is drained, not returned."""
 
-    def __init__(self, where, gitdir: Path):
+    def __init__(self, where: Path, gitdir: Path):
         argv, env, cwd = git_command(gitdir, "cat-file", "--batch")
         self.where = where
         self.stopped = False
@@ -463,7 +463,7 @@ class BlobReader:
 class History:
     """An opened trace repository (through its shadow directory): first-parent history and a blob reader."""
 
-    def __init__(self, where, shadow: Path, head: str | None):
+    def __init__(self, where: Path, shadow: Path, head: str | None):
         self.where, self.shadow, self.head = where, shadow, head
         self._blobs: BlobReader | None = None
         self._log: GitRun | None = None

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -143,7 +143,7 @@ class HardwareTable:
         return cls.from_document(doc, path)
 
     @classmethod
-    def from_document(cls, doc, where: str | Path = "hardware table") -> HardwareTable:
+    def from_document(cls, doc: Any, where: str | Path = "hardware table") -> HardwareTable:
         """Validate a parsed table (schema first, then the cross-entry rules) and index it."""
         # the compiled validator answers "valid?" (every run); jsonschema, imported only for a table
         # that fails, names the problem
@@ -263,14 +263,16 @@ def target_from_override(
     return Target(vendor_name, arch_name, ANY_PRODUCT, basis)
 
 
-def _blank_to_none(value) -> str | None:
+def _blank_to_none(value: object) -> str | None:
     if value is None:
         return None
     text = str(value).strip()
     return text or None
 
 
-def _override_by_product(vendor, arch, product, table: HardwareTable, where) -> Target:
+def _override_by_product(
+    vendor: str | None, arch: str | None, product: str, table: HardwareTable, where: str
+) -> Target:
     part = table.match(product)
     if part is None:
         several = [p.product for p in table.find_all(product)]
@@ -287,7 +289,7 @@ def _override_by_product(vendor, arch, product, table: HardwareTable, where) -> 
     return Target(part.vendor, part.arch, part.product, f'{where}: product "{product}"', part.cc or part.gfx)
 
 
-def _override_arch_name(arch: str, arch_vendors: dict, table: HardwareTable, where) -> str:
+def _override_arch_name(arch: str, arch_vendors: dict[str, str | None], table: HardwareTable, where: str) -> str:
     name = arch.lower()
     if name in arch_vendors:
         return name
@@ -297,7 +299,7 @@ def _override_arch_name(arch: str, arch_vendors: dict, table: HardwareTable, whe
     raise InputError(where, f'arch "{arch}" is not known; valid arches: {", ".join(sorted(arch_vendors))}')
 
 
-def _override_vendor(vendor: str | None, arch: str, arch_vendor: str | None, where) -> str:
+def _override_vendor(vendor: str | None, arch: str, arch_vendor: str | None, where: str) -> str:
     if vendor is None:
         return arch_vendor or "generic"
     name = vendor.lower()
@@ -335,12 +337,12 @@ def _targets_validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(_targets_schema())
 
 
-def _error_order(error) -> list:
+def _error_order(error: jsonschema.ValidationError) -> list[tuple[bool, str | int]]:
     # Report the first problem in file order; ints (list indexes) and strs never share a position.
     return [(isinstance(p, str), p) for p in error.absolute_path]
 
 
-def _entry_label(doc, path: list) -> tuple[str, list]:
+def _entry_label(doc: Any, path: list) -> tuple[str, list]:
     """('product "h100" (products[3])', rest-of-path) for a path into the table."""
     if len(path) >= 2 and path[0] in ("products", "arch_tokens") and isinstance(path[1], int):
         section, index = path[0], path[1]
@@ -355,7 +357,7 @@ def _entry_label(doc, path: list) -> tuple[str, list]:
     return ("table" if not path else str(path[0])), path[1:]
 
 
-def _describe_schema_error(doc, error) -> str:
+def _describe_schema_error(doc: Any, error: jsonschema.ValidationError) -> str:
     path = list(error.absolute_path)
     label, rest = _entry_label(doc, path)
     field = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else p) for i, p in enumerate(rest))
@@ -366,7 +368,7 @@ def _describe_schema_error(doc, error) -> str:
     return f"{label}: {field + ': ' if field else ''}{error.message}"
 
 
-def _check_arch_vendors(doc, where) -> None:
+def _check_arch_vendors(doc: Any, where: str | Path) -> None:
     """Each arch belongs to one vendor: the store's for its vocabulary, otherwise the first that claims it."""
     seen: dict[str, str] = {}
     entries = [("products", i, e) for i, e in enumerate(doc["products"])]
@@ -379,7 +381,7 @@ def _check_arch_vendors(doc, where) -> None:
             raise InputError(where, f"{label}: arch {arch} is {expected}, not {vendor}")
 
 
-def _index_arch_tokens(entries: list[dict], where) -> dict[tuple[str, ...], tuple[str, str]]:
+def _index_arch_tokens(entries: list[dict], where: str | Path) -> dict[tuple[str, ...], tuple[str, str]]:
     index: dict[tuple[str, ...], tuple[str, str]] = {}
     for i, entry in enumerate(entries):
         value = (entry["vendor"], entry["arch"])
@@ -391,7 +393,9 @@ def _index_arch_tokens(entries: list[dict], where) -> dict[tuple[str, ...], tupl
     return index
 
 
-def _index_products(entries: list[dict], arch_tokens: dict, where) -> dict[str, Part]:
+def _index_products(
+    entries: list[dict], arch_tokens: dict[tuple[str, ...], tuple[str, str]], where: str | Path
+) -> dict[str, Part]:
     parts: dict[str, Part] = {}
     owner: dict[tuple[str, ...], str] = {}
     for i, entry in enumerate(entries):

@@ -106,7 +106,7 @@ def _load(files: TraceFiles, rel: str) -> tuple[object, str | None]:
     return parse_untrusted(raw)
 
 
-def as_positive_number(value) -> float | None:
+def as_positive_number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         return None
     try:
@@ -116,18 +116,18 @@ def as_positive_number(value) -> float | None:
     return x if math.isfinite(x) and x > 0 else None
 
 
-def _dict(value) -> dict:
+def _dict(value: object) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _str(value) -> str | None:
+def _str(value: object) -> str | None:
     if value is None:
         return None
     s = str(value).strip()
     return s or None
 
 
-def version_ref(value) -> str | None:
+def version_ref(value: object) -> str | None:
     """`"v3"`, `"V3"`, `3` -> `"v3"`; anything else -> None."""
     if value is None or isinstance(value, bool):
         return None
@@ -185,7 +185,7 @@ def parse_record(n: int, data: dict) -> StepRecord:
     )
 
 
-def _finite(value) -> float | None:
+def _finite(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -195,7 +195,7 @@ def _finite(value) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def normalise_pitfalls(items) -> list[Pitfall]:
+def normalise_pitfalls(items: object) -> list[Pitfall]:
     """Both dialects (`{error_type, error_message, root_cause, fix_applied, lesson}` and
     `{pitfall, explanation, fix}`), bare strings and nulls, as (text, fix) pairs."""
     out = []
@@ -221,7 +221,7 @@ EXPERIMENT_FIELDS = ("name", "hypothesis", "change", "evidence", "result", "deci
 MAX_EXPERIMENT_CHARS = 2000  # the supervisor caps each text field at this length
 
 
-def normalise_experiments(items) -> list[dict]:
+def normalise_experiments(items: object) -> list[dict]:
     """`experience.experiments[]` as {name, hypothesis, change, evidence, result, decision} strings (or None);
     entries without a name or change are not levers and are dropped."""
     out = []
@@ -244,7 +244,7 @@ def _dedupe(parts):
     return seen
 
 
-def _directions(items) -> list[dict]:
+def _directions(items: object) -> list[dict]:
     out = []
     for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and _str(item.get("direction")):

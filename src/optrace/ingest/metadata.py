@@ -53,7 +53,7 @@ class Metadata:
     warnings: list[str] = field(default_factory=list)
 
 
-def _json(files: TraceFiles, rel: str, warnings: list[str]):
+def _json(files: TraceFiles, rel: str, warnings: list[str]) -> object:
     data = files.read_bytes(rel)
     if data is None:
         return None
@@ -79,7 +79,7 @@ def _jsonl(files: TraceFiles, rel: str, warnings: list[str]) -> list[dict]:
     return rows
 
 
-def _as_list(value) -> list[str]:
+def _as_list(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, list):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -190,7 +190,7 @@ class WorkTreeFiles:
 class GitTreeFiles:
     """Files of one commit's tree, read through an already-open object reader (no process per file)."""
 
-    def __init__(self, tree: dict[str, tuple[str, int]], read_blob):
+    def __init__(self, tree: dict[str, tuple[str, int]], read_blob: Callable[[str], bytes | None]):
         # tree: path -> (blob hex id, size); symlinks and submodules are left out by the caller
         self._tree = tree
         self._read_blob = read_blob
