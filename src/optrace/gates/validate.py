@@ -477,7 +477,7 @@ def denylist_terms(env_name: str) -> tuple[str, ...]:
     return read_denylist(variable=env_name)
 
 
-def cmd_trace(args) -> int:
+def cmd_trace(args: argparse.Namespace) -> int:
     paths = TracePaths(args.results, args.slug)
     report, checked = validate_trace(paths, args.profile, args.live_store, denylist_terms(args.denylist_env))
     out = args.out or paths.report
@@ -497,7 +497,7 @@ def read_report(path: Path) -> dict:
     return report
 
 
-def cmd_summary(args) -> int:
+def cmd_summary(args: argparse.Namespace) -> int:
     reports = [(str(p), read_report(p)) for p in args.reports]
     try:
         summary = summarize(reports)
@@ -510,7 +510,7 @@ def cmd_summary(args) -> int:
     return 0
 
 
-def cmd_check(args) -> int:
+def cmd_check(args: argparse.Namespace) -> int:
     summary = read_json(args.summary)
     if not isinstance(summary, dict) or summary.get("schema") != SUMMARY_SCHEMA:
         raise InputError(args.summary, f"is not a validation summary ({SUMMARY_SCHEMA})")
@@ -518,7 +518,7 @@ def cmd_check(args) -> int:
     return 1 if summary["failed"] or not summary["records"] else 0
 
 
-def cmd_record(args) -> int:
+def cmd_record(args: argparse.Namespace) -> int:
     from optrace.gates.selfcheck import check_record_file, format_gates, locate
 
     paths = locate(args.file, args.results, args.slug)

@@ -7,13 +7,13 @@ stored serve-time field (implementation.source_text / source_truncated). Code is
 
 from __future__ import annotations
 
-from optrace.gates.store.model import Gate, RecordView, obj
+from optrace.gates.store.model import Gate, GateContext, RecordView, obj
 from optrace.scrub.leak_patterns import find_cross_references
 
 SERVE_TIME_FIELDS = ("source_text", "source_truncated")
 
 
-def check(view: RecordView, ctx) -> list[str]:
+def check(view: RecordView, ctx: GateContext) -> list[str]:
     blob = view.payload_and_gain_text
     out = [
         f"{view.relpath}: {blob.where(ref.start)}: {ref.kind} {ref.token!r}" for ref in find_cross_references(blob.text)

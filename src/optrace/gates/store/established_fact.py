@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from optrace.gates.store.model import Gate, RecordView, obj, text
+from optrace.gates.store.model import Gate, GateContext, RecordView, obj, text
 
 CONDITION_KEYS = ("sm_arch", "shape_regime", "dtype", "toolchain")
 INCONCLUSIVE_VERDICTS = ("unknown", "unstable")
@@ -80,7 +80,7 @@ def mined_problems(fact: dict) -> list[str]:
     return out
 
 
-def condition_problems(condition) -> list[str]:
+def condition_problems(condition: object) -> list[str]:
     where = "payload.established_fact.condition"
     if not isinstance(condition, dict):
         return [f"{where}: missing or not an object"]
@@ -95,7 +95,7 @@ def condition_problems(condition) -> list[str]:
     return out
 
 
-def mechanism_problems(mechanism) -> list[str]:
+def mechanism_problems(mechanism: object) -> list[str]:
     where = "payload.established_fact.mechanism"
     if not isinstance(mechanism, str):
         return [f"{where}: missing or not a string"]
@@ -105,7 +105,7 @@ def mechanism_problems(mechanism) -> list[str]:
     return [f"{where}: {m.group(0)!r} reports an outcome, not a cause"] if m else []
 
 
-def check(view: RecordView, ctx) -> list[str]:
+def check(view: RecordView, ctx: GateContext) -> list[str]:
     payload = obj(view.record, "payload")
     out = []
     verdict = payload.get("verdict")

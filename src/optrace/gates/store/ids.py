@@ -11,14 +11,15 @@ import re
 from collections import defaultdict
 from pathlib import PurePosixPath
 
-from optrace.gates.store.model import Gate, RecordView
+from optrace.gates.store.model import Gate, GateContext, RecordView
+from optrace.gates.store.store import Store
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 MIN_SEGMENTS = 5
 MAX_ID_BYTES = 250  # "<id>.json" must fit the usual 255-byte file-name limit
 
 
-def check(view: RecordView, ctx) -> list[str]:
+def check(view: RecordView, ctx: GateContext) -> list[str]:
     rid, rel = view.record.get("id"), view.relpath
     if not isinstance(rid, str) or not rid:
         return [f"{rel}: id: missing or not a string"]
@@ -37,7 +38,7 @@ def check(view: RecordView, ctx) -> list[str]:
     return out
 
 
-def check_store(store, views: list[RecordView]) -> list[str]:
+def check_store(store: Store, views: list[RecordView]) -> list[str]:
     if not store.files:
         return ["records/: no record files"]
     paths = defaultdict(list)

@@ -68,7 +68,7 @@ def format_loc(path: tuple) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
-def _walk(value: Any, path: tuple, texts: list, paths: list | None, code) -> None:
+def _walk(value: Any, path: tuple, texts: list, paths: list | None, code: Callable[[str], str] | None) -> None:
     """Append every string of a JSON value (object keys included) to texts, in document order.
 
     paths, when given, receives each string's path: the fast pass leaves it None and the (rare)
@@ -119,7 +119,7 @@ class TextBlob:
     Offsets map back to JSON paths only when asked (a hit), by walking the parts again with paths.
     """
 
-    def __init__(self, parts: tuple[tuple[tuple, Any], ...], code=None):
+    def __init__(self, parts: tuple[tuple[tuple, Any], ...], code: Callable[[str], str] | None = None):
         self.parts, self.code = parts, code
         texts: list[str] = []
         for prefix, value in parts:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from optrace.gates.store.model import Gate, RecordView, TextBlob, format_loc, keys_named, obj, verbatim
+from optrace.gates.store.model import Gate, GateContext, RecordView, TextBlob, format_loc, keys_named, obj, verbatim
 
 ENGINE_ONLY_KEYS = ("raw", "locator", "links")
 PROVENANCE_KEYS = ("source_repo", "detail_file", "git_commit")
@@ -47,7 +47,7 @@ def distinctive(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) >= MIN_TOKEN and not value.replace(" ", "").isalpha()
 
 
-def check(view: RecordView, ctx) -> list[str]:
+def check(view: RecordView, ctx: GateContext) -> list[str]:
     served = served_projection(view.record)
     out = [
         f"{view.relpath}: {format_loc(path)}: engine-only key {path[-1]!r} in the served projection"

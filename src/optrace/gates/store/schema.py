@@ -7,7 +7,7 @@ from typing import Any
 
 from optrace import SCHEMAS
 from optrace.fastschema import compile_file
-from optrace.gates.store.model import Gate, RecordView
+from optrace.gates.store.model import Gate, GateContext, RecordView
 
 CONTRACT = SCHEMAS / "clean-1.3.schema.json"
 
@@ -22,7 +22,7 @@ def errors_of(record: Any, relpath: str) -> list[str]:
     return [f"{relpath}: {loc}: {msg}" for loc, msg in contract_errors()(record)]
 
 
-def check(view: RecordView, ctx) -> list[str]:
+def check(view: RecordView, ctx: GateContext) -> list[str]:
     return errors_of(view.record, view.relpath)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from optrace.gates.store.model import Gate, RecordView, obj, text
+from optrace.gates.store.model import Gate, GateContext, RecordView, obj, text
 
 ABSOLUTE_LATENCY = re.compile(r"[\d.]+\s*(?:us|µs|μs|ms)\b", re.I)
 TIME_UNIT = re.compile(r"^\s*(?:us|µs|μs|ms|s|sec|ns|cycles?)\s*$", re.I)
@@ -92,7 +92,7 @@ def lineage_problems(payload: dict) -> list[str]:
     return out
 
 
-def check(view: RecordView, ctx) -> list[str]:
+def check(view: RecordView, ctx: GateContext) -> list[str]:
     record = view.record
     payload = obj(record, "payload")
     problem = obj(payload, "problem")

@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from optrace.errors import InputError
 
@@ -50,7 +50,7 @@ class NotJson(ValueError):
     """A number JSON cannot hold: Infinity/NaN literals, or a float that overflows to inf."""
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     raise NotJson(f"{name} is not a JSON number")
 
 

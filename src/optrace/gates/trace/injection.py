@@ -16,7 +16,7 @@ import copy
 import io
 import json
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -355,8 +355,13 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
 # --- running -------------------------------------------------------------------------------------
 
 
-def validate_records(bench: Workbench, records, live: LiveStore) -> list[RecordVerdict]:
-    """The validation of one trace's records in memory: the same judge/finish as `optrace validate trace`."""
+def validate_records(
+    bench: Workbench, records: Iterable[tuple[str, dict] | list], live: LiveStore
+) -> list[RecordVerdict]:
+    """The validation of one trace's records in memory: the same judge/finish as `optrace validate trace`.
+
+    `records` are (relpath, record) pairs: the workbench's tuples, or [relpath, record] lists an
+    injection edits in place."""
     judged = [judge(rel, record, None, bench.packet_at(rel), bench.trace, None) for rel, record in records]
     return finish(judged, live)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.trace.model import PacketEvidence, needs_packet
@@ -92,7 +93,7 @@ def collapsed(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def strings(value, path: tuple = ()):
+def strings(value: object, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
     """(path, string) for every string and key of a JSON value, iteratively (depth is capped upstream)."""
     stack = [(path, value)]
     while stack:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
@@ -86,7 +87,7 @@ NUMBER_WORDS = re.compile(
 MAX_EXPONENT = 40  # |exponent| beyond this is no measurement: compared for equality only
 
 
-def _word_starts(words) -> tuple[str, ...]:
+def _word_starts(words: Sequence[str]) -> tuple[str, ...]:
     """The words none of the others is a prefix of: every match of a word pattern begins with one."""
     return tuple(sorted(w for w in words if not any(o != w and w.startswith(o) for o in words)))
 
