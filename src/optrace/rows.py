@@ -13,7 +13,6 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from optrace.jsonio import read_json, read_jsonl
 
-Dsl = Literal["cuda", "cutedsl", "flydsl", "gluon", "triton", "aiter", "any"]
 RecordType = Literal["strategy", "anti-strategy", "reference-kernel"]
 Verdict = Literal["baseline", "kept", "reverted", "none"]
 Precheck = Literal["ok", "flag"]
@@ -67,7 +66,7 @@ class VersionRow(TypedDict):
     outcome: str | None
     kernel_changed: bool
     kernel_blob: str | None
-    dsl: str  # a Dsl value; kept `str` because detect_dsl and the metadata return plain strings
+    dsl: str  # cuda, triton, gluon, ...: detect_dsl and the metadata return plain strings
     geomean_us: float | None
     number_note: str | None
     by_shape_us: dict[str, float]

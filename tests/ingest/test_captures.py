@@ -120,7 +120,7 @@ def test_summary_naming_the_rng_kernel_is_unusable(trace):
     assert (v3.kernel, v3.kernel_source) == (RNG, "summary.txt")
     assert not v3.usable
     assert v3.unusable_reason == f"captured harness kernel {RNG}"
-    assert v3.has_report and v3.report == "profiles/v3/REPORT.md"
+    assert v3.report == "profiles/v3/REPORT.md"
     assert v3.duration_us is None
 
 
@@ -140,7 +140,7 @@ def test_summary_naming_a_triton_kernel_is_usable_with_report_and_csv_time(trace
 def test_metrics_key_run_json_alone_names_the_kernel(trace):
     retry = scan(trace)["profiles/v12-retry"]
     assert (retry.kernel, retry.kernel_source) == ("_fused_softmax_kernel", "analysis/metrics_key_run.json")
-    assert retry.usable and not retry.has_report
+    assert retry.usable and retry.report is None
     assert retry.duration_us is None  # only an ncu CSV gives the time
 
 

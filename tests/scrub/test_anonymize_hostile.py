@@ -16,7 +16,13 @@ from optrace.gates.store import anonymization, specimens
 from optrace.gates.store.model import GateContext, RecordView
 from optrace.report import recon
 from optrace.scrub.anonymize import Scrubber
-from optrace.scrub.leak_patterns import Denylist, contains_denied, denylist_pattern, find_leaks
+from optrace.scrub.leak_patterns import Denylist, compile_denylist, denylist_pattern, find_leaks
+
+
+def contains_denied(text: str, terms) -> bool:
+    """Whether `text` holds any of `terms` in any spelling the gates' Denylist sees."""
+    return compile_denylist(tuple(terms)).contains(text)
+
 
 TERMS = ("alice", "gpu-node7", "corp.example", "Strauß")
 

@@ -52,10 +52,6 @@ class ProfileCapture:
     def usable(self) -> bool:
         return self.unusable_reason is None
 
-    @property
-    def has_report(self) -> bool:
-        return self.report is not None
-
     def to_row(self) -> dict:
         return {
             "dir": self.dir,

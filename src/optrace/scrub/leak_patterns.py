@@ -609,11 +609,6 @@ def compile_denylist(terms: tuple[str, ...]) -> Denylist:
     return Denylist(terms)
 
 
-def contains_denied(text: str, terms: Iterable[str]) -> bool:
-    """Whether `text` holds any of `terms` in any spelling `Denylist` sees: for names, slugs and paths."""
-    return compile_denylist(tuple(terms)).contains(text)
-
-
 def denylist_pattern(terms: tuple[str, ...]) -> Denylist | None:
     """The gates' denylist (finditer() like a compiled pattern, but over folded text); None when empty."""
     found = compile_denylist(tuple(terms))

@@ -15,7 +15,7 @@ a trace gate):
   workload_family = the target's;
 - payload.problem.target is the packet's GPU, problem.operator its family, problem.dsl its dsl;
   evidence.summary.measured_on holds only gpu, harness and track, and they are the packet's;
-- every GPU product, architecture, ISA, dtype, DSL and operator (softmax, gemm, attention, ...) a string of the record names (HARDWARE_WORDS; code
+- every GPU product, architecture, ISA, dtype, DSL and operator (softmax, gemm, attention, ...) a string of the record names (NAMES; code
   quoted verbatim aside) is one the packet's text names too: A800 -> B200 or bf16 -> fp8 fails; names
   are read as written with a separator (`FP-8`, `H-100`), in look-alike or full-width letters, and in
   words ("half precision" = fp16, "8-bit integers" = int8); and no string claims a wider scope than the
@@ -64,7 +64,6 @@ OPERATOR = (
     r"softmax|layer_?norm|rms_?norm|group_?norm|batch_?norm|gemm|matmul|attention|conv[123]d|convolution|moe|top_?k"
     r"|rope|embedding|all_?reduce|all_?gather|cross_?entropy"
 )
-HARDWARE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA}|{DTYPE}|{DSL}|{OPERATOR})\b", re.I)
 NAMES = (PRODUCT, ARCH, ISA, DTYPE, DSL, OPERATOR)  # every alternative of each starts with a letter
 # on lower-cased text: no case folding per position; and since every name starts with a letter, a word
 # boundary that ends a word (half of them) is passed over without trying each name
