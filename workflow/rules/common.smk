@@ -119,6 +119,9 @@ def shell_quote(value):
     return shlex.quote(str(value))
 
 
+# Per-trace rules carry no `benchmark:`: Snakemake samples every benchmarked job from the controller
+# (psutil, /proc/<pid>/smaps, every 0.5 s), 27 % of the controller's CPU on a 20-trace run
+# (benchmarks/README.md). The aggregate jobs keep theirs: one file each, read by bench_workflow.py.
 def per_trace(pattern):
     return expand(pattern, slug=SLUGS)
 

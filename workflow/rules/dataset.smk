@@ -18,8 +18,6 @@ rule dataset_sources:
         code=code_digest("dataset"),
     log:
         f"{RESULTS}/logs/dataset/sources/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/dataset/sources/{{slug}}.tsv"
     shell:
         "{PY} -m optrace.pertrace {params.guard} -- dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
         "--denylist-env {params.denylist_env} > {log} 2>&1"

@@ -19,8 +19,6 @@ rule distill_trace:
     threads: 4 if config["distill"]["mode"] == "agent" else 1
     log:
         f"{RESULTS}/logs/distill/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/distill/{{slug}}.tsv"
     shell:
         "{PY} -m optrace.pertrace {params.guard} -- distill --packets {RESULTS}/packets/{wildcards.slug} --out {RESULTS} "
         "--report {output.report} --mode {params.mode} --command={params.command:q} "

@@ -34,8 +34,6 @@ rule ingest_trace:
         code=code_digest("ingest"),
     log:
         f"{RESULTS}/logs/ingest/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/ingest/{{slug}}.tsv"
     shell:
         "{PY} -m optrace.pertrace {params.guard} -- ingest {params.trace:q} --out-dir {RESULTS}/work/{wildcards.slug} "
         "--targets {input.targets:q} --non-target-kernels {params.non_target:q} {params.args} "

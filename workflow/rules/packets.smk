@@ -16,8 +16,6 @@ rule packets_trace:
         code=code_digest("packets"),
     log:
         f"{RESULTS}/logs/packets/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/packets/{{slug}}.tsv"
     shell:
         "{PY} -m optrace.pertrace {params.guard} -- packets {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/packets/{wildcards.slug} --slug {wildcards.slug} "

@@ -15,8 +15,6 @@ rule partition_trace:
         code=code_digest("partition"),
     log:
         f"{RESULTS}/logs/partition/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/partition/{{slug}}.tsv"
     shell:
         "{PY} -m optrace.pertrace {params.guard} -- partition --work-dir {RESULTS}/work/{wildcards.slug} --report {output.report} "
         "{params.ladder} --denylist-env {params.denylist_env} > {log} 2>&1"

@@ -19,8 +19,6 @@ rule recon_trace:
         code=code_digest("recon"),
     log:
         f"{RESULTS}/logs/recon/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/recon/{{slug}}.tsv"
     shell:
         "{PY} -m optrace.pertrace {params.guard} -- recon --work-dir {RESULTS}/work/{wildcards.slug} "
         "--out-dir {RESULTS}/staging/reports/{wildcards.slug} {params.ladder} "

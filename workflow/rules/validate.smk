@@ -45,8 +45,6 @@ rule validate_trace:
         code=code_digest("validate"),
     log:
         f"{RESULTS}/logs/validate/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/validate/{{slug}}.tsv"
     shell:
         "{PY} -m optrace.pertrace {params.guard} -- validate trace --results {RESULTS} --slug {wildcards.slug} --profile {input.profile:q} "
         "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
