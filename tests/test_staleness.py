@@ -10,7 +10,7 @@ from conftest import run_snakemake as snakemake
 
 pytestmark = pytest.mark.workflow
 A, B = "011-iteration", "012-horizon"
-PER_TRACE = ("ingest_trace", "dataset_sources", "recon_trace", "partition_trace", "packets_trace", "distill_trace", "validate_trace")
+PER_TRACE = ("ingest_trace", "recon_trace", "partition_trace", "packets_trace", "distill_trace", "validate_trace")
 AGGREGATES = {("validate_summary", None), ("stage", None), ("readme", None), ("dataset_build", None),
               ("dataset_split", None)}
 TARGETS = {"all", "validate", "ingest", "recon", "partition", "packets", "distill", "staging", "dataset"}
@@ -97,7 +97,7 @@ def test_c_a_ladder_threshold_reruns_partition_and_what_follows_not_ingest(two_t
     ("recon.py", {("recon_trace", A), ("recon_trace", B), ("readme", None)}),
     ("partition.py", chain(A, "partition_trace") | chain(B, "partition_trace") | {("validate_summary", None), ("stage", None), ("readme", None)}),
     ("worth.py", {("stage", None), ("readme", None)}),
-    ("dataset.py", {("dataset_sources", A), ("dataset_sources", B), ("dataset_build", None), ("dataset_split", None)}),
+    ("dataset.py", {("dataset_build", None), ("dataset_split", None)}),
 ])
 def test_d_a_stage_code_change_reruns_that_stage_and_its_dependants(two_traces, module, expected):
     wd, cfg, _ = two_traces

@@ -84,14 +84,16 @@ def trace_path(wildcards):
     return TRACES[wildcards.slug].path
 
 
-def trace_inputs(wildcards):
-    """Files Snakemake itself can track: the example's directory, or a bundle file."""
-    t = TRACES[wildcards.slug]
+def tracked_trace(t):
+    """The file Snakemake itself can track for a trace: the example's directory, a bundle file, or None."""
     if t.example:
-        return {"trace": EXAMPLE_PATH}
-    if t.path.endswith(".bundle"):
-        return {"trace": t.path}
-    return {}
+        return EXAMPLE_PATH
+    return t.path if t.path.endswith(".bundle") else None
+
+
+def trace_inputs(wildcards):
+    tracked = tracked_trace(TRACES[wildcards.slug])
+    return {"trace": tracked} if tracked else {}
 
 
 _FINGERPRINTS = {}

@@ -1,26 +1,12 @@
-# The cost-model dataset (DESIGN §4, §5): one job per trace publishes its kernel sources (scrubbed,
-# so it needs the denylist), then ONE aggregate job over every trace builds the tables.
-# Re-baselining comes from the ladder, so its thresholds are params: changing them re-runs the build.
+# The cost-model dataset (DESIGN §4, §5): ONE aggregate job over every trace publishes their kernel
+# sources (read from each trace, scrubbed, so it needs the denylist) and builds the tables. The sources
+# were a job per trace once: ~90 ms of process for ~5 ms of reading (benchmarks/README.md). A trace's new
+# commit re-runs its ingest, which re-runs the build. Re-baselining comes from the ladder, so its
+# thresholds are params: changing them re-runs the build.
 
 
-rule dataset_sources:
-    input:
-        unpack(trace_inputs),
-        versions=rules.ingest_trace.output.versions,
-    output:
-        sources=f"{RESULTS}/work/{{slug}}/sources.json",
-    params:
-        trace=trace_path,
-        fingerprint=trace_fingerprint,
-        denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
-        guard=guard_args,
-        code=code_digest("dataset"),
-    log:
-        f"{RESULTS}/logs/dataset/sources/{{slug}}.log",
-    shell:
-        "{PY} -m optrace.pertrace {params.guard} -- dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
-        "--denylist-env {params.denylist_env} > {log} 2>&1"
+def all_trace_inputs(wildcards):
+    return sorted({p for p in map(tracked_trace, TRACES.values()) if p})
 
 
 rule dataset_build:
@@ -28,7 +14,7 @@ rule dataset_build:
         versions=per_trace(rules.ingest_trace.output.versions),
         meta=per_trace(rules.ingest_trace.output.meta),
         autotune=per_trace(rules.ingest_trace.output.autotune),
-        sources=per_trace(rules.dataset_sources.output.sources),
+        traces=all_trace_inputs,
         targets=config["targets"],
     output:
         measurements=f"{RESULTS}/dataset/measurements.parquet",
@@ -39,6 +25,7 @@ rule dataset_build:
                       labels={"item": "dataset README"}),
     params:
         work_dirs=per_trace(f"{RESULTS}/work/{{slug}}"),
+        traces=[TRACES[slug].path for slug in SLUGS],
         ladder=ladder_args(),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
@@ -48,7 +35,7 @@ rule dataset_build:
     benchmark:
         f"{RESULTS}/benchmarks/dataset/build.tsv"
     shell:
-        "{PY} -m optrace dataset build {params.work_dirs:q} --out-dir {RESULTS}/dataset {params.ladder} "
+        "{PY} -m optrace dataset build {params.work_dirs:q} --traces {params.traces:q} --out-dir {RESULTS}/dataset {params.ladder} "
         "--targets {input.targets:q} --denylist-env {params.denylist_env} > {log} 2>&1"
 
 
