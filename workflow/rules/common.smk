@@ -65,10 +65,17 @@ wildcard_constraints:
     slug="[a-z0-9][a-z0-9.-]*",
 
 
+IMPORT_CACHE = Path(".snakemake") / "optrace" / "code-imports.json"
+codedigest.load_cache(IMPORT_CACHE)
+
+
 def code_digest(stage):
     """Digest of the package modules a stage runs (its import closure, plus the CLI that starts it):
     editing one re-runs exactly the stages that use it, and their dependants."""
-    return f"{codedigest.digest(PKG, stage)}-{codedigest.digest(PKG, '__main__')}"
+    value = f"{codedigest.digest(PKG, stage)}-{codedigest.digest(PKG, '__main__')}"
+    if workflow.is_main_process:
+        codedigest.save_cache(IMPORT_CACHE)  # only when this stage parsed a module the cache lacked
+    return value
 
 
 def guard_args(wildcards, output):
