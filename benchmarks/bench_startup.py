@@ -40,10 +40,12 @@ def wall(cmd: list[str], n: int) -> float:
 
 
 def heavy_imports(command: str) -> list[str]:
-    code = ("import contextlib, io, sys\nfrom optrace.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    try:\n        main([{command!r}, '--help'])\n    except SystemExit:\n        pass\n"
-            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    code = (
+        "import contextlib, io, sys\nfrom optrace.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    try:\n        main([{command!r}, '--help'])\n    except SystemExit:\n        pass\n"
+        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, check=True)
     return res.stdout.split()
 
@@ -59,9 +61,15 @@ def main() -> int:
         print(f"{name:<14} {t * 1000:>9.0f} {t / floor:>8.1f}  {' '.join(heavy_imports(name)) or '-'}")
     with tempfile.TemporaryDirectory() as tmp:
         trace, work = Path(tmp) / "kernel_opt_007_fused_add_rmsnorm_h4096", Path(tmp) / "work"
-        subprocess.run([py, "-m", "optrace", "example-trace", "--out", str(trace)], check=True, capture_output=True, env=ENV)
-        subprocess.run([py, "-m", "optrace", "ingest", str(trace), "--out-dir", str(work)], check=True,
-                       capture_output=True, env=ENV)
+        subprocess.run(
+            [py, "-m", "optrace", "example-trace", "--out", str(trace)], check=True, capture_output=True, env=ENV
+        )
+        subprocess.run(
+            [py, "-m", "optrace", "ingest", str(trace), "--out-dir", str(work)],
+            check=True,
+            capture_output=True,
+            env=ENV,
+        )
         recon = wall([py, "-m", "optrace", "recon", "--work-dir", str(work), "--out-dir", str(Path(tmp) / "r")], n)
     print(f"recon job on the example trace: {recon * 1000:.0f} ms ({recon / floor:.1f}x the floor)")
     return 0
