@@ -156,6 +156,11 @@ def trace_inputs(wildcards):
     return {"trace": tracked} if tracked else {}
 
 
+def all_trace_inputs(wildcards):
+    """Every trace's tracked file (the dataset build reads each trace's kernel sources)."""
+    return sorted({p for p in map(tracked_trace, TRACES.values()) if p})
+
+
 _FINGERPRINTS = {}
 
 

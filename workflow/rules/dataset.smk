@@ -5,10 +5,6 @@
 # are params: changing them re-runs the build.
 
 
-def all_trace_inputs(wildcards):
-    return sorted({p for p in map(tracked_trace, TRACES.values()) if p})
-
-
 rule dataset_build:
     input:
         versions=per_trace(rules.ingest_trace.output.versions),
