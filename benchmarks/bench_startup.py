@@ -5,8 +5,8 @@ imports of its stage are paid once per job. Measured in the same run, median of 
 
 - the interpreter floor (`python -c pass`) and `python -m optrace <command> --help` per command,
   with the heavy libraries (pandas, pyarrow, matplotlib, jsonschema, git) each command imports;
-- the plotting imports recon can pay: `matplotlib.pyplot` vs `matplotlib.figure` + the SVG canvas;
-- a whole recon job on the embedded example trace (ingest outputs built first).
+- a whole recon job on the embedded example trace (ingest outputs built first): it draws ladder.svg
+  (optrace.ladderplot, no matplotlib).
 
     python benchmarks/bench_startup.py [N]
 """
@@ -59,9 +59,6 @@ def main() -> int:
     for name, _, _ in COMMANDS:
         t = wall([py, "-m", "optrace", name, "--help"], n)
         print(f"{name:<14} {t * 1000:>9.0f} {t / floor:>8.1f}  {' '.join(heavy_imports(name)) or '-'}")
-    pyplot = wall([py, "-c", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"], n)
-    objapi = wall([py, "-c", "import matplotlib.figure, matplotlib.backends.backend_svg"], n)
-    print(f"import matplotlib.pyplot: {pyplot * 1000:.0f} ms; matplotlib.figure + backend_svg: {objapi * 1000:.0f} ms")
     with tempfile.TemporaryDirectory() as tmp:
         trace, work = Path(tmp) / "kernel_opt_007_fused_add_rmsnorm_h4096", Path(tmp) / "work"
         subprocess.run(

@@ -5,9 +5,9 @@ the no-op re-run and the re-run after a 10-record agent batch lands in one trace
 (only that trace's validate, then stage and readme, may run). The controller's peak memory is its own
 high-water mark (VmHWM, read from /proc while it runs), not that of the jobs it starts.
 
-`--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the per-trace sources,
-the build, the split) and prints each dataset job's time and peak memory (from the rules' `benchmark:`
-files), then `optrace.dataset.build.load` over the result.
+`--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the build, which reads
+every trace's kernel sources, the split) and prints each dataset job's time and peak memory (from the
+rules' `benchmark:` files), then `optrace.dataset.build.load` over the result.
 
     python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
 
@@ -153,11 +153,6 @@ def dataset_only(wd: Path, cfg: str) -> None:
     total, peak, log = snakemake(wd, "dataset", "--config", cfg)
     print(f"  dataset target:         {total:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}")
     bench = wd / "results" / "benchmarks" / "dataset"
-    sources = benchmark_rows(sorted((bench / "sources").glob("*.tsv")))
-    print(
-        f"    sources (per trace):  {sum(float(r['s']) for r in sources):7.1f} s summed over {len(sources)} jobs, "
-        f"max {max(float(r['s']) for r in sources):.2f} s, peak RSS max {max(float(r['max_rss']) for r in sources):.0f} MB"
-    )
     for name in ("build", "split"):
         (row,) = benchmark_rows([bench / f"{name}.tsv"])
         print(f"    {name:19s}: {float(row['s']):7.2f} s  peak RSS {float(row['max_rss']):.0f} MB")

@@ -31,6 +31,7 @@ from optrace.dataset.build import (
     sample_columns,
     split_groups,
     trace_sources,
+    write_dataset,
 )
 from optrace.errors import InputError
 from optrace.example.embedded import EXAMPLE_DIR, build_example
@@ -307,7 +308,8 @@ def test_scrubbed_sources_get_a_published_key_and_no_private_hash_leaves(tmp_pat
     wd = write_work(tmp_path / "work", t)
     os.environ["DL_TEST"] = str(tmp_path / "denylist.txt")
     try:
-        assert main(["build", str(wd), "--out-dir", str(tmp_path / "out"), "--denylist-env", "DL_TEST"]) == 0
+        assert main(["build", str(wd), "--traces", str(trace), "--out-dir", str(tmp_path / "out"),
+                     "--denylist-env", "DL_TEST"]) == 0
     finally:
         del os.environ["DL_TEST"]
     written = b"".join(pq.read_table(tmp_path / "out" / FILES[n]).to_pandas().to_csv().encode() for n in BUILT)
@@ -326,8 +328,7 @@ def test_a_source_the_scrub_leaves_a_term_in_is_withheld_with_its_samples(tmp_pa
     assert summary.excluded == {"source_withheld": 1}
     assert summary.withheld == ["a denylisted term outside comments and strings"]
     assert not any("zanzibarco" in k["source_text"].lower() for k in ds.tables["kernels"])
-    wd = write_work(tmp_path / "work", t)
-    assert main(["build", str(wd), "--out-dir", str(tmp_path / "out")]) == 0
+    write_dataset(ds, tmp_path / "out", Thresholds())  # the CLI's scrubber is the env's, not this one
     readme = (tmp_path / "out" / "README.md").read_text()
     assert "- kernel_opt_048_private: a denylisted term outside comments and strings" in readme
 
@@ -391,18 +392,17 @@ def write_work(root: Path, t: TraceInput) -> Path:
     write_jsonl(d / "versions.jsonl", t.versions)
     write_jsonl(d / "autotune.jsonl", t.autotune)
     write_json(d / "meta.json", t.meta)
-    write_json(d / "sources.json", t.sources)
     return d
 
 
 def test_rerun_is_byte_identical_loader_and_readme(tmp_path):
     tracekit.iteration_era(tmp_path / "kernel_opt_050_tuned", untracked=autotune_files())
     failing_trace(tmp_path / "kernel_opt_051_fail")
-    dirs = [
-        write_work(tmp_path / "work", ingested(tmp_path / n)) for n in ("kernel_opt_050_tuned", "kernel_opt_051_fail")
-    ]
-    assert main(["build", *map(str, dirs), "--out-dir", str(tmp_path / "one")]) == 0
-    assert main(["build", *map(str, reversed(dirs)), "--out-dir", str(tmp_path / "two")]) == 0
+    names = ("kernel_opt_050_tuned", "kernel_opt_051_fail")
+    dirs = [write_work(tmp_path / "work", ingested(tmp_path / n)) for n in names]
+    traces = [str(tmp_path / n) for n in names]
+    assert main(["build", *map(str, dirs), "--traces", *traces, "--out-dir", str(tmp_path / "one")]) == 0
+    assert main(["build", *map(str, reversed(dirs)), "--traces", *reversed(traces), "--out-dir", str(tmp_path / "two")]) == 0
     for d in ("one", "two"):
         assert main(["split", str(tmp_path / d), "--test-fraction", "0.5"]) == 0
     for name in (*OUTPUTS, FILES["split"]):
@@ -449,7 +449,7 @@ def assert_every_column_documented(out: Path) -> None:
 def test_load_returns_documented_dtypes(tmp_path):
     tracekit.iteration_era(tmp_path / "kernel_opt_052_tuned", untracked=autotune_files())
     d = write_work(tmp_path / "work", ingested(tmp_path / "kernel_opt_052_tuned"))
-    assert main(["build", str(d), "--out-dir", str(tmp_path / "out")]) == 0
+    assert main(["build", str(d), "--traces", str(tmp_path / "kernel_opt_052_tuned"), "--out-dir", str(tmp_path / "out")]) == 0
     frame = load(tmp_path / "out")
     expected = {c.name: {"string": "string", "int64": "Int64", "float64": "Float64"}[c.type] for c in sample_columns()}
     assert {c: str(t) for c, t in frame.dtypes.items() if not c.startswith(AXIS_PREFIX)} == expected
@@ -682,12 +682,14 @@ def test_sheet_contract_nothing_derivable_or_denylisted(sheet_run):
 def test_sheet_contract_rebuild_is_byte_identical(sheet_run, tmp_path):
     wd, out = sheet_run["wd"], sheet_run["out"]
     work = sorted((wd / "results" / "work").iterdir())
+    traces = [str(sheet_run["traces"][json.loads((w / "meta.json").read_text())["source_label"]]) for w in work]
     env = {**sheet_run["env"], "PYTHONPATH": str(ROOT / "src")}
     cmd = [sys.executable, "-m", "optrace", "dataset"]
     subprocess.run(
-        [*cmd, "build", *map(str, reversed(work)), "--out-dir", str(tmp_path)], check=True, env=env, capture_output=True
+        [*cmd, "build", *map(str, reversed(work)), "--traces", *reversed(traces), "--out-dir", str(tmp_path)],
+        check=True, env=env, capture_output=True,
     )
     subprocess.run([*cmd, "split", str(tmp_path), "--test-fraction", "0.2"], check=True, env=env, capture_output=True)
     for name in (*OUTPUTS, FILES["split"]):
         assert (out / name).read_bytes() == (tmp_path / name).read_bytes(), name
-    assert read_trace(work[0]).sources["kernels"]
+    assert read_trace(work[0], traces[0], Scrubber()).sources["kernels"]

@@ -5,14 +5,14 @@ import re
 import subprocess
 import sys
 
+import xml.etree.ElementTree as ET
+
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from optrace.example.repo_builder import CommitSpec, build_trace
 from optrace.jsonio import read_jsonl
 from optrace.mine.ladder import run_ladder
-from optrace.report.recon import NO_NUMBER_Y, draw_ladder, floor_at, log_ticks, render_svg
+from optrace.report.ladderplot import NO_NUMBER_Y, floor_at, ladder_plot, log_ticks, render_svg, version_ticks
 from tests.support import tracekit
 
 
@@ -133,17 +133,22 @@ def plotted(tmp_path_factory):
     )
     rows = read_jsonl(tmp / "w" / "versions.jsonl")
     steps = run_ladder(rows)
-    fig = Figure()
-    FigureCanvasAgg(fig)
-    draw_ladder(fig, rows, steps, "t")
-    fig.canvas.draw()
-    return rows, steps, fig.axes[0], render_svg(rows, steps, "t")
+    plot = ladder_plot(rows, steps, "t")
+    return rows, steps, plot, render_svg(plot)
 
 
-def series(ax, label_start: str) -> list[tuple[float, float]]:
-    found = [c for c in ax.collections if c.get_label().startswith(label_start)]
-    assert len(found) == 1, [c.get_label() for c in ax.collections]
-    return [tuple(xy) for xy in found[0].get_offsets().tolist()]
+def series(plot, label_start: str) -> list[tuple[float, float]]:
+    found = [s for s in plot.series if s.label.startswith(label_start)]
+    assert len(found) == 1, [s.label for s in plot.series]
+    return found[0].points
+
+
+def drawn(svg: str, label: str) -> list[tuple[float, float]]:
+    """The px positions of the markers of the series titled `label` in the SVG."""
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    groups = [g for g in ET.fromstring(svg).iterfind("s:g", ns) if g.findtext("s:title", None, ns) == label]
+    assert len(groups) == 1
+    return [(float(u.get("x")), float(u.get("y"))) for u in groups[0].iterfind("s:use", ns)]
 
 
 def test_log_ticks_are_round_latencies():
@@ -152,33 +157,49 @@ def test_log_ticks_are_round_latencies():
     assert all(len(log_ticks(lo, lo * 1.32)) >= 2 for lo in (0.7, 3.3, 17.0, 88.0))  # one version: ±15 %
 
 
+def test_version_ticks_are_whole_round_numbers():
+    assert version_ticks(-0.5, 5.2) == [0, 1, 2, 3, 4, 5]
+    assert version_ticks(-0.5, 14.0) == [0, 2, 4, 6, 8, 10, 12, 14]
+    assert version_ticks(-0.5, 3239.5) == [0, 500, 1000, 1500, 2000, 2500, 3000]
+
+
+def test_the_svg_is_well_formed_and_draws_every_point_where_it_belongs(plotted):
+    _, _, plot, svg = plotted
+    ET.fromstring(svg)  # parses
+    assert svg == render_svg(plot)  # the same text for the same plot
+    pairs = []
+    for s in plot.series:
+        px = drawn(svg, s.label)
+        assert len(px) == len(s.points)
+        pairs += [(p, q) for p, q in zip(s.points, px) if not s.on_axis]
+    # a later version is further right; a slower one (higher latency) higher up, i.e. a smaller y
+    by_version, by_latency = sorted(pairs), sorted(pairs, key=lambda pq: pq[0][1])
+    assert [q[0] for _, q in by_version] == sorted(q[0] for _, q in pairs)
+    assert [q[1] for _, q in by_latency] == sorted((q[1] for _, q in pairs), reverse=True)
+    assert len({p[1] for p, _ in pairs}) >= 4  # the order says something
+
+
 def test_tick_labels_are_plain_numbers(plotted):
-    _, _, ax, svg = plotted
-    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
-    assert labels and all(re.fullmatch(r"\d+(\.\d+)?", ln) for ln in labels), labels
+    _, _, plot, svg = plotted
+    labels = [f"{v:g}" for v in plot.yticks]
+    assert labels and all(re.fullmatch(r"\d+(\.\d+)?", l) for l in labels), labels
     assert set(labels) <= set(svg_texts(svg))
 
 
 def test_a_revert_is_drawn_at_the_floor_it_went_back_to_not_as_a_faster_version(plotted):
-    rows, steps, ax, _ = plotted
+    rows, steps, plot, svg = plotted
     assert {r["version"]: r["verdict"] for r in rows}["v2"] == "reverted"
-    assert series(ax, "reverted") == [(2.0, floor_at(steps)[2])] == [(2.0, 30.0)]
+    assert series(plot, "reverted") == [(2.0, floor_at(steps)[2])] == [(2.0, 30.0)]
     # its own (faster) number stays visible only as a dotted stem from the floor
-    from matplotlib.collections import LineCollection
-
-    stems = [
-        seg
-        for c in ax.collections
-        if isinstance(c, LineCollection) and c.get_linestyle()[0][1] is not None
-        for seg in c.get_segments()
-    ]
-    assert [tuple(map(tuple, seg)) for seg in stems] == [((2.0, 30.0), (2.0, 25.0))]
+    assert plot.stems == [(2, 30.0, 25.0)]
+    assert 'stroke-dasharray' in svg
 
 
 def test_a_version_without_a_number_is_marked_on_the_axis(plotted):
-    _, steps, ax, svg = plotted
+    _, steps, plot, svg = plotted
     assert [s.version for s in steps if s.geomean_us is None] == ["v3"]
-    assert series(ax, "no number") == [(3.0, NO_NUMBER_Y)]  # x = version, y on the axis (axes coordinates)
+    assert series(plot, "no number") == [(3.0, NO_NUMBER_Y)]  # x = version, y on the axis (axes coordinates)
+    assert [s.on_axis for s in plot.series if s.label.startswith("no number")] == [True]
     assert "no number (marked on the axis)" in svg_texts(svg)
 
 

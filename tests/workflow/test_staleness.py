@@ -12,7 +12,6 @@ pytestmark = pytest.mark.workflow
 A, B = "011-iteration", "012-horizon"
 PER_TRACE = (
     "ingest_trace",
-    "dataset_sources",
     "recon_trace",
     "partition_trace",
     "packets_trace",
@@ -125,7 +124,7 @@ def test_c_a_ladder_threshold_reruns_partition_and_what_follows_not_ingest(two_t
         ("publish/worth.py", {("stage", None), ("readme", None)}),
         (
             "dataset/build.py",
-            {("dataset_sources", A), ("dataset_sources", B), ("dataset_build", None), ("dataset_split", None)},
+            {("dataset_build", None), ("dataset_split", None)},
         ),
     ],
 )

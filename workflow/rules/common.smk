@@ -82,12 +82,19 @@ LIVE_INDEX = (
 )
 
 
+IMPORT_CACHE = Path(".snakemake") / "optrace" / "code-imports.json"
+codedigest.load_cache(IMPORT_CACHE)
+
+
 def code_digest(command):
     """Digest of the package modules an `optrace` command runs (its import closure, plus the CLI that
     starts it): editing one re-runs exactly the stages that use it, and their dependants.
     """
     entry = MODULES[command].partition(".")[2]
-    return f"{codedigest.digest(PKG, entry)}-{codedigest.digest(PKG, '__main__')}"
+    value = f"{codedigest.digest(PKG, entry)}-{codedigest.digest(PKG, '__main__')}"
+    if workflow.is_main_process:
+        codedigest.save_cache(IMPORT_CACHE)  # only when this command parsed a module the cache lacked
+    return value
 
 
 def results(path):
@@ -137,14 +144,21 @@ def trace_path(wildcards):
     return TRACES[wildcards.slug].path
 
 
-def trace_inputs(wildcards):
-    """Files Snakemake itself can track: the example's directory, or a bundle file."""
-    t = TRACES[wildcards.slug]
+def tracked_trace(t):
+    """The file Snakemake itself can track for a trace: the example's directory, a bundle file, or None."""
     if t.example:
-        return {"trace": EXAMPLE_PATH}
-    if t.path.endswith(".bundle"):
-        return {"trace": t.path}
-    return {}
+        return EXAMPLE_PATH
+    return t.path if t.path.endswith(".bundle") else None
+
+
+def trace_inputs(wildcards):
+    tracked = tracked_trace(TRACES[wildcards.slug])
+    return {"trace": tracked} if tracked else {}
+
+
+def all_trace_inputs(wildcards):
+    """Every trace's tracked file (the dataset build reads each trace's kernel sources)."""
+    return sorted({p for p in map(tracked_trace, TRACES.values()) if p})
 
 
 _FINGERPRINTS = {}
@@ -170,6 +184,9 @@ def shell_quote(value):
     return shlex.quote(str(value))
 
 
+# Per-trace rules carry no `benchmark:`: Snakemake samples every benchmarked job from the controller
+# (psutil, /proc/<pid>/smaps, every 0.5 s), 27 % of the controller's CPU on a 20-trace run
+# (benchmarks/README.md). The aggregate jobs keep theirs: one file each, read by bench_workflow.py.
 def per_trace(pattern):
     return expand(pattern, slug=SLUGS)
 

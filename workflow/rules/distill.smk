@@ -12,8 +12,6 @@ rule distill_trace:
         report=reports("{slug}/distill.json"),
     log:
         logs("distill/{slug}.log"),
-    benchmark:
-        benchmarks("distill/{slug}.tsv")
     conda:
         ENV
     threads: 4 if config["distill"]["mode"] == "agent" else 1

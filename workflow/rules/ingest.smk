@@ -28,8 +28,6 @@ rule ingest_trace:
         autotune=work("{slug}/autotune.jsonl"),
     log:
         logs("ingest/{slug}.log"),
-    benchmark:
-        benchmarks("ingest/{slug}.tsv")
     conda:
         ENV
     params:

@@ -9,8 +9,6 @@ rule packets_trace:
         manifest=results("packets/{slug}/manifest.json"),
     log:
         logs("packets/{slug}.log"),
-    benchmark:
-        benchmarks("packets/{slug}.tsv")
     conda:
         ENV
     params:

@@ -14,8 +14,6 @@ rule partition_trace:
         ),
     log:
         logs("partition/{slug}.log"),
-    benchmark:
-        benchmarks("partition/{slug}.tsv")
     conda:
         ENV
     params:

@@ -22,8 +22,6 @@ rule recon_trace:
         ),
     log:
         logs("recon/{slug}.log"),
-    benchmark:
-        benchmarks("recon/{slug}.tsv")
     conda:
         ENV
     params:

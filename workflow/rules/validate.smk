@@ -26,8 +26,6 @@ rule validate_trace:
         report=reports("{slug}/validation.json"),
     log:
         logs("validate/{slug}.log"),
-    benchmark:
-        benchmarks("validate/{slug}.tsv")
     conda:
         ENV
     params:

@@ -1,8 +1,7 @@
 """Dataset: every trace's ingest outputs -> the lean cost-model dataset (README "What it produces").
 
-`sources` (one job per trace) reads the kernel sources the trace's samples measured (kernel.py blobs,
-Helion's `kernel_source`), scrubs them like packets and writes `work/<slug>/sources.json`.
-`build` writes, from all traces at once:
+`build` reads, per trace, its ingest outputs and the kernel sources its samples measured (kernel.py
+blobs, Helion's `kernel_source`, scrubbed like packets; `trace_sources`), and writes from all at once:
   measurements.parquet  one row per genuine (trace, version, shape) latency measurement
   autotune.parquet      one row per joined Helion autotune result
   runs.parquet          one row per run_id: the typed context its samples share
@@ -41,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optrace.errors import InputError
-from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
+from optrace.jsonio import read_json, read_jsonl, write_text_atomic
 from optrace.mine.ladder import Thresholds, run_ladder
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.leak_patterns import add_denylist_argument
@@ -210,7 +209,7 @@ def arrow_schema(columns: Iterable[Column]) -> Any:  # a pyarrow Schema
 
 @dataclass(frozen=True)
 class TraceInput:
-    """One trace's ingest outputs, and its published sources (`sources.json`)."""
+    """One trace's ingest outputs, and its published sources (`trace_sources`)."""
 
     meta: dict
     versions: list[VersionRow]
@@ -322,8 +321,9 @@ def read_whole(read_blob: Callable[[str], bytes | None], blob: str) -> bytes:
 def trace_sources(
     trace: str | Path, versions: list[VersionRow], scrubber: Scrubber, scratch: Path | None = None
 ) -> dict:
-    """`sources.json` of one trace: the published kernel of every blob its versions name and of every
-    Helion run in its `autotune/`, and its definition's dtypes."""
+    """One trace's published sources: the kernel of every blob its versions name and of every Helion
+    run in its `autotune/`, and its definition's dtypes. Read by the build itself, not a job per trace:
+    the reading is ~5 ms of a ~90 ms process (benchmarks/README.md)."""
     from optrace.ingest.autotune import ingest_autotune
     from optrace.ingest.git_history import open_trace
     from optrace.ingest.trace_files import read_text
@@ -921,13 +921,15 @@ def render_readme(ds: Dataset, thresholds: Thresholds) -> str:
 # ---------------------------------------------------------------- I/O at the edges
 
 
-def read_trace(work_dir: Path) -> TraceInput:
-    return TraceInput(
-        read_json(work_dir / "meta.json"),
-        read_versions(work_dir / "versions.jsonl"),
-        read_jsonl(work_dir / "autotune.jsonl"),
-        read_json(work_dir / "sources.json"),
-    )
+def read_trace(work_dir: Path, trace: str | Path, scrubber: Scrubber, scratch: Path | None = None) -> TraceInput | None:
+    """One trace's ingest outputs (`work_dir`) and its published sources, read from the trace; None for
+    a trace that failed ingest (optrace.run.pertrace's placeholder meta.json): it has no rows to contribute."""
+    meta = read_json(work_dir / "meta.json")
+    if "failed" in meta:
+        return None
+    versions = read_versions(work_dir / "versions.jsonl")
+    return TraceInput(meta, versions, read_jsonl(work_dir / "autotune.jsonl"),
+                      trace_sources(trace, versions, scrubber, scratch))
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
@@ -968,12 +970,10 @@ def export_csv(parquet: Path) -> Path:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace dataset", description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("sources", help="one trace's published kernel sources -> sources.json")
-    s.add_argument("trace", help="the trace (work tree or .bundle)")
-    s.add_argument("--work-dir", required=True, type=Path, help="its ingest outputs (work/<slug>)")
-    add_denylist_argument(s)
     b = sub.add_parser("build", help="measurements, autotune, runs, kernels (.parquet) and README.md")
     b.add_argument("work_dirs", nargs="*", type=Path, help="ingest output directories (work/<slug>)")
+    b.add_argument("--traces", nargs="*", default=[], help="the traces (work tree or .bundle), one per work dir, "
+                   "in the same order: their kernel sources are read from them")
     b.add_argument("--out-dir", required=True, type=Path, help="the dataset directory to write")
     b.add_argument("--targets", type=Path, help="hardware table (default: the built-in one)")
     add_denylist_argument(b)
@@ -1009,22 +1009,15 @@ def main(argv: list[str]) -> int:
     from optrace.scrub.anonymize import Scrubber
 
     scrubber = Scrubber.from_env(args.denylist_env)
-    if args.command == "sources":
-        out = args.work_dir / "sources.json"
-        doc = trace_sources(args.trace, read_versions(args.work_dir / "versions.jsonl"), scrubber, args.work_dir)
-        write_json(out, doc)
-        withheld = sum(1 for k in [*doc["kernels"].values(), *doc["autotune_runs"].values()] if k["withheld"])
-        print(
-            f"dataset sources: {len(doc['kernels'])} kernel blob(s), {len(doc['autotune_runs'])} autotune run(s), "
-            f"{withheld} withheld"
-        )
-        return 0
+    if len(args.traces) != len(args.work_dirs):
+        raise InputError("dataset build", f"{len(args.work_dirs)} work dir(s) but {len(args.traces)} trace(s) "
+                         "given; --traces names one trace per work dir")
     from optrace.ingest.hardware import HardwareTable
 
     table = HardwareTable.load(args.targets)
     thresholds = Thresholds.from_args(args)
-    # a trace that failed ingest (optrace.run.pertrace's placeholder meta.json) has no rows to contribute
-    ds = build([t for t in map(read_trace, args.work_dirs) if "failed" not in t.meta], thresholds, scrubber, table)
+    read = (read_trace(w, t, scrubber, args.out_dir) for w, t in zip(args.work_dirs, args.traces))
+    ds = build([t for t in read if t is not None], thresholds, scrubber, table)
     write_dataset(ds, args.out_dir, thresholds)
     excluded = sum(sum(s.excluded.values()) for s in ds.summaries.values())
     print(

@@ -7,21 +7,18 @@ writes recon.json (facts), recon.md (the same facts for a person) and ladder.svg
 from __future__ import annotations
 
 import argparse
-import io
 import json
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from optrace.admit.store_match import holdings
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import CLAIMS, Step, Thresholds, run_ladder
+from optrace.report.ladderplot import ladder_plot, render_svg
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.anonymize import Scrubber
 
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure  # imported where it is drawn: recon's other outputs need no matplotlib
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 
@@ -243,197 +240,6 @@ def render_md(recon: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-# outcome -> (marker, colour, label). Kept, reverted and rejected must never look alike.
-STYLE = {
-    "baseline": ("s", "#1f77b4", "baseline"),
-    "milestone": ("o", "#2ca02c", "milestone (kept, labelled with its gain)"),
-    "mega": ("*", "#006400", "mega milestone"),
-    "floor": ("o", "#9acd32", "took the floor, no claim"),
-    "flat": ("o", "#bbbbbb", "no improvement"),
-    "rebaseline": ("D", "#8c564b", "re-baseline"),
-    "rejected": ("^", "#ff7f0e", "rejected (incorrect, gate, not kept)"),
-}
-REVERTED = ("X", "#d62728", "reverted: tried, undone (dotted: what it measured)")
-NO_NUMBER = ("v", "#777777", "no number (marked on the axis)")
-NO_NUMBER_Y = 0.03  # axes fraction: on the version axis, just clear of its line
-FLOOR_OUTCOMES = ("baseline", "milestone", "mega", "floor", "rebaseline")
-MAX_GAIN_LABELS = 30  # the largest gains are labelled; more would overlap into noise
-TICK_SUBS = (
-    (1,),
-    (1, 2, 5),
-    (1, 2, 3, 5, 7),
-    (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9),
-    (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9),
-)
-
-
-def log_ticks(low: float, high: float, want: int = 4) -> list[float]:
-    """Round latencies (…, 20, 30, 40, …) spanning [low, high], the coarsest set giving `want` ticks:
-    a log axis over 16–42 µs has no power of ten inside it, and 2×10¹-style labels read badly."""
-    import math
-
-    ticks: list[float] = []
-    for subs in TICK_SUBS:
-        ticks = [
-            round(m * 10.0**k, 6)
-            for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
-            for m in subs
-            if low <= m * 10.0**k <= high
-        ]
-        if len(ticks) >= want:
-            break
-    return sorted(set(ticks))
-
-
-def floor_at(steps: list[Step]) -> dict[int, float]:
-    """Version number -> the floor (best kept latency) the kernel stood at after that version."""
-    floor, out = None, {}
-    for s in steps:
-        if s.outcome in FLOOR_OUTCOMES and s.geomean_us is not None:
-            floor = s.geomean_us
-        if floor is not None:
-            out[s.n] = floor
-    return out
-
-
-def render_svg(rows: list[VersionRow], steps: list[Step], title: str) -> str:
-    # The object API with the SVG canvas, never pyplot: pyplot's import and global state cost every
-    # recon job time and buy nothing for one figure written to a file.
-    import matplotlib
-    from matplotlib.backends.backend_svg import FigureCanvasSVG
-    from matplotlib.figure import Figure
-
-    with matplotlib.rc_context({"svg.hashsalt": "optrace", "svg.fonttype": "none"}):  # byte-identical reruns
-        fig = Figure(figsize=(9, 4.5))
-        FigureCanvasSVG(fig)
-        draw_ladder(fig, rows, steps, title)
-        buf = io.StringIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
-    return buf.getvalue()
-
-
-def _measured(step: Step) -> float:
-    assert step.geomean_us is not None, step.version
-    return step.geomean_us
-
-
-def draw_ladder(fig: Figure, rows: list[VersionRow], steps: list[Step], title: str) -> None:
-    """The ladder on a matplotlib Figure (any canvas)."""
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
-
-    reverted = {r["version"] for r in rows if r["verdict"] == "reverted"}
-    floors = floor_at(steps)
-    ax = fig.add_subplot()
-    groups: dict[str, list[Step]] = {}
-    for s in steps:
-        if s.version in reverted:
-            groups.setdefault("reverted", []).append(s)
-        elif s.geomean_us is not None:
-            groups.setdefault(s.outcome, []).append(s)
-    for key, (marker, colour, label) in STYLE.items():
-        pts = groups.get(key)
-        if pts:
-            ax.scatter(
-                [s.n for s in pts],
-                [_measured(s) for s in pts],  # the outcomes drawn here all have a number
-                marker=marker,
-                c=colour,
-                s=80 if marker == "*" else 36,
-                label=label,
-                zorder=3,
-            )
-    # A revert leaves the kernel at the floor: drawn there, what it measured only dotted. Before any
-    # floor exists there is nothing to go back to, so it stands at its own number.
-    back = [s for s in groups.get("reverted", []) if s.n in floors or s.geomean_us is not None]
-    if back:
-        marker, colour, label = REVERTED
-        ax.scatter(
-            [s.n for s in back],
-            [floors[s.n] if s.n in floors else _measured(s) for s in back],
-            marker=marker,
-            c=colour,
-            s=40,
-            label=label,
-            zorder=4,
-        )
-        stems = [s for s in back if s.n in floors and s.geomean_us is not None]
-        if stems:  # one collection each, not an artist per revert: long traces revert thousands of times
-            ax.vlines(
-                [s.n for s in stems],
-                [floors[s.n] for s in stems],
-                [_measured(s) for s in stems],
-                linestyles=":",
-                colors=colour,
-                lw=1,
-                zorder=2,
-            )
-            ax.scatter(
-                [s.n for s in stems],
-                [_measured(s) for s in stems],
-                marker="o",
-                facecolors="none",
-                edgecolors=colour,
-                s=22,
-                zorder=3,
-            )
-    floor = [(s.n, s.geomean_us) for s in steps if s.outcome in FLOOR_OUTCOMES and s.geomean_us is not None]
-    if floor:
-        last = max(s.n for s in steps)
-        xs, ys = [n for n, _ in floor] + [last], [g for _, g in floor] + [floor[-1][1]]
-        ax.step(xs, ys, where="post", c="#555555", lw=1, label="floor (best kept)", zorder=2)
-    missing = [s for s in steps if s.geomean_us is None]
-    if missing:
-        marker, colour, label = NO_NUMBER
-        ax.scatter(
-            [s.n for s in missing],
-            [NO_NUMBER_Y] * len(missing),
-            marker=marker,
-            facecolors="none",
-            edgecolors=colour,
-            s=40,
-            label=label,
-            transform=ax.get_xaxis_transform(),
-            clip_on=False,
-            zorder=4,
-        )
-    claims = sorted(
-        (s for s in steps if s.outcome in CLAIMS and s.improve_pct is not None and s.geomean_us),
-        key=lambda s: -(s.improve_pct or 0.0),  # only steps with a number are here
-    )[:MAX_GAIN_LABELS]
-    for s in claims:
-        ax.annotate(
-            f"{s.version} +{s.improve_pct:.1f}%",
-            (s.n, s.geomean_us),
-            textcoords="offset points",
-            xytext=(4, 5),
-            fontsize=7,
-            color=STYLE[s.outcome][1],
-        )
-    for s in steps:
-        if s.final and s.geomean_us is not None:
-            ax.annotate(
-                "final", (s.n, s.geomean_us), textcoords="offset points", xytext=(0, -14), ha="center", fontsize=8
-            )
-    values = [s.geomean_us for s in steps if s.geomean_us] + [g for g in floors.values() if g]
-    if values:
-        ax.set_yscale("log")
-        low, high = min(values), max(values)
-        ax.set_ylim(low / 1.15, high * 1.15)
-        ax.yaxis.set_major_locator(FixedLocator(log_ticks(low / 1.15, high * 1.15)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        ax.yaxis.set_minor_locator(NullLocator())
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    if steps:  # room on the right for the last gain label
-        first, last = min(s.n for s in steps), max(s.n for s in steps)
-        ax.set_xlim(first - 0.5, last + max(1.2, 0.08 * (last - first)))
-    ax.set_xlabel("version")
-    ax.set_ylabel("geomean latency (µs, log scale)")
-    ax.set_title(title)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")  # "best" tests every point of a long trace for overlap
-    fig.subplots_adjust(left=0.08, right=0.98, top=0.92, bottom=0.12)  # fixed: tight_layout measures text twice
-
-
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace recon", description=__doc__)
     ap.add_argument("--work-dir", required=True, type=Path, help="ingest outputs of one trace")
@@ -451,7 +257,7 @@ def main(argv: list[str]) -> int:
     write_json(args.out_dir / "recon.json", recon)
     write_text_atomic(args.out_dir / "recon.md", render_md(recon))
     title = scrub.private(f"{meta['source_label']} on {meta['target']['product']}")
-    write_text_atomic(args.out_dir / "ladder.svg", render_svg(rows, steps, title))
+    write_text_atomic(args.out_dir / "ladder.svg", render_svg(ladder_plot(rows, steps, title)))
     lad = recon["ladder"]
     print(
         f"recon: {meta['slug']}: "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
+import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -38,13 +40,50 @@ def _statements(tree: ast.AST) -> Iterator[ast.AST]:
             todo.extend(getattr(node, name, ()))
 
 
-@cache  # every stage's closure shares most modules: parse each file once per run
+# Imports by file content, kept across runs (`load_cache`/`save_cache`): parsing every module was most
+# of the digests' CPU at every Snakemake start, no-op included. An entry is keyed by the sha256 of the
+# file's bytes and its package directory, so an edited module is always parsed again.
+_CACHE: dict[str, list[str]] = {}
+_DIRTY = [False]
+
+
+def load_cache(path: Path) -> None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # none yet, or unreadable: every module is parsed, as without a cache
+    if isinstance(doc, dict):
+        _CACHE.update((k, v) for k, v in doc.items()
+                      if isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
+def save_cache(path: Path) -> None:
+    """Write the cache when this run parsed something new (temp file, then rename)."""
+    if not _DIRTY[0]:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_CACHE, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+    _DIRTY[0] = False
+
+
+@cache  # every stage's closure shares most modules: read each file once per run
 def _imports(pkg: Path, path: Path) -> frozenset[str]:
     """Package-internal modules one file imports (relative imports and `optrace.*`), at any depth
     (an import inside a function counts)."""
     here = path.parent.relative_to(pkg).parts
-    found = set()
-    for node in _statements(ast.parse(path.read_text(encoding="utf-8"))):
+    data = path.read_bytes()
+    key = hashlib.sha256(data).hexdigest() + ":" + "/".join(here)
+    if key not in _CACHE:
+        _CACHE[key] = sorted(_parse_imports(data, here))
+        _DIRTY[0] = True
+    return frozenset(_CACHE[key])
+
+
+def _parse_imports(data: bytes, here: tuple[str, ...]) -> set[str]:
+    found: set[str] = set()
+    for node in _statements(ast.parse(data.decode("utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 parent = here[: len(here) - (node.level - 1)] if node.level > 1 else here
@@ -57,7 +96,7 @@ def _imports(pkg: Path, path: Path) -> frozenset[str]:
             found.update(f"{base}.{a.name}" if base else a.name for a in node.names)  # `from . import x`
         elif isinstance(node, ast.Import):
             found.update(a.name.partition(".")[2] for a in node.names if a.name.split(".")[0] == PACKAGE)
-    return frozenset(found)
+    return found
 
 
 @cache
