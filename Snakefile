@@ -14,6 +14,13 @@ report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+
+
+# Slugs are made by optrace.run.families: lower-case, digits, dots and dashes.
+wildcard_constraints:
+    slug="[a-z0-9][a-z0-9.-]*",
+
+
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/partition.smk"
@@ -68,9 +75,13 @@ rule validate:
         summary=rules.validate_summary.output.summary,
         index=rules.stage.output.index,
         readme=rules.readme.output.readme,
+    log:
+        logs("validate.log"),
     localrule: True
+    conda:
+        "workflow/envs/optrace.yaml"
     shell:
-        "true"
+        "true > {log}"
 
 
 rule staging:
@@ -84,7 +95,7 @@ rule dataset:
         DATASET_TARGETS,
 
 
-# The run summary (optrace.summary): per trace and in total, what was staged, what failed and why, and
+# The run summary (optrace.run.summary): per trace and in total, what was staged, what failed and why, and
 # where the results are. `strict: true` (or the `validate` target) turns a failing record into exit 1.
 onsuccess:
     end_of_run()

@@ -26,8 +26,9 @@ def wall_runs(store: Path, runs: int) -> list[float]:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "optrace.cli", "check-store", str(store)],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "optrace.cli", "check-store", str(store)], capture_output=True, text=True
+        )
         times.append(time.perf_counter() - start)
         if proc.returncode != 0:
             sys.exit(f"check-store failed (rc={proc.returncode}):\n{proc.stdout}{proc.stderr}")
@@ -35,7 +36,7 @@ def wall_runs(store: Path, runs: int) -> list[float]:
 
 
 def in_process(store: Path, runs: int) -> dict[str, float]:
-    from optrace.storegates import load_store, run_gates
+    from optrace.gates.store import load_store, run_gates
 
     phases: dict[str, list[float]] = {"load records + index": [], "9 gates": []}
     for _ in range(runs):
@@ -61,8 +62,10 @@ def main() -> int:
     median = statistics.median(walls)
     print(f"check-store {args.store} ({args.runs} runs, fresh process each)")
     print(f"  wall: median {median:.3f} s, min {min(walls):.3f} s, max {max(walls):.3f} s; peak RSS {peak_mb:.0f} MB")
-    print(f"  target {TARGET_S} s: {'met' if median <= TARGET_S else 'MISSED'}; "
-          f"reference {REFERENCE_S} s -> {REFERENCE_S / median:.1f}x faster")
+    print(
+        f"  target {TARGET_S} s: {'met' if median <= TARGET_S else 'MISSED'}; "
+        f"reference {REFERENCE_S} s -> {REFERENCE_S / median:.1f}x faster"
+    )
     for name, seconds in in_process(args.store, args.runs).items():
         print(f"  in-process {name}: {seconds:.3f} s")
     return 0

@@ -27,7 +27,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow" / "scripts"))
-from optrace.storegates.specimens import anti_strategy, reference_kernel, strategy  # noqa: E402
+from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy  # noqa: E402
 
 DEFAULT_STORE = REPO.parent / "shared" / "data" / "upstream-store"
 TARGETS = {"match one": 0.15, "match --all": 5.0, "commit-all": 20.0}
@@ -39,7 +39,9 @@ def gate(*args, check=True) -> tuple[float, subprocess.CompletedProcess]:
     proc = subprocess.run([sys.executable, "-m", "optrace", *map(str, args)], capture_output=True, text=True, env=ENV)
     elapsed = time.perf_counter() - start
     if check and proc.returncode != 0:
-        sys.exit(f"{' '.join(map(str, args))} failed (rc={proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        sys.exit(
+            f"{' '.join(map(str, args))} failed (rc={proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        )
     return elapsed, proc
 
 
@@ -87,18 +89,26 @@ def main() -> int:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         print(f"gate against {args.store} ({args.runs} runs each where repeated)")
-        report("match one", statistics.median(walls), f"; min {min(walls):.3f} s, max {max(walls):.3f} s, "
-               f"CPU median {statistics.median(cpus):.3f} s; fresh process each, reference 0.3 s")
+        report(
+            "match one",
+            statistics.median(walls),
+            f"; min {min(walls):.3f} s, max {max(walls):.3f} s, "
+            f"CPU median {statistics.median(cpus):.3f} s; fresh process each, reference 0.3 s",
+        )
 
         staging = tmp / "staging"
         (staging / "records").mkdir(parents=True)
         for rec in batch(args.records):
             (staging / "records" / f"{rec['id']}.json").write_text(json.dumps(rec, indent=1))
         proposals = staging / "reports" / "match.json"
-        walls = [gate("gate", "match", "--all", staging, "--store", args.store, "--out", proposals)[0]
-                 for _ in range(max(1, args.runs // 2))]
+        walls = [
+            gate("gate", "match", "--all", staging, "--store", args.store, "--out", proposals)[0]
+            for _ in range(max(1, args.runs // 2))
+        ]
         counts = json.loads(proposals.read_text())["counts"]
-        report("match --all", statistics.median(walls), f" over {args.records} records, one process; proposals {counts}")
+        report(
+            "match --all", statistics.median(walls), f" over {args.records} records, one process; proposals {counts}"
+        )
 
         walls = []
         for run in range(max(1, args.runs // 3)):
@@ -108,9 +118,12 @@ def main() -> int:
             outcome = json.loads(proc.stdout)["counts"]
             check_s, check = gate("check-store", store, check=False)
             shutil.rmtree(store)
-        report("commit-all", statistics.median(walls),
-               f" for {args.records} inserts into a copy; outcomes {outcome}; check-store after: "
-               f"{'passed' if check.returncode == 0 else 'FAILED'} ({check_s:.2f} s)")
+        report(
+            "commit-all",
+            statistics.median(walls),
+            f" for {args.records} inserts into a copy; outcomes {outcome}; check-store after: "
+            f"{'passed' if check.returncode == 0 else 'FAILED'} ({check_s:.2f} s)",
+        )
         per = statistics.median(walls) / args.records * 1000
         print(f"  per insert: {per:.1f} ms (validation, journal, record file; one index write per group of 50)")
     return 0

@@ -35,9 +35,25 @@ def partition() -> str:
 def run(wd: Path, sheet: Path, *extra: str) -> tuple[float, dict[str, int]]:
     shutil.rmtree(wd / "results", ignore_errors=True)
     shutil.rmtree(wd / ".snakemake", ignore_errors=True)
-    cmd = [sys.executable, "-m", "snakemake", "--workflow-profile", "none", "--profile", "profiles/slurm",
-           "--slurm-init-seconds-before-status-checks", "2", "--default-resources", "slurm_account=bench",
-           f"slurm_partition={partition()}", "mem_mb=1000", "runtime=10", "--config", f"traces={sheet}", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--workflow-profile",
+        "none",
+        "--profile",
+        "profiles/slurm",
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--default-resources",
+        "slurm_account=bench",
+        f"slurm_partition={partition()}",
+        "mem_mb=1000",
+        "runtime=10",
+        "--config",
+        f"traces={sheet}",
+        *extra,
+    ]
     t0 = time.perf_counter()
     res = subprocess.run(cmd, cwd=wd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
@@ -60,8 +76,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="optrace-slurm-bench-") as tmp:
         tmp = Path(tmp)
         wd = tmp / "wf"
-        shutil.copytree(ROOT, wd, ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__",
-                                                                "tests", "benchmarks"))
+        shutil.copytree(
+            ROOT,
+            wd,
+            ignore=shutil.ignore_patterns(
+                ".git", ".snakemake", "results", ".venv", "__pycache__", "tests", "benchmarks"
+            ),
+        )
         rows = ["label\tpath"]
         for i in range(args.traces):
             name = f"kernel_opt_{i:03d}_gemm_n4096_k4096"
@@ -72,8 +93,10 @@ def main() -> int:
         packed = ["--group-components", f"trace_chain={args.pack}"] if args.pack else []
         for label, extra in (("packed", packed), ("one job per trace", ["--group-components", "trace_chain=1"])):
             wall, kinds = run(wd, sheet, *extra)
-            print(f"{args.traces} traces, {label:18s} {sum(kinds.values()):3d} submissions {kinds}  wall {wall:6.1f} s",
-                  flush=True)
+            print(
+                f"{args.traces} traces, {label:18s} {sum(kinds.values()):3d} submissions {kinds}  wall {wall:6.1f} s",
+                flush=True,
+            )
     return 0
 
 

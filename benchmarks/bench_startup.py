@@ -5,8 +5,8 @@ imports of its stage are paid once per job. Measured in the same run, median of 
 
 - the interpreter floor (`python -c pass`) and `python -m optrace <command> --help` per command,
   with the heavy libraries (pandas, pyarrow, matplotlib, jsonschema, git) each command imports;
-- the plotting imports recon can pay: `matplotlib.pyplot` vs `matplotlib.figure` + the SVG canvas;
-- a whole recon job on the embedded example trace (ingest outputs built first).
+- a whole recon job on the embedded example trace (ingest outputs built first): it draws ladder.svg
+  (optrace.ladderplot, no matplotlib).
 
     python benchmarks/bench_startup.py [N]
 """
@@ -40,10 +40,12 @@ def wall(cmd: list[str], n: int) -> float:
 
 
 def heavy_imports(command: str) -> list[str]:
-    code = ("import contextlib, io, sys\nfrom optrace.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    try:\n        main([{command!r}, '--help'])\n    except SystemExit:\n        pass\n"
-            f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))")
+    code = (
+        "import contextlib, io, sys\nfrom optrace.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    try:\n        main([{command!r}, '--help'])\n    except SystemExit:\n        pass\n"
+        f"print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV, check=True)
     return res.stdout.split()
 
@@ -57,14 +59,17 @@ def main() -> int:
     for name, _, _ in COMMANDS:
         t = wall([py, "-m", "optrace", name, "--help"], n)
         print(f"{name:<14} {t * 1000:>9.0f} {t / floor:>8.1f}  {' '.join(heavy_imports(name)) or '-'}")
-    pyplot = wall([py, "-c", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"], n)
-    objapi = wall([py, "-c", "import matplotlib.figure, matplotlib.backends.backend_svg"], n)
-    print(f"import matplotlib.pyplot: {pyplot * 1000:.0f} ms; matplotlib.figure + backend_svg: {objapi * 1000:.0f} ms")
     with tempfile.TemporaryDirectory() as tmp:
         trace, work = Path(tmp) / "kernel_opt_007_fused_add_rmsnorm_h4096", Path(tmp) / "work"
-        subprocess.run([py, "-m", "optrace", "example-trace", "--out", str(trace)], check=True, capture_output=True, env=ENV)
-        subprocess.run([py, "-m", "optrace", "ingest", str(trace), "--out-dir", str(work)], check=True,
-                       capture_output=True, env=ENV)
+        subprocess.run(
+            [py, "-m", "optrace", "example-trace", "--out", str(trace)], check=True, capture_output=True, env=ENV
+        )
+        subprocess.run(
+            [py, "-m", "optrace", "ingest", str(trace), "--out-dir", str(work)],
+            check=True,
+            capture_output=True,
+            env=ENV,
+        )
         recon = wall([py, "-m", "optrace", "recon", "--work-dir", str(work), "--out-dir", str(Path(tmp) / "r")], n)
     print(f"recon job on the example trace: {recon * 1000:.0f} ms ({recon / floor:.1f}x the floor)")
     return 0

@@ -1,4 +1,4 @@
-"""Time `optrace validate trace` on ~1200 drafted records of synthetic traces (DESIGN §9).
+"""Time `optrace validate trace` on ~1200 drafted records of synthetic traces.
 
     python benchmarks/bench_validate.py [--versions 3000] [--traces 5] [--runs 5]
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from synthetic import synthetic_trace
@@ -69,8 +69,19 @@ def mine(results: Path, trace: Path, slug: str) -> int:
     run(["ingest", trace, "--out-dir", work])
     run(["partition", "--work-dir", work, "--report", results / "staging/reports" / slug / "partition.md"])
     run(["packets", trace, "--work-dir", work, "--out-dir", packets, "--slug", slug])
-    run(["distill", "--packets", packets, "--out", results, "--report", results / "staging/reports" / slug / "distill.json",
-         "--mode", "draft"])
+    run(
+        [
+            "distill",
+            "--packets",
+            packets,
+            "--out",
+            results,
+            "--report",
+            results / "staging/reports" / slug / "distill.json",
+            "--mode",
+            "draft",
+        ]
+    )
     return len(list((results / "distilled" / slug).glob("*.json")))
 
 
@@ -124,8 +135,10 @@ def report(name: str, runs: tuple[list[float], list[float]], target: float, refe
     times, cpu = runs
     median = statistics.median(times)
     ref = f"; reference {reference} s -> {reference / median:.1f}x faster" if reference else ""
-    print(f"  {name}: median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}), "
-          f"{statistics.median(cpu):.2f} CPU s; target {target} s: {'met' if median <= target else 'MISSED'}{ref}")
+    print(
+        f"  {name}: median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}), "
+        f"{statistics.median(cpu):.2f} CPU s; target {target} s: {'met' if median <= target else 'MISSED'}{ref}"
+    )
 
 
 def main() -> int:
@@ -141,15 +154,29 @@ def main() -> int:
             trace = synthetic_trace(Path(tmp) / f"kernel_opt_{k:03d}_gemm_n4096_k4096", args.versions, seed=3 + k)
             records += mine(results, trace, slug)
             slugs.append(slug)
-        print(f"validate: {records} drafted records in {len(slugs)} synthetic traces of {args.versions} versions "
-              f"({args.runs} runs, a fresh process per trace)")
-        report("full validation, cold cache, 2 jobs at a time", full_runs(results, slugs, args.runs, 2),
-               FULL_TARGET_S, FULL_REFERENCE_S)
-        report("full validation, cold cache, 1 job at a time", full_runs(results, slugs, args.runs, 1),
-               FULL_TARGET_S, FULL_REFERENCE_S)
+        print(
+            f"validate: {records} drafted records in {len(slugs)} synthetic traces of {args.versions} versions "
+            f"({args.runs} runs, a fresh process per trace)"
+        )
+        report(
+            "full validation, cold cache, 2 jobs at a time",
+            full_runs(results, slugs, args.runs, 2),
+            FULL_TARGET_S,
+            FULL_REFERENCE_S,
+        )
+        report(
+            "full validation, cold cache, 1 job at a time",
+            full_runs(results, slugs, args.runs, 1),
+            FULL_TARGET_S,
+            FULL_REFERENCE_S,
+        )
         largest = max(slugs, key=lambda s: len(list((results / "distilled" / s).glob("*.json"))))
-        report(f"re-validation after {NEW_RECORDS} new records", increment_runs(results, largest, args.runs),
-               INCREMENT_TARGET_S, None)
+        report(
+            f"re-validation after {NEW_RECORDS} new records",
+            increment_runs(results, largest, args.runs),
+            INCREMENT_TARGET_S,
+            None,
+        )
         print(f"  peak RSS of one validate process: {PEAK_MB['validate']:.0f} MB (target <= 200 MB)")
         for slug in slugs:
             run(["validate", "trace", "--results", results, "--slug", slug], quiet=False)

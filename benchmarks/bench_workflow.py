@@ -5,13 +5,13 @@ the no-op re-run and the re-run after a 10-record agent batch lands in one trace
 (only that trace's validate, then stage and readme, may run). The controller's peak memory is its own
 high-water mark (VmHWM, read from /proc while it runs), not that of the jobs it starts.
 
-`--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the per-trace sources,
-the build, the split) and prints each dataset job's time and peak memory (from the rules' `benchmark:`
-files), then `optrace.dataset.load` over the result.
+`--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the build, which reads
+every trace's kernel sources, the split) and prints each dataset job's time and peak memory (from the
+rules' `benchmark:` files), then `optrace.dataset.build.load` over the result.
 
     python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
 
-Targets (DESIGN §9, 2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
+Targets (2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
 `snakemake -n` on 1000 traces <= 15 s with the controller <= 500 MB.
 """
 
@@ -64,8 +64,14 @@ CPU: dict[str, float] = {}  # of the last snakemake run: controller (its own) an
 def snakemake(wd: Path, *args: str) -> tuple[float, float, str]:
     """Wall seconds, controller peak MB and the log of one snakemake run; its CPU seconds go to CPU."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "-c2", *args], cwd=wd, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "-c2", *args],
+        cwd=wd,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     peak, own = [0.0], [0.0]
 
     def watch() -> None:  # until the controller is reaped: /proc/<pid> of a zombie still answers
@@ -127,8 +133,11 @@ def build_sheet(tmp: Path, n_traces: int, n_versions: int) -> Path:
 def fresh_workflow(dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
-    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__",
-                                                              "tests", "benchmarks"))
+    shutil.copytree(
+        ROOT,
+        dest,
+        ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__", "tests", "benchmarks"),
+    )
     return dest
 
 
@@ -144,17 +153,20 @@ def dataset_only(wd: Path, cfg: str) -> None:
     total, peak, log = snakemake(wd, "dataset", "--config", cfg)
     print(f"  dataset target:         {total:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}")
     bench = wd / "results" / "benchmarks" / "dataset"
-    sources = benchmark_rows(sorted((bench / "sources").glob("*.tsv")))
-    print(f"    sources (per trace):  {sum(float(r['s']) for r in sources):7.1f} s summed over {len(sources)} jobs, "
-          f"max {max(float(r['s']) for r in sources):.2f} s, peak RSS max {max(float(r['max_rss']) for r in sources):.0f} MB")
     for name in ("build", "split"):
         (row,) = benchmark_rows([bench / f"{name}.tsv"])
         print(f"    {name:19s}: {float(row['s']):7.2f} s  peak RSS {float(row['max_rss']):.0f} MB")
-    code = ("import resource, time, sys; t=time.perf_counter(); from optrace.dataset import load; "
-            f"f=load({str(wd / 'results' / 'dataset')!r}); "
-            "print(f'{time.perf_counter()-t:.2f} {len(f)} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024:.0f}')")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**ENV, "PYTHONPATH": str(wd / "workflow" / "scripts")})
+    code = (
+        "import resource, time, sys; t=time.perf_counter(); from optrace.dataset.build import load; "
+        f"f=load({str(wd / 'results' / 'dataset')!r}); "
+        "print(f'{time.perf_counter()-t:.2f} {len(f)} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024:.0f}')"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**ENV, "PYTHONPATH": str(wd / "workflow" / "scripts")},
+    )
     if res.returncode != 0:
         raise SystemExit(f"load() failed:\n{res.stderr[-3000:]}")
     secs, rows, rss = res.stdout.split()
@@ -187,15 +199,21 @@ def main() -> int:
             if n > args.full_max:
                 continue
             full, peak, log = snakemake(wd, "--config", cfg)
-            print(f"  full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
-                  f"{cpu_note()}")
+            print(
+                f"  full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
+                f"{cpu_note()}"
+            )
             noop, peak, log = snakemake(wd, "--config", cfg)
-            print(f"  no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
-                  f"{cpu_note()}")
+            print(
+                f"  no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
+                f"{cpu_note()}"
+            )
             k = ten_new_records(wd / "results", "0000-gemm-n4096-k4096")
             batch, peak, log = snakemake(wd, "--config", cfg)
-            print(f"  after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
-                  f"{cpu_note()}")
+            print(
+                f"  after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
+                f"{cpu_note()}"
+            )
     return 0
 
 

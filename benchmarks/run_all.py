@@ -2,7 +2,7 @@
 
 check-store on the real 847-record store (skipped without ../shared), each stage on 300 and 3000
 versions, validation of ~1200 records and re-validation after 10, and sheets of 100, 400 and 1000 traces (planning;
-full run, no-op re-run and a 10-record batch up to 400). Targets are in DESIGN §9; each script prints its own.
+full run, no-op re-run and a 10-record batch up to 400). Each script prints its own targets.
 """
 
 from __future__ import annotations
@@ -12,8 +12,14 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ["bench_check_store.py", "bench_gate.py", "bench_pipeline.py", "bench_validate.py", "bench_workflow.py",
-           "bench_startup.py"]
+SCRIPTS = [
+    "bench_check_store.py",
+    "bench_gate.py",
+    "bench_pipeline.py",
+    "bench_validate.py",
+    "bench_workflow.py",
+    "bench_startup.py",
+]
 
 
 def main() -> int:

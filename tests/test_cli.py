@@ -12,13 +12,15 @@ import tomllib
 
 import pytest
 
-from conftest import ROOT
 from optrace import cli
+from tests.support.paths import ROOT
 
-PKG = ROOT / "workflow" / "scripts" / "optrace"
+PKG = ROOT / "src" / "optrace"
 # Files of a trace, and files the workflow writes: not documents, so help texts and errors may name them.
 TRACE_FILES = {"REPORT.md", "README.md"}
-OUTPUT_FILES = {m for smk in (ROOT / "workflow" / "rules").glob("*.smk") for m in re.findall(r"[\w-]+\.md", smk.read_text())}
+OUTPUT_FILES = {
+    m for smk in (ROOT / "workflow" / "rules").glob("*.smk") for m in re.findall(r"[\w-]+\.md", smk.read_text())
+}
 # What each command may import at start-up (`--help`): what its stage really uses.
 HEAVY = ("pandas", "pyarrow", "matplotlib", "jsonschema")
 USES = {"ingest": {"jsonschema"}, "dataset": {"pyarrow", "pandas"}}
@@ -144,15 +146,21 @@ def test_no_error_names_a_document_the_repository_does_not_have():
                 if not in_repository(d):
                     bad.setdefault(path.name, set()).add(d)
     assert seen > 100 and not bad
-    assert documents_named("see DESIGN §5 and reference/trace-format.md") == {"DESIGN", "§", "reference/trace-format.md"}
+    assert documents_named("see DESIGN §5 and reference/trace-format.md") == {
+        "DESIGN",
+        "§",
+        "reference/trace-format.md",
+    }
     assert not in_repository("reference/trace-format.md")
 
 
 @pytest.mark.parametrize("name", [name for name, _, _ in cli.COMMANDS])
 def test_a_command_imports_only_what_its_stage_uses(name):
-    code = ("import contextlib, io, json, sys\nfrom optrace.cli import main\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
-            f"    try:\n        main([{name!r}, '--help'])\n    except SystemExit:\n        pass\n"
-            f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))")
+    code = (
+        "import contextlib, io, json, sys\nfrom optrace.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    try:\n        main([{name!r}, '--help'])\n    except SystemExit:\n        pass\n"
+        f"print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert set(json.loads(res.stdout)) <= USES.get(name, set())

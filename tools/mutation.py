@@ -10,10 +10,10 @@ Two kinds of mutant, each run against only the module's own fast unit tests
 - HAND_MADE: edits mutmut cannot make (module-level regexes and dataclass defaults) or that a review
   asked for by name (issue #16). Each is one exact text replacement that must occur once.
 
-mutmut 3 imports mutated code only from `./`, `src/` or `source/`, and the package lives in
-`workflow/scripts/optrace/`; so every module runs in a staged copy of the repository with the package
-at `src/optrace` (the work tree is never touched). `shared` beside the staged copy links to the real
-`../shared`, so tests that read the real data do not skip. Runs are `nice -n 19` (the machine is shared).
+Every module runs in a staged copy of the repository (the work tree is never touched, and mutmut's
+`mutants/` stays out of it); `shared` beside the copy, and beside mutmut's `mutants/` inside it, links to
+the real `../shared`, so tests that read the real data do not skip. Runs are `nice -n 19` (the machine
+is shared).
 Results: a table on stdout, `<out>/summary.json`, and each survivor's diff in `<out>/<module>.survivors.txt`.
 """
 
@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = Path("workflow/scripts/optrace")
+PACKAGE = Path("src/optrace")
 FAST = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not workflow and not cluster"]
 # Copied beside the mutated package: what the fast tests read from the repository root.
-ALSO_COPY = ["schemas", "config", "resources", "workflow", "Snakefile", "profiles"]
+ALSO_COPY = ["config", "resources", "workflow", "Snakefile", "profiles"]
 
 
 @dataclass(frozen=True)
@@ -45,16 +45,20 @@ class Target:
 
 
 TARGETS = {
-    "ladder": Target(("ladder.py",), ("tests/test_ladder.py",)),
-    "grammar": Target(("grammar.py",), ("tests/test_grammar.py",)),
-    "gitlog": Target(("gitlog.py",), ("tests/test_ingest.py",)),
-    "memory": Target(("memory.py",), ("tests/test_memory.py",)),
-    "anonymize": Target(("anonymize.py", "anonymize_patterns.py"),
-                        ("tests/test_anonymize.py", "tests/test_anonymize_hostile.py")),
-    "tracegates.numbers": Target(("tracegates/numbers.py",), ("tests/test_trace_gates.py",)),
-    "tracegates.fabrication": Target(("tracegates/fabrication.py",), ("tests/test_trace_gates.py",)),
-    "storegates": Target(("storegates/ids.py", "storegates/self_contained.py", "storegates/anonymization.py"),
-                         ("tests/test_store_injection.py", "tests/test_anonymize_hostile.py")),
+    "ladder": Target(("mine/ladder.py",), ("tests/mine/test_ladder.py",)),
+    "grammar": Target(("ingest/grammar.py",), ("tests/ingest/test_grammar.py",)),
+    "gitlog": Target(("ingest/git_history.py",), ("tests/ingest/test_ingest.py",)),
+    "memory": Target(("ingest/memory.py",), ("tests/ingest/test_memory.py",)),
+    "anonymize": Target(
+        ("scrub/anonymize.py", "scrub/leak_patterns.py"),
+        ("tests/scrub/test_anonymize.py", "tests/scrub/test_anonymize_hostile.py"),
+    ),
+    "tracegates.numbers": Target(("gates/trace/numbers.py",), ("tests/gates/test_trace_gates.py",)),
+    "tracegates.fabrication": Target(("gates/trace/fabrication.py",), ("tests/gates/test_trace_gates.py",)),
+    "storegates": Target(
+        ("gates/store/ids.py", "gates/store/self_contained.py", "gates/store/anonymization.py"),
+        ("tests/gates/test_store_injection.py", "tests/scrub/test_anonymize_hostile.py"),
+    ),
 }
 
 
@@ -68,89 +72,163 @@ class HandMutant:
 
 
 HAND_MADE = [
-    HandMutant("ladder", "ladder.py", "if improve >= t.milestone_pct and", "if improve > t.milestone_pct and",
-               "a version exactly at the milestone threshold claims no milestone"),
-    HandMutant("ladder", "ladder.py", "milestone_pct: float = 1.5", "milestone_pct: float = 2.0",
-               "the default milestone threshold moves"),
-    HandMutant("ladder", "ladder.py", "mega_pct: float = 20.0", "mega_pct: float = 25.0",
-               "the default mega threshold moves"),
-    HandMutant("ladder", "ladder.py", "rebaseline_factor: float = 5.0", "rebaseline_factor: float = 4.0",
-               "the default re-baseline factor moves"),
-    HandMutant("ladder", "ladder.py", "REFERENCE_MOVE = 1.25", "REFERENCE_MOVE = 1.5",
-               "the reference must move further to count as a re-baseline"),
-    HandMutant("gitlog", "gitlog.py", "parent=parents.split()[0] if", "parent=parents.split()[-1] if",
-               "a merge commit's parent is its last parent, not its first"),
-    HandMutant("memory", "memory.py", 'if carried and carried != f"v{n}":', "if carried:",
-               "a record whose carried_from_version names itself loses its own number"),
-    HandMutant("memory", "memory.py", 'carried_from=carried if carried != f"v{n}" else None',
-               "carried_from=carried", "a self-reference is reported as carried from itself"),
-    HandMutant("memory", "memory.py", r'VERSION_FILE_RE = re.compile(r"^v(\d{1,9})\.json$")',
-               r'VERSION_FILE_RE = re.compile(r"^v(\d+)\.json$")',
-               "a version file name of any length is a version"),
-    HandMutant("anonymize", "anonymize_patterns.py", r'EMAIL_DOMAIN = re.compile(r"@[\w-]+(?:',
-               r'EMAIL_DOMAIN = re.compile(r"@\w+(?:', "an e-mail domain's first label cannot hold a hyphen"),
-    HandMutant("anonymize", "anonymize_patterns.py", r'(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")',
-               r'(?:\.\w+)*\.[A-Za-z]{2,}\b")', "an e-mail subdomain cannot hold a hyphen"),
-    HandMutant("tracegates.numbers", "tracegates/numbers.py",
-               r'PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b|pct\b)"',
-               r'PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|pct\b)"', "`18 per cent` is no percentage"),
-    HandMutant("tracegates.numbers", "tracegates/numbers.py", r'[\u00a0\u2007\u2008\u2009\u202f](?=\d)',
-               r'[\u00a0\u2007\u2008\u202f](?=\d)', "a thin space splits `4 096` into 4 and 96"),
-    HandMutant("grammar", "grammar.py", r'NUM = r"(\d{1,9})(?!\d)"', r'NUM = r"(\d+)"',
-               "a version number of any length is a version"),
-    HandMutant("grammar", "grammar.py", r'|\bblocked\b|', r'|blocked|',
-               "`blocked` matches inside a word (BlockedLayout)"),
+    HandMutant(
+        "ladder",
+        "mine/ladder.py",
+        "if improve >= t.milestone_pct and",
+        "if improve > t.milestone_pct and",
+        "a version exactly at the milestone threshold claims no milestone",
+    ),
+    HandMutant(
+        "ladder",
+        "mine/ladder.py",
+        "milestone_pct: float = 1.5",
+        "milestone_pct: float = 2.0",
+        "the default milestone threshold moves",
+    ),
+    HandMutant(
+        "ladder",
+        "mine/ladder.py",
+        "mega_pct: float = 20.0",
+        "mega_pct: float = 25.0",
+        "the default mega threshold moves",
+    ),
+    HandMutant(
+        "ladder",
+        "mine/ladder.py",
+        "rebaseline_factor: float = 5.0",
+        "rebaseline_factor: float = 4.0",
+        "the default re-baseline factor moves",
+    ),
+    HandMutant(
+        "ladder",
+        "mine/ladder.py",
+        "REFERENCE_MOVE = 1.25",
+        "REFERENCE_MOVE = 1.5",
+        "the reference must move further to count as a re-baseline",
+    ),
+    HandMutant(
+        "gitlog",
+        "ingest/git_history.py",
+        "parent=parents.split()[0] if",
+        "parent=parents.split()[-1] if",
+        "a merge commit's parent is its last parent, not its first",
+    ),
+    HandMutant(
+        "memory",
+        "ingest/memory.py",
+        'if carried and carried != f"v{n}":',
+        "if carried:",
+        "a record whose carried_from_version names itself loses its own number",
+    ),
+    HandMutant(
+        "memory",
+        "ingest/memory.py",
+        'carried_from=carried if carried != f"v{n}" else None',
+        "carried_from=carried",
+        "a self-reference is reported as carried from itself",
+    ),
+    HandMutant(
+        "memory",
+        "ingest/memory.py",
+        r'VERSION_FILE_RE = re.compile(r"^v(\d{1,9})\.json$")',
+        r'VERSION_FILE_RE = re.compile(r"^v(\d+)\.json$")',
+        "a version file name of any length is a version",
+    ),
+    HandMutant(
+        "anonymize",
+        "scrub/leak_patterns.py",
+        r'EMAIL_DOMAIN = re.compile(r"@[\w-]+(?:',
+        r'EMAIL_DOMAIN = re.compile(r"@\w+(?:',
+        "an e-mail domain's first label cannot hold a hyphen",
+    ),
+    HandMutant(
+        "anonymize",
+        "scrub/leak_patterns.py",
+        r'(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")',
+        r'(?:\.\w+)*\.[A-Za-z]{2,}\b")',
+        "an e-mail subdomain cannot hold a hyphen",
+    ),
+    HandMutant(
+        "tracegates.numbers",
+        "gates/trace/numbers.py",
+        r'PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|per\s*cent\b|pct\b)"',
+        r'PERCENT_AFTER = re.compile(r"\s*(?:%|percent\b|pct\b)"',
+        "`18 per cent` is no percentage",
+    ),
+    HandMutant(
+        "tracegates.numbers",
+        "gates/trace/numbers.py",
+        r"[\u00a0\u2007\u2008\u2009\u202f](?=\d)",
+        r"[\u00a0\u2007\u2008\u202f](?=\d)",
+        "a thin space splits `4 096` into 4 and 96",
+    ),
+    HandMutant(
+        "grammar",
+        "ingest/grammar.py",
+        r'NUM = r"(\d{1,9})(?!\d)"',
+        r'NUM = r"(\d+)"',
+        "a version number of any length is a version",
+    ),
+    HandMutant(
+        "grammar",
+        "ingest/grammar.py",
+        r"|\bblocked\b|",
+        r"|blocked|",
+        "`blocked` matches inside a word (BlockedLayout)",
+    ),
 ]
 
 
-def staged_copy(dest: Path, src_layout: bool) -> Path:
-    """The repository's tracked files (as in the work tree) under dest/repo; returns that root.
-
-    src_layout: the package at src/optrace (for mutmut). The package finds schemas/ and config/ at
-    parents[3] of its modules, which is then the staged root itself, where mutmut is started.
-    `shared` (the real ../shared) is linked beside the root the tests see: dest/repo for the original
-    layout, dest/repo/mutants (mutmut's copy, which the tests run in) for the src layout."""
+def staged_copy(dest: Path) -> Path:
+    """The repository's tracked files (as in the work tree: uncommitted tests count) under dest/repo."""
     repo = dest / "repo"
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     for rel in filter(None, listed.decode().split("\0")):
         src = ROOT / rel
-        if not src.is_file():
-            continue
-        path = Path(rel)
-        if src_layout and path.is_relative_to(PACKAGE):
-            path = "src/optrace" / path.relative_to(PACKAGE)
-        target = repo / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, target)  # the work tree's version: uncommitted tests count
+        if src.is_file():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, repo / rel)
     if (ROOT.parent / "shared").is_dir():
-        (repo / "shared" if src_layout else dest / "shared").symlink_to(ROOT.parent / "shared")
+        # the tests find ../shared beside their root: dest/repo (hand-made runs), dest/repo/mutants (mutmut)
+        for link in (dest / "shared", repo / "shared"):
+            link.symlink_to(ROOT.parent / "shared")
     return repo
 
 
 def mutmut_config(target: Target, basetemp: Path) -> str:
     def toml_list(xs):
         return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
-    return ("\n[tool.mutmut]\n"
-            'source_paths = ["src"]\n'
-            f"only_mutate = {toml_list(['src/optrace/' + f for f in target.files])}\n"
-            f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}\n"
-            # a private basetemp: the default one is shared by every pytest on the machine and its cleanup
-            # of old runs takes seconds per start
-            f"pytest_add_cli_args = {toml_list(FAST + ['--basetemp', str(basetemp)])}\n"
-            f"also_copy = {toml_list(ALSO_COPY)}\n")
+
+    return (
+        "\n[tool.mutmut]\n"
+        'source_paths = ["src"]\n'
+        f"only_mutate = {toml_list(['src/optrace/' + f for f in target.files])}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}\n"
+        # a private basetemp: the default one is shared by every pytest on the machine and its cleanup
+        # of old runs takes seconds per start
+        f"pytest_add_cli_args = {toml_list(FAST + ['--basetemp', str(basetemp)])}\n"
+        f"also_copy = {toml_list(ALSO_COPY)}\n"
+    )
 
 
 def run_mutmut(name: str, target: Target, work: Path, out: Path, children: int) -> dict:
-    repo = staged_copy(work / name, src_layout=True)
+    repo = staged_copy(work / name)
     with (repo / "pyproject.toml").open("a") as f:
         f.write(mutmut_config(target, work / name / "basetemp"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     start = time.monotonic()
-    run = subprocess.run(["nice", "-n", "19", sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
-                         cwd=repo, env=env, capture_output=True, text=True)
+    run = subprocess.run(
+        ["nice", "-n", "19", sys.executable, "-m", "mutmut", "run", "--max-children", str(children)],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.monotonic() - start
-    listing = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=repo, env=env,
-                             capture_output=True, text=True).stdout
+    listing = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=repo, env=env, capture_output=True, text=True
+    ).stdout
     status: dict[str, str] = {}
     for line in listing.splitlines():
         if m := re.match(r"^\s*(\S+): (.+)$", line):
@@ -163,36 +241,61 @@ def run_mutmut(name: str, target: Target, work: Path, out: Path, children: int) 
     survivors = sorted(m for m, s in status.items() if s in ("survived", "no tests"))
     with (out / f"{name}.survivors.txt").open("w") as f:
         for mutant in survivors:
-            shown = subprocess.run([sys.executable, "-m", "mutmut", "show", mutant], cwd=repo, env=env,
-                                   capture_output=True, text=True).stdout
+            shown = subprocess.run(
+                [sys.executable, "-m", "mutmut", "show", mutant], cwd=repo, env=env, capture_output=True, text=True
+            ).stdout
             f.write(f"## {mutant} ({status[mutant]})\n{shown}\n")
     detected = counts.get("killed", 0) + counts.get("timeout", 0)
     total = sum(counts.values()) - counts.get("skipped", 0)
-    return {"mutants": total, "killed": detected, "timeout": counts.get("timeout", 0), "survived": counts.get("survived", 0),
-            "no_tests": counts.get("no tests", 0), "other": {k: v for k, v in counts.items()
-                                                            if k not in ("killed", "timeout", "survived", "no tests")},
-            "score": round(detected / total, 3) if total else None, "seconds": round(seconds, 1)}
+    return {
+        "mutants": total,
+        "killed": detected,
+        "timeout": counts.get("timeout", 0),
+        "survived": counts.get("survived", 0),
+        "no_tests": counts.get("no tests", 0),
+        "other": {k: v for k, v in counts.items() if k not in ("killed", "timeout", "survived", "no tests")},
+        "score": round(detected / total, 3) if total else None,
+        "seconds": round(seconds, 1),
+    }
 
 
 def run_hand_made(name: str, target: Target, work: Path) -> list[dict]:
     """Each hand-made mutant applied to a fresh staged package, the module's fast tests run against it."""
     results = []
-    repo = staged_copy(work / f"{name}-hand", src_layout=False)
+    repo = staged_copy(work / f"{name}-hand")
     package = repo / PACKAGE
     pristine = {f: (package / f).read_text() for f in target.files}
     for mutant in (h for h in HAND_MADE if h.module == name):
         text = pristine[mutant.file]
         if text.count(mutant.old) != 1:
-            raise SystemExit(f"mutation: hand-made mutant {mutant.what!r}: {mutant.old!r} occurs "
-                             f"{text.count(mutant.old)} times in {mutant.file} (update HAND_MADE)")
+            raise SystemExit(
+                f"mutation: hand-made mutant {mutant.what!r}: {mutant.old!r} occurs "
+                f"{text.count(mutant.old)} times in {mutant.file} (update HAND_MADE)"
+            )
         (package / mutant.file).write_text(text.replace(mutant.old, mutant.new))
         env = {**os.environ, "PYTHONPATH": str(repo / PACKAGE.parent)}  # before the editable install's path
-        res = subprocess.run(["nice", "-n", "19", sys.executable, "-m", "pytest", *FAST, "--basetemp",
-                              str(work / f"{name}-hand-bt"), *target.tests], cwd=repo, env=env,
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            [
+                "nice",
+                "-n",
+                "19",
+                sys.executable,
+                "-m",
+                "pytest",
+                *FAST,
+                "--basetemp",
+                str(work / f"{name}-hand-bt"),
+                *target.tests,
+            ],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         (package / mutant.file).write_text(text)
-        results.append({"what": mutant.what, "file": mutant.file,
-                        "killed": res.returncode == 1, "returncode": res.returncode})
+        results.append(
+            {"what": mutant.what, "file": mutant.file, "killed": res.returncode == 1, "returncode": res.returncode}
+        )
         if res.returncode not in (0, 1):
             raise SystemExit(f"mutation: the tests could not run against {mutant.what!r}:\n{res.stdout[-2000:]}")
     return results
@@ -212,13 +315,22 @@ def main(argv=None) -> int:
             target = TARGETS[name]
             row = {} if args.hand_only else run_mutmut(name, target, Path(tmp), args.out, args.children)
             hand = run_hand_made(name, target, Path(tmp))
-            row["hand_made"] = {"killed": sum(h["killed"] for h in hand), "total": len(hand),
-                                "survivors": [h["what"] for h in hand if not h["killed"]]}
+            row["hand_made"] = {
+                "killed": sum(h["killed"] for h in hand),
+                "total": len(hand),
+                "survivors": [h["what"] for h in hand if not h["killed"]],
+            }
             summary[name] = row
-            mm = (f"{row['killed']}/{row['mutants']} killed ({row['score']:.1%}), {row['survived']} survived, "
-                  f"{row['no_tests']} not reached, {row['timeout']} of the killed by timeout, {row['seconds']} s" if "mutants" in row else "mutmut not run")
-            print(f"{name:24s} {mm}; hand-made {row['hand_made']['killed']}/{row['hand_made']['total']} killed",
-                  flush=True)
+            mm = (
+                f"{row['killed']}/{row['mutants']} killed ({row['score']:.1%}), {row['survived']} survived, "
+                f"{row['no_tests']} not reached, {row['timeout']} of the killed by timeout, {row['seconds']} s"
+                if "mutants" in row
+                else "mutmut not run"
+            )
+            print(
+                f"{name:24s} {mm}; hand-made {row['hand_made']['killed']}/{row['hand_made']['total']} killed",
+                flush=True,
+            )
             for what in row["hand_made"]["survivors"]:
                 print(f"{'':24s} hand-made survivor: {what}")
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

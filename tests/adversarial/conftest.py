@@ -5,26 +5,24 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from fib_trace import NAME, build_fib_trace  # noqa: E402
-from optrace.cli import main as optrace  # noqa: E402
-from optrace.tracegates.injection import mine_example, workbench  # noqa: E402
-
-SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+from optrace.cli import main as optrace
+from optrace.gates.trace.injection import mine_example, workbench
+from tests.adversarial.fib_trace import NAME, build_fib_trace
+from tests.support.paths import SHARED_DATA
 
 
 def mine(trace: Path, root: Path, slug: str) -> Path:
     work, packets = root / "work" / slug, root / "packets" / slug
     with contextlib.redirect_stdout(io.StringIO()):
-        for argv in (["ingest", str(trace), "--out-dir", str(work)],
-                     ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
-                     ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug]):
+        for argv in (
+            ["ingest", str(trace), "--out-dir", str(work)],
+            ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
+            ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug],
+        ):
             assert optrace(argv) == 0, argv
     return root
 

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from optrace.storegates.store import parse_json_bytes
-from optrace.tracegates import LiveStore
-from optrace.tracegates.fabrication import Pool
-from optrace.tracegates.injection import validate_records, workbench
+from optrace.gates.store.store import parse_json_bytes
+from optrace.gates.trace import LiveStore
+from optrace.gates.trace.fabrication import Pool
+from optrace.gates.trace.injection import validate_records, workbench
 
-from .b200_trace import NAME as B200_NAME, build_b200_trace
+from .b200_trace import NAME as B200_NAME
+from .b200_trace import build_b200_trace
 from .conftest import mine
 from .test_planted_defects import CRASH, measurements, packet, pick, setter, verdicts_after, with_capture
 from .test_planted_defects import goal_plus as goal
@@ -68,6 +69,7 @@ def only_lines(mark):
         code = packet(bench, i).code
         lines = [line for line in code.splitlines() if line.startswith(mark) and not line.startswith(mark * 3)]
         r["payload"]["implementation"]["snippet"] = "\n".join(lines[:6])
+
     return mutate
 
 
@@ -79,13 +81,38 @@ def has_diff(bench, rel, rec):
 # (name, record type, mutation, gate that must fire[, which records it suits])
 ATTACKS = [
     # units: a packet number written with a unit the packet never gives it
-    ("unit: the geomean (us) written as a percentage", S, goal(lambda b, i: f"latency cut by {m(b, i, 'geomean_us')}%"), FAB),
-    ("unit: the floor (us) written as a percentage", S, goal(lambda b, i: f"{m(b, i, 'floor_before_us')} percent faster"), FAB),
-    ("unit: the improvement (%) written as a factor", S, goal(lambda b, i: f"{m(b, i, 'improve_pct_vs_floor')}x faster"), FAB),
+    (
+        "unit: the geomean (us) written as a percentage",
+        S,
+        goal(lambda b, i: f"latency cut by {m(b, i, 'geomean_us')}%"),
+        FAB,
+    ),
+    (
+        "unit: the floor (us) written as a percentage",
+        S,
+        goal(lambda b, i: f"{m(b, i, 'floor_before_us')} percent faster"),
+        FAB,
+    ),
+    (
+        "unit: the improvement (%) written as a factor",
+        S,
+        goal(lambda b, i: f"{m(b, i, 'improve_pct_vs_floor')}x faster"),
+        FAB,
+    ),
     ("unit: microseconds written as milliseconds", S, goal(lambda b, i: f"geomean {m(b, i, 'geomean_us')} ms"), FAB),
     ("unit: a per-shape latency written in ns", R, goal(lambda b, i: f"{first_shape_us(b, i)} ns per call"), FAB),
-    ("unit: max_abs_err written as a percentage", S, goal(lambda b, i: f"error {fmt(measurements(b, i)['correctness']['max_abs_err'])}%"), FAB),
-    ("unit: a pct key holding the geomean", S, lambda r, b, i: r["evidence"]["raw"]["effect"].update(vs_baseline_pct=measurements(b, i)["geomean_us"]), FAB),
+    (
+        "unit: max_abs_err written as a percentage",
+        S,
+        goal(lambda b, i: f"error {fmt(measurements(b, i)['correctness']['max_abs_err'])}%"),
+        FAB,
+    ),
+    (
+        "unit: a pct key holding the geomean",
+        S,
+        lambda r, b, i: r["evidence"]["raw"]["effect"].update(vs_baseline_pct=measurements(b, i)["geomean_us"]),
+        FAB,
+    ),
     ("factor words: twice as fast", S, goal("It is twice as fast."), FAB),
     ("factor words: halved the latency", S, goal("It halved the latency."), FAB),
     ("factor words: an order of magnitude", S, goal("An order of magnitude faster."), FAB),
@@ -97,34 +124,86 @@ ATTACKS = [
     ("invisible: soft hyphen inside a number", S, goal("latency cut by 4\u00ad7%"), FAB),
     ("invisible: combining mark inside a number", A, goal("4\u03017 percent slower"), FAB),
     ("invisible: thin space as a digit group", S, goal("cut by 4\u20097%"), FAB),
-    ("invisible: bidi override reorders a true number", S, goal(lambda b, i: f"latency \u202e{first_shape_us(b, i)}\u202c us"), FAB),
+    (
+        "invisible: bidi override reorders a true number",
+        S,
+        goal(lambda b, i: f"latency \u202e{first_shape_us(b, i)}\u202c us"),
+        FAB,
+    ),
     ("look-alike: Cyrillic O for zero", S, goal("latency cut by 4\u041e%"), FAB),
     ("look-alike: Latin O glued after a letter", R, goal("x7O3 faster"), FAB),  # 703, a factor no packet states
     ("look-alike: a leading Cyrillic O", S, goal("\u041e7% faster"), FAB),
     # a run the look-alike reader once rescanned at every position (16 s per string): read once, fails
     ("look-alike: a 15 000-digit run after a look-alike", A, goal("1O " + "1" * 15000), FAB),
     # derived facts the packet determines
-    ("derived: n_shapes changed", S, setter(("retrieval", "signals", "shape_regime", "n_shapes"), lambda b, i, r: n_shapes(b, i) + 1), LAY),
-    ("derived: var_axes widened to a constant axis", S, lambda r, b, i: r["retrieval"]["signals"]["shape_regime"].update(
-        var_axes=r["retrieval"]["signals"]["shape_regime"]["var_axes"] + ["hidden_size"]), LAY),
-    ("derived: predicate narrows the regime", A, setter(("retrieval", "signals", "shape_regime", "predicate"), "batch_size >= 64"), LAY),
-    ("derived: measured_over counts other shapes", S, lambda r, b, i: r["worth"]["gain"]["metrics"][0].update(
-        measured_over=f"geomean over {n_shapes(b, i) + 1} benchmarked shapes"), LAY),
-    ("derived: is_baseline flipped", S, lambda r, b, i: r["payload"]["trace"]["builds_on"].update(
-        is_baseline=not r["payload"]["trace"]["builds_on"]["is_baseline"]), LAY),
+    (
+        "derived: n_shapes changed",
+        S,
+        setter(("retrieval", "signals", "shape_regime", "n_shapes"), lambda b, i, r: n_shapes(b, i) + 1),
+        LAY,
+    ),
+    (
+        "derived: var_axes widened to a constant axis",
+        S,
+        lambda r, b, i: r["retrieval"]["signals"]["shape_regime"].update(
+            var_axes=r["retrieval"]["signals"]["shape_regime"]["var_axes"] + ["hidden_size"]
+        ),
+        LAY,
+    ),
+    (
+        "derived: predicate narrows the regime",
+        A,
+        setter(("retrieval", "signals", "shape_regime", "predicate"), "batch_size >= 64"),
+        LAY,
+    ),
+    (
+        "derived: measured_over counts other shapes",
+        S,
+        lambda r, b, i: r["worth"]["gain"]["metrics"][0].update(
+            measured_over=f"geomean over {n_shapes(b, i) + 1} benchmarked shapes"
+        ),
+        LAY,
+    ),
+    (
+        "derived: is_baseline flipped",
+        S,
+        lambda r, b, i: r["payload"]["trace"]["builds_on"].update(
+            is_baseline=not r["payload"]["trace"]["builds_on"]["is_baseline"]
+        ),
+        LAY,
+    ),
     ("derived: edit_scope understated", S, setter(("payload", "cost", "edit_scope"), "one-line"), LAY),
-    ("gain: latency metric direction flipped", S, lambda r, b, i: r["worth"]["gain"]["metrics"][0].update(direction="higher-better"), FAB),
+    (
+        "gain: latency metric direction flipped",
+        S,
+        lambda r, b, i: r["worth"]["gain"]["metrics"][0].update(direction="higher-better"),
+        FAB,
+    ),
     # quoted code: the removed lines or untouched context presented as the implementation
     ("verbatim: snippet of the diff's removed lines", S, only_lines("-"), VERB, has_diff),
     ("verbatim: snippet of unchanged context only", S, only_lines(" "), VERB, has_diff),
-    ("verbatim: core_kernel_name of the harness kernel", R, lambda r, b, i: r["payload"]["implementation"].update(
-        core_kernel_name="distribution_elementwise_grid_stride_kernel"), VERB),
-    ("verbatim: core_kernel_name of a kernel the trace lacks", R, lambda r, b, i: r["payload"]["implementation"].update(
-        core_kernel_name="flash_attention_fwd"), VERB),
+    (
+        "verbatim: core_kernel_name of the harness kernel",
+        R,
+        lambda r, b, i: r["payload"]["implementation"].update(
+            core_kernel_name="distribution_elementwise_grid_stride_kernel"
+        ),
+        VERB,
+    ),
+    (
+        "verbatim: core_kernel_name of a kernel the trace lacks",
+        R,
+        lambda r, b, i: r["payload"]["implementation"].update(core_kernel_name="flash_attention_fwd"),
+        VERB,
+    ),
     # names of hardware, dtype, DSL and operator written so the reader did not see them
     ("names: another operator in the goal", S, goal("Also speeds up softmax and layernorm."), LAY),
-    ("names: problem.statement of another operator", R, lambda r, b, i: r["payload"]["problem"].update(
-        statement="Row softmax over 4096 columns."), FAB),
+    (
+        "names: problem.statement of another operator",
+        R,
+        lambda r, b, i: r["payload"]["problem"].update(statement="Row softmax over 4096 columns."),
+        FAB,
+    ),
     ("names: a DSL the packet never names", S, goal("Ported to CUTLASS."), LAY),
     ("names: a DSL in a key", A, setter(("payload", "config"), {"tilelang": True}), LAY),
     ("names: dtype with a hyphen", S, goal("Inputs are FP-8."), LAY),
@@ -132,28 +211,105 @@ ATTACKS = [
     ("names: an architecture the regex lacked", S, goal("Also on Jetson Thor."), LAY),
     ("names: a Grace-Hopper product", A, goal("Also on GH200."), LAY),
     ("scope: any GPU in a trigger", S, lambda r, b, i: r["retrieval"]["triggers"].append("any GPU"), LAY),
-    ("scope: all-architectures tag", S, lambda r, b, i: r["retrieval"]["technique_tags"].append("all-architectures"), LAY),
+    (
+        "scope: all-architectures tag",
+        S,
+        lambda r, b, i: r["retrieval"]["technique_tags"].append("all-architectures"),
+        LAY,
+    ),
     ("scope: vendor-agnostic goal", R, goal("The kernel is vendor-agnostic."), LAY),
     ("scope: verified_on_all_gpus key", A, setter(("payload", "config"), {"verified_on_all_gpus": True}), LAY),
     # the account of the step is the packet's own
-    ("account: change names a technique the step never used", S, lambda r, b, i: r["payload"].update(
-        change="uses TMA multicast and warp specialization"), FAB),
-    ("account: lesson invents a mechanism", A, lambda r, b, i: r["payload"].update(lesson="bank conflicts serialize the warps"), FAB),
-    ("account: attempted invents what was tried", A, lambda r, b, i: r["payload"].update(attempted="register spills to local memory"), FAB),
-    ("account: a symptom nobody observed", S, lambda r, b, i: r["retrieval"]["signals"]["symptoms"].append("high register pressure"), FAB),
-    ("account: builds_on of another approach", S, lambda r, b, i: r["payload"]["trace"]["builds_on"].update(approach="cuBLAS epilogue fusion"), FAB),
+    (
+        "account: change names a technique the step never used",
+        S,
+        lambda r, b, i: r["payload"].update(change="uses TMA multicast and warp specialization"),
+        FAB,
+    ),
+    (
+        "account: lesson invents a mechanism",
+        A,
+        lambda r, b, i: r["payload"].update(lesson="bank conflicts serialize the warps"),
+        FAB,
+    ),
+    (
+        "account: attempted invents what was tried",
+        A,
+        lambda r, b, i: r["payload"].update(attempted="register spills to local memory"),
+        FAB,
+    ),
+    (
+        "account: a symptom nobody observed",
+        S,
+        lambda r, b, i: r["retrieval"]["signals"]["symptoms"].append("high register pressure"),
+        FAB,
+    ),
+    (
+        "account: builds_on of another approach",
+        S,
+        lambda r, b, i: r["payload"]["trace"]["builds_on"].update(approach="cuBLAS epilogue fusion"),
+        FAB,
+    ),
     # profiler words disguised, and claims without a capture
-    ("profiler: NCU glued to a word", S, goal("NCUreport says memory bound"), NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
-    ("profiler: full-width letters", A, goal("\uff4e\uff43\uff55 shows it"), NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
-    ("profiler: Cyrillic look-alike letter", A, goal("N\u0455ight shows it"), NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
-    ("profiler: a roofline claim", S, goal("the roofline says it is bandwidth bound"), NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
-    ("profiler: a bottleneck note without a capture", S, setter(("evidence", "summary", "bottleneck_evidence", "note"), "dram bandwidth saturated"),
-     NCU, lambda b, rel, rec: not with_capture(b, rel, rec)),
+    (
+        "profiler: NCU glued to a word",
+        S,
+        goal("NCUreport says memory bound"),
+        NCU,
+        lambda b, rel, rec: not with_capture(b, rel, rec),
+    ),
+    (
+        "profiler: full-width letters",
+        A,
+        goal("\uff4e\uff43\uff55 shows it"),
+        NCU,
+        lambda b, rel, rec: not with_capture(b, rel, rec),
+    ),
+    (
+        "profiler: Cyrillic look-alike letter",
+        A,
+        goal("N\u0455ight shows it"),
+        NCU,
+        lambda b, rel, rec: not with_capture(b, rel, rec),
+    ),
+    (
+        "profiler: a roofline claim",
+        S,
+        goal("the roofline says it is bandwidth bound"),
+        NCU,
+        lambda b, rel, rec: not with_capture(b, rel, rec),
+    ),
+    (
+        "profiler: a bottleneck note without a capture",
+        S,
+        setter(("evidence", "summary", "bottleneck_evidence", "note"), "dram bandwidth saturated"),
+        NCU,
+        lambda b, rel, rec: not with_capture(b, rel, rec),
+    ),
     # with a capture: a fragment of the conclusion is another claim
-    ("capture: bottleneck a two-word fragment", S, setter(("payload", "problem", "bottleneck"), "not hide"), NCU, with_conclusion),
-    ("capture: bottleneck a one-word fragment", S, setter(("payload", "problem", "bottleneck"), "is"), NCU, with_conclusion),
-    ("capture: note cut mid-clause", S, lambda r, b, i: r["evidence"]["summary"]["bottleneck_evidence"].update(
-        note=" ".join(packet(b, i).agent_facing["profiler"]["conclusion"].split()[1:3])), NCU, with_conclusion),
+    (
+        "capture: bottleneck a two-word fragment",
+        S,
+        setter(("payload", "problem", "bottleneck"), "not hide"),
+        NCU,
+        with_conclusion,
+    ),
+    (
+        "capture: bottleneck a one-word fragment",
+        S,
+        setter(("payload", "problem", "bottleneck"), "is"),
+        NCU,
+        with_conclusion,
+    ),
+    (
+        "capture: note cut mid-clause",
+        S,
+        lambda r, b, i: r["evidence"]["summary"]["bottleneck_evidence"].update(
+            note=" ".join(packet(b, i).agent_facing["profiler"]["conclusion"].split()[1:3])
+        ),
+        NCU,
+        with_conclusion,
+    ),
 ]
 
 
@@ -196,6 +352,7 @@ def test_every_drafted_record_of_the_b200_trace_passes(all_benches):
 
 # --- benign: the same truth, written with units, clauses and words the rules must accept --------------
 
+
 def capture_clause(r, bench, i):
     first = packet(bench, i).agent_facing["profiler"]["conclusion"].split(":")[0]
     r["payload"]["problem"]["bottleneck"] = first + "."
@@ -203,37 +360,60 @@ def capture_clause(r, bench, i):
 
 BENIGN = [
     ("the improvement with a percent sign", S, goal(lambda b, i: f"{m(b, i, 'improve_pct_vs_floor')}% lower latency")),
-    ("the improvement spelled percent", S, goal(lambda b, i: f"{m(b, i, 'improve_pct_vs_floor')} percent lower latency")),
+    (
+        "the improvement spelled percent",
+        S,
+        goal(lambda b, i: f"{m(b, i, 'improve_pct_vs_floor')} percent lower latency"),
+    ),
     ("the geomean in us", S, goal(lambda b, i: f"geomean {m(b, i, 'geomean_us')} us")),
     ("the geomean in µs", S, goal(lambda b, i: f"geomean {m(b, i, 'geomean_us')} µs")),
     ("the floor in us", S, goal(lambda b, i: f"from {m(b, i, 'floor_before_us')}us")),
     ("a per-shape latency in us", R, goal(lambda b, i: f"{first_shape_us(b, i)} us on the first shape")),
     ("a Latin word glued to digits is not a look-alike", S, goal("(block0 of the grid)")),
-    ("the record's own GPU in full-width letters", S, lambda r, b, i: r["payload"].update(
-        goal=r["payload"]["goal"] + " " + r["payload"]["problem"]["target"].split()[0].translate(
-            {c: c + 0xFEE0 for c in range(0x21, 0x7F)}))),
+    (
+        "the record's own GPU in full-width letters",
+        S,
+        lambda r, b, i: r["payload"].update(
+            goal=r["payload"]["goal"]
+            + " "
+            + r["payload"]["problem"]["target"].split()[0].translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)})
+        ),
+    ),
     ("a plain 'any' that widens nothing", S, goal("without any change to the harness")),
-    ("the change as the packet says it", S, lambda r, b, i: r["payload"].update(
-        change=packet(b, i).agent_facing["what_the_run_said"]["change"])),
-    ("a symptom copied from the packet", S, lambda r, b, i: r["retrieval"]["signals"]["symptoms"].append(
-        packet(b, i).agent_facing["what_the_run_said"]["change"])),
+    (
+        "the change as the packet says it",
+        S,
+        lambda r, b, i: r["payload"].update(change=packet(b, i).agent_facing["what_the_run_said"]["change"]),
+    ),
+    (
+        "a symptom copied from the packet",
+        S,
+        lambda r, b, i: r["retrieval"]["signals"]["symptoms"].append(
+            packet(b, i).agent_facing["what_the_run_said"]["change"]
+        ),
+    ),
 ]
 
 
-@pytest.mark.parametrize("trace, name, rtype, mutate",
-                         [pytest.param(t, *c, id=f"{t}-{c[0]}") for t in TRACES for c in BENIGN])
+@pytest.mark.parametrize(
+    "trace, name, rtype, mutate", [pytest.param(t, *c, id=f"{t}-{c[0]}") for t in TRACES for c in BENIGN]
+)
 def test_a_benign_rewrite_passes_the_redteam_rules(all_benches, trace, name, rtype, mutate):
     v = verdicts_after(*applied(all_benches, trace, rtype, None), mutate)
     assert v.failed == [], (name, [msg for g in v.failed for msg in v.gates[g][1]][:4])
 
 
-@pytest.mark.parametrize("text, read", [
-    ("the l2 cache, built with -O3", ["2", "3"]),  # a leading Latin look-alike stays a letter
-    ("1O% x1O 4\u041e.5", ["10", "10", "40.5"]),  # after a digit it is the digit it looks like
-    ("4\u200b7 4\u00a0096", ["47", "4096"]),  # invisible characters and digit-group spaces join
-])
+@pytest.mark.parametrize(
+    "text, read",
+    [
+        ("the l2 cache, built with -O3", ["2", "3"]),  # a leading Latin look-alike stays a letter
+        ("1O% x1O 4\u041e.5", ["10", "10", "40.5"]),  # after a digit it is the digit it looks like
+        ("4\u200b7 4\u00a0096", ["47", "4096"]),  # invisible characters and digit-group spaces join
+    ],
+)
 def test_the_reader_sees_what_a_person_sees(text, read):
-    from optrace.tracegates.numbers import number_tokens
+    from optrace.gates.trace.numbers import number_tokens
+
     assert [t for t, _ in number_tokens(text)] == read
 
 
@@ -246,12 +426,16 @@ def test_a_whole_clause_of_the_conclusion_is_a_bottleneck(all_benches):
 
 # --- bytes and files ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data, why", [
-    (b'{"a": 1, "a": 2}', "appears twice"),
-    (b'{"worth": {"gain": {"pct": 99.0, "pct": 3.07}}}', "appears twice"),
-    (b'{"goal": "\\ud800"}', "lone surrogate"),
-    (b'{"\\udfff": 1}', "lone surrogate"),
-])
+
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (b'{"a": 1, "a": 2}', "appears twice"),
+        (b'{"worth": {"gain": {"pct": 99.0, "pct": 3.07}}}', "appears twice"),
+        (b'{"goal": "\\ud800"}', "lone surrogate"),
+        (b'{"\\udfff": 1}', "lone surrogate"),
+    ],
+)
 def test_duplicate_keys_and_lone_surrogates_are_not_records(data, why):
     record, error = parse_json_bytes(data)
     assert record is None and why in error
@@ -259,6 +443,7 @@ def test_duplicate_keys_and_lone_surrogates_are_not_records(data, why):
 
 def test_a_fifo_or_link_in_distilled_fails_by_name_without_hanging(benches, mined_roots, tmp_path):
     import shutil
+
     bench = benches["example"]
     root = tmp_path / "results"
     for part in ("packets", "work"):
@@ -270,18 +455,27 @@ def test_a_fifo_or_link_in_distilled_fails_by_name_without_hanging(benches, mine
     os.mkfifo(distilled / "a-fifo.json")
     os.symlink(root / rel, distilled / "a-link.json")
     env = {**os.environ, "OPTRACE_CACHE_KEY": str(tmp_path / "key")}
-    run = subprocess.run([sys.executable, "-m", "optrace", "validate", "trace", "--results", str(root), "--slug", bench.slug],
-                         capture_output=True, text=True, timeout=120, env=env)
+    run = subprocess.run(
+        [sys.executable, "-m", "optrace", "validate", "trace", "--results", str(root), "--slug", bench.slug],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert run.returncode == 0, run.stderr
     report = json.loads((root / "staging" / "reports" / bench.slug / "validation.json").read_text(encoding="utf-8"))
     rows = {Path(r["path"]).name: r for r in report["records"]}
-    assert rows["a-fifo.json"]["failed"] == ["schema"] and "not a regular file" in rows["a-fifo.json"]["gates"]["schema"]["messages"][0]
+    assert (
+        rows["a-fifo.json"]["failed"] == ["schema"]
+        and "not a regular file" in rows["a-fifo.json"]["gates"]["schema"]["messages"][0]
+    )
     assert rows["a-link.json"]["failed"] == ["schema"]
     assert rows[Path(rel).name]["status"] == "PASS"
 
 
 def test_stage_reads_no_fifo_swapped_in_after_validation(tmp_path):
-    from optrace.stage import validated_record
+    from optrace.publish.staging import validated_record
+
     (tmp_path / "distilled").mkdir()
     os.mkfifo(tmp_path / "distilled" / "r.json")
     assert validated_record(tmp_path, "distilled/r.json", "0" * 64) is None  # returns at once: no writer needed

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-import tracekit
-from conftest import copy_workflow
-from conftest import run_snakemake as snakemake
-from test_staleness import AGGREGATES, chain, planned
+from tests.support import tracekit
+from tests.support.workflow import copy_workflow
+from tests.support.workflow import run_snakemake as snakemake
+from tests.workflow.test_staleness import AGGREGATES, chain, planned
 
 pytestmark = pytest.mark.workflow
 GOOD = {"031-ok-a", "032-ok-b", "037-x"}
@@ -48,26 +48,41 @@ def mixed(tmp_path_factory):
     tracekit.skill_era(t / "kernel_opt_032_ok_b")
     (t / "kernel_opt_033_plain").mkdir()
     tracekit.iteration_era(t / "full")
-    subprocess.run(["git", "clone", "-q", "--depth", "2", f"file://{t / 'full'}", str(t / "kernel_opt_034_shallow")], check=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "2", f"file://{t / 'full'}", str(t / "kernel_opt_034_shallow")], check=True
+    )
     tracekit.skill_era(t / "kernel_opt_035_fifo")
     (t / "kernel_opt_035_fifo" / ".git" / "HEAD").unlink()
     os.mkfifo(t / "kernel_opt_035_fifo" / ".git" / "HEAD")
-    from optrace.tracebuild import CommitSpec, build_trace
+    from optrace.example.repo_builder import CommitSpec, build_trace
+
     build_trace(t / "kernel_opt_036_nogpu", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0)})])
     tracekit.long_horizon_era(t / f"kernel_opt_037_{TERM}_x")
     (t / "kernel_opt_038_junk.bundle").write_bytes(b"# v2 git bundle\n\x00\xff junk")
-    rows = [("kernel_opt_031_ok_a", "kernel_opt_031_ok_a"), ("kernel_opt_032_ok_b", "kernel_opt_032_ok_b"),
-            ("kernel_opt_033_plain", "kernel_opt_033_plain"), ("kernel_opt_034_shallow", "kernel_opt_034_shallow"),
-            ("kernel_opt_035_fifo", "kernel_opt_035_fifo"), ("kernel_opt_036_nogpu", "kernel_opt_036_nogpu"),
-            ("kernel_opt_037_x", f"kernel_opt_037_{TERM}_x"), ("kernel_opt_038_junk", "kernel_opt_038_junk.bundle")]
+    rows = [
+        ("kernel_opt_031_ok_a", "kernel_opt_031_ok_a"),
+        ("kernel_opt_032_ok_b", "kernel_opt_032_ok_b"),
+        ("kernel_opt_033_plain", "kernel_opt_033_plain"),
+        ("kernel_opt_034_shallow", "kernel_opt_034_shallow"),
+        ("kernel_opt_035_fifo", "kernel_opt_035_fifo"),
+        ("kernel_opt_036_nogpu", "kernel_opt_036_nogpu"),
+        ("kernel_opt_037_x", f"kernel_opt_037_{TERM}_x"),
+        ("kernel_opt_038_junk", "kernel_opt_038_junk.bundle"),
+    ]
     sheet = tmp / "traces.tsv"
     sheet.write_text("label\tpath\n" + "".join(f"{label}\t{t / path}\n" for label, path in rows))
     denylist = tmp / "denylist.txt"
     denylist.write_text(TERM + "\n")
     env = {**os.environ, "ATREX_WIKI_DENYLIST": str(denylist)}
     start = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-c2", "--keep-going", "--config", f"traces={sheet}"],
-                         cwd=wd, capture_output=True, text=True, env=env, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-c2", "--keep-going", "--config", f"traces={sheet}"],
+        cwd=wd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     return {"wd": wd, "res": res, "traces": t, "sheet": sheet, "env": env, "seconds": time.monotonic() - start}
 
 
@@ -113,8 +128,14 @@ def test_fixing_one_trace_reruns_only_its_chain_and_a_half_written_record_is_jud
     half = wd / "results" / "distilled" / "031-ok-a" / "nvidia.h100.triton.x.half-written-a1b2c3.json"
     half.write_text('{"schema": "clean-1.3", "id": "nvidia.h100.triton.x.ha')
     assert planned(wd, *cfg) == chain("033-plain") | {("validate_trace", "031-ok-a")} | AGGREGATES
-    res = subprocess.run([sys.executable, "-m", "snakemake", "-c2", "--keep-going", *cfg], cwd=wd,
-                         capture_output=True, text=True, env=env, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "-c2", "--keep-going", *cfg],
+        cwd=wd,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     staged = json.loads((wd / "results" / "staging" / "staged.json").read_text())
     assert "033-plain" not in {f["trace"] for f in staged["failed_traces"]}
@@ -128,11 +149,11 @@ def test_fixing_one_trace_reruns_only_its_chain_and_a_half_written_record_is_jud
 
 # ---- a distill job killed with SIGKILL -------------------------------------------------------------
 
-FAKE_AGENT = '''
+FAKE_AGENT = """
 import json, os, sys, time
 from pathlib import Path
-from optrace.distill import dumps_record
-from optrace.drafter import draft_record, read_code
+from optrace.distill.distill import dumps_record
+from optrace.distill.drafter import draft_record, read_code
 packet_path, out = Path(sys.argv[1]), Path(sys.argv[2])
 hang, reached = Path(sys.argv[3]), Path(sys.argv[4])
 if hang.exists() and len(list(out.parent.glob("*.json"))) >= 2:
@@ -143,7 +164,7 @@ record, reason = draft_record(packet, read_code(packet_path, packet))
 if record:
     out.write_text(dumps_record(record))
 print("agent: done" if record else "agent: too thin")
-'''
+"""
 
 
 def _ancestor_running(pid: int, needle: str) -> int:
@@ -174,20 +195,26 @@ def test_killed_distill_resumes_without_unlock_and_equals_a_clean_run(tmp_path, 
     assert clean["counts"].get("agent-wrote", 0) >= 3
 
     hang.write_text("")
-    proc = subprocess.Popen([sys.executable, "-m", "snakemake", "-c2", *target], cwd=wd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "-c2", *target],
+        cwd=wd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     while not reached.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
     assert reached.exists(), proc.communicate()[0][-2000:]
     agent = int(reached.read_text())
     if killed == "job":
-        job = _ancestor_running(agent, "optrace.pertrace")
+        job = _ancestor_running(agent, "optrace.run.pertrace")
         os.kill(job, signal.SIGKILL)
         os.kill(agent, signal.SIGKILL)
     else:
         os.killpg(proc.pid, signal.SIGKILL)  # the controller, the job and the agent at once
-    out, _ = proc.communicate(timeout=120)
+    _out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0 and not (wd / "results/staging/reports/041-kill/distill.json").exists()
     if killed == "controller":
         assert list((wd / ".snakemake" / "locks").glob("*.lock"))  # what used to need --unlock
@@ -198,8 +225,12 @@ def test_killed_distill_resumes_without_unlock_and_equals_a_clean_run(tmp_path, 
     assert ("removed the lock left by a killed run" in res.stderr) == (killed == "controller")
     resumed = json.loads((wd / "results/staging/reports/041-kill/distill.json").read_text())
     assert resumed == clean
-    leftovers = [p for p in (wd / "results").rglob("*") if p.name.endswith(".draft") or ".draft." in p.name
-                 or p.name == "journal.jsonl"]
+    leftovers = [
+        p
+        for p in (wd / "results").rglob("*")
+        if p.name.endswith(".draft") or ".draft." in p.name or p.name == "journal.jsonl"
+    ]
     assert leftovers == []
-    assert sorted(p.name for p in (wd / "results/distilled/041-kill").iterdir()) == \
-        sorted(p.name for p in (wd / "clean/distilled/041-kill").iterdir())
+    assert sorted(p.name for p in (wd / "results/distilled/041-kill").iterdir()) == sorted(
+        p.name for p in (wd / "clean/distilled/041-kill").iterdir()
+    )

@@ -14,21 +14,27 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-import tracekit
-from optrace.sheet import fingerprint
-from optrace.tracebuild import CommitSpec, build_trace, make_bundle
+from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
+from optrace.run.sheet import fingerprint
+from tests.support import tracekit
 
 CANARY = "SECRET-CANARY-7f3a"
 TIMEOUT = 30
 
 
 def git(repo, *args, stdin=None):
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_AUTHOR_NAME": "a",
-           "GIT_AUTHOR_EMAIL": "a@example.invalid", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@example.invalid"}
+    env = {
+        **os.environ,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_AUTHOR_NAME": "a",
+        "GIT_AUTHOR_EMAIL": "a@example.invalid",
+        "GIT_COMMITTER_NAME": "a",
+        "GIT_COMMITTER_EMAIL": "a@example.invalid",
+    }
     return subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True, env=env, check=True).stdout
 
 
@@ -36,8 +42,13 @@ def ingest(trace, tmp_path, *extra, env=None):
     """(exit code, stdout, stderr, outputs: {name: text}) of one ingest run."""
     out = tmp_path / "out"
     start = time.monotonic()
-    res = subprocess.run([sys.executable, "-m", "optrace", "ingest", str(trace), "--out-dir", str(out), *extra],
-                         capture_output=True, text=True, timeout=TIMEOUT, env=env)
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", str(trace), "--out-dir", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=env,
+    )
     assert time.monotonic() - start < TIMEOUT
     assert "Traceback" not in res.stderr + res.stdout, res.stderr[-2000:]
     files = {p.name: p.read_text() for p in out.glob("*") if p.is_file()} if out.is_dir() else {}
@@ -55,7 +66,7 @@ def ok(trace, tmp_path, *extra, env=None):
 
 
 def fails(trace, tmp_path, problem, *extra):
-    rc, out, err, files = ingest(trace, tmp_path, *extra)
+    rc, _out, err, files = ingest(trace, tmp_path, *extra)
     assert rc == 2 and err.count("\n") == 1 and err.startswith("error: "), err
     assert problem in err, err
     assert "meta.json" not in files
@@ -63,9 +74,19 @@ def fails(trace, tmp_path, problem, *extra):
 
 
 def base_commits(kernel0=None):
-    return [CommitSpec("V0: baseline", {"kernel.py": kernel0 or tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 40.0),
-                                        **tracekit.meta_files()}),
-            CommitSpec("v1: committed (+25.0%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": tracekit.memory(1, 30.0)})]
+    return [
+        CommitSpec(
+            "V0: baseline",
+            {
+                "kernel.py": kernel0 or tracekit.kernel(0),
+                "memory/v0.json": tracekit.memory(0, 40.0),
+                **tracekit.meta_files(),
+            },
+        ),
+        CommitSpec(
+            "v1: committed (+25.0%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": tracekit.memory(1, 30.0)}
+        ),
+    ]
 
 
 def good(dest, untracked=None):
@@ -88,6 +109,7 @@ def outside(tmp_path):
 
 
 # ---- not a trace at all ----------------------------------------------------------------------
+
 
 def test_not_a_repository(tmp_path):
     (tmp_path / "plain").mkdir()
@@ -153,7 +175,9 @@ def test_fifo_in_objects_does_not_block(tmp_path):
 def test_alternates_pointing_outside_are_refused(tmp_path):
     good(tmp_path / "other")
     good(tmp_path / "t")
-    (tmp_path / "t" / ".git" / "objects" / "info" / "alternates").write_text(str(tmp_path / "other" / ".git" / "objects"))
+    (tmp_path / "t" / ".git" / "objects" / "info" / "alternates").write_text(
+        str(tmp_path / "other" / ".git" / "objects")
+    )
     fails(tmp_path / "t", tmp_path, "borrows objects from another repository")
 
 
@@ -173,6 +197,7 @@ def test_unknown_hardware(tmp_path):
 
 # ---- history shapes ----------------------------------------------------------------------------
 
+
 def test_detached_head(tmp_path):
     good(tmp_path / "t")
     sha = git(tmp_path / "t", "rev-parse", "HEAD~1").decode().strip()
@@ -182,15 +207,23 @@ def test_detached_head(tmp_path):
 
 
 def test_no_kernel_py(tmp_path):
-    build_trace(tmp_path / "t", [CommitSpec("V0: baseline", {"memory/v0.json": tracekit.memory(0, 40.0), **tracekit.meta_files()})])
+    build_trace(
+        tmp_path / "t",
+        [CommitSpec("V0: baseline", {"memory/v0.json": tracekit.memory(0, 40.0), **tracekit.meta_files()})],
+    )
     rows, meta, _ = ok(tmp_path / "t", tmp_path)
     assert rows["v0"]["kernel_blob"] is None
     warned(meta, "no commit changes kernel.py")
 
 
 def test_no_memory_dir(tmp_path):
-    build_trace(tmp_path / "t", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()}),
-                                 CommitSpec("v1: committed (+5%)", {"kernel.py": tracekit.kernel(1)})])
+    build_trace(
+        tmp_path / "t",
+        [
+            CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()}),
+            CommitSpec("v1: committed (+5%)", {"kernel.py": tracekit.kernel(1)}),
+        ],
+    )
     rows, _, _ = ok(tmp_path / "t", tmp_path)
     assert [rows[v]["number_note"] for v in ("v0", "v1")] == ["no step record (memory/v<N>.json)"] * 2
 
@@ -203,15 +236,26 @@ def test_empty_commit(tmp_path):
 
 
 def test_merge_commit_branch_is_not_the_trace(tmp_path):
-    build_trace(tmp_path / "t", base_commits() + [
-        CommitSpec("v2: side kernel", {"kernel.py": tracekit.kernel(7)}, branch="side"),
-        CommitSpec("v3: committed (+2%)", {"kernel.py": tracekit.kernel(3), "memory/v3.json": tracekit.memory(3, 29.0)}, merge="side")])
+    build_trace(
+        tmp_path / "t",
+        base_commits()
+        + [
+            CommitSpec("v2: side kernel", {"kernel.py": tracekit.kernel(7)}, branch="side"),
+            CommitSpec(
+                "v3: committed (+2%)",
+                {"kernel.py": tracekit.kernel(3), "memory/v3.json": tracekit.memory(3, 29.0)},
+                merge="side",
+            ),
+        ],
+    )
     rows, _, _ = ok(tmp_path / "t", tmp_path)
     assert sorted(rows) == ["v0", "v1", "v3"]
 
 
 def test_duplicate_versions_keep_the_last_commit(tmp_path):
-    build_trace(tmp_path / "t", base_commits() + [CommitSpec("v1: committed (+26.0%)", {"kernel.py": tracekit.kernel(5)})])
+    build_trace(
+        tmp_path / "t", base_commits() + [CommitSpec("v1: committed (+26.0%)", {"kernel.py": tracekit.kernel(5)})]
+    )
     rows, _, _ = ok(tmp_path / "t", tmp_path)
     head = git(tmp_path / "t", "rev-parse", "HEAD").decode().strip()
     assert sorted(rows) == ["v0", "v1"] and rows["v1"]["sha"] == head
@@ -224,19 +268,26 @@ def test_kernel_deleted(tmp_path):
 
 
 def test_huge_version_number_in_subject(tmp_path):
-    build_trace(tmp_path / "t", base_commits() + [CommitSpec("v" + "9" * 4400 + ": committed (+1%)", {"kernel.py": tracekit.kernel(2)}),
-                                                  CommitSpec("episode " + "7" * 4400 + ": promote verified long-horizon candidate", {})])
+    build_trace(
+        tmp_path / "t",
+        base_commits()
+        + [
+            CommitSpec("v" + "9" * 4400 + ": committed (+1%)", {"kernel.py": tracekit.kernel(2)}),
+            CommitSpec("episode " + "7" * 4400 + ": promote verified long-horizon candidate", {}),
+        ],
+    )
     rows, meta, _ = ok(tmp_path / "t", tmp_path)
     assert sorted(rows) == ["v0", "v1"]
-    assert [c["why"] for c in meta["non_version_commits"]][0] == "subject names no version"
+    assert next(c["why"] for c in meta["non_version_commits"]) == "subject names no version"
 
 
 def test_non_utf8_commit_subject(tmp_path):
     good(tmp_path / "t")
     tree = git(tmp_path / "t", "rev-parse", "HEAD^{tree}").decode().strip()
     head = git(tmp_path / "t", "rev-parse", "HEAD").decode().strip()
-    raw = (f"tree {tree}\nparent {head}\nauthor a <a@b> 1767300000 +0000\ncommitter a <a@b> 1767300000 +0000\n\n"
-           ).encode() + b"v2: committed (+1%) \xff\xfe caf\xe9\n"
+    raw = (
+        f"tree {tree}\nparent {head}\nauthor a <a@b> 1767300000 +0000\ncommitter a <a@b> 1767300000 +0000\n\n"
+    ).encode() + b"v2: committed (+1%) \xff\xfe caf\xe9\n"
     sha = git(tmp_path / "t", "hash-object", "-t", "commit", "-w", "--stdin", "--literally", stdin=raw).decode().strip()
     git(tmp_path / "t", "update-ref", "refs/heads/main", sha)
     rows, _, _ = ok(tmp_path / "t", tmp_path)
@@ -267,6 +318,7 @@ def test_garbage_bundle_is_one_clean_line(tmp_path, content):
 
 # ---- kernel.py that is not source --------------------------------------------------------------
 
+
 def test_kernel_5mb_is_capped(tmp_path):
     big = "x = 1  # filler line of a runaway generated kernel\n" * 110_000  # ~5.5 MB
     build_trace(tmp_path / "t", base_commits() + [CommitSpec("v2: committed (+1%)", {"kernel.py": big})])
@@ -278,7 +330,10 @@ def test_kernel_5mb_is_capped(tmp_path):
 
 
 def test_binary_kernel(tmp_path):
-    build_trace(tmp_path / "t", base_commits() + [CommitSpec("v2: committed (+1%)", {"kernel.py": b"\x7fELF\x00\x01\x02" * 100})])
+    build_trace(
+        tmp_path / "t",
+        base_commits() + [CommitSpec("v2: committed (+1%)", {"kernel.py": b"\x7fELF\x00\x01\x02" * 100})],
+    )
     rows, meta, _ = ok(tmp_path / "t", tmp_path)
     assert rows["v2"]["kernel_blob"] is None
     warned(meta, "kernel.py of v2 is binary (holds NUL bytes); not used as source")
@@ -288,7 +343,11 @@ def _commit_entry(repo, mode, target_sha, subject):
     """Commit HEAD's tree with kernel.py replaced by an entry of `mode` (symlink or gitlink)."""
     lines = [ln for ln in git(repo, "ls-tree", "HEAD").decode().splitlines() if not ln.endswith("\tkernel.py")]
     kind = "commit" if mode == "160000" else "blob"
-    tree = git(repo, "mktree", stdin=("\n".join(lines + [f"{mode} {kind} {target_sha}\tkernel.py"]) + "\n").encode()).decode().strip()
+    tree = (
+        git(repo, "mktree", stdin=("\n".join(lines + [f"{mode} {kind} {target_sha}\tkernel.py"]) + "\n").encode())
+        .decode()
+        .strip()
+    )
     sha = git(repo, "commit-tree", tree, "-p", "HEAD", "-m", subject).decode().strip()
     git(repo, "update-ref", "refs/heads/main", sha)
 
@@ -338,14 +397,24 @@ def test_broken_memory_json(tmp_path, case):
         assert rows["v2"]["geomean_us"] == 5.0
 
 
-@pytest.mark.parametrize("value,note", [
-    ("NaN", "is not a positive number"), ("Infinity", "is not a positive number"), ("-Infinity", "is not a positive number"),
-    ("-3.0", "is not a positive number"), ("0", "is not a positive number"), ('"fast"', "is not a positive number"),
-    ("1e999", "is not a positive number"), ("9" * 400, "is not a positive number"),
-])
+@pytest.mark.parametrize(
+    "value,note",
+    [
+        ("NaN", "is not a positive number"),
+        ("Infinity", "is not a positive number"),
+        ("-Infinity", "is not a positive number"),
+        ("-3.0", "is not a positive number"),
+        ("0", "is not a positive number"),
+        ('"fast"', "is not a positive number"),
+        ("1e999", "is not a positive number"),
+        ("9" * 400, "is not a positive number"),
+    ],
+)
 def test_non_finite_and_huge_numbers(tmp_path, value, note):
-    doc = '{"performance": {"latency_us_geomean": %s, "latency_us_by_shape": {"a": NaN, "b": 1e999}}, ' \
-          '"correctness": {"max_abs_err": Infinity, "max_rel_err": %s}}' % (value, value)
+    doc = (
+        f'{{"performance": {{"latency_us_geomean": {value}, "latency_us_by_shape": {{"a": NaN, "b": 1e999}}}}, '
+        f'"correctness": {{"max_abs_err": Infinity, "max_rel_err": {value}}}}}'
+    )
     good(tmp_path / "t", {"memory/v2.json": doc})
     rows, _, _ = ok(tmp_path / "t", tmp_path)  # `ingest` asserts no NaN/Infinity in any output
     assert rows["v2"]["geomean_us"] is None and note in rows["v2"]["number_note"]
@@ -370,7 +439,7 @@ def test_oversized_memory_file_is_not_read(tmp_path):
     good(tmp_path / "t")
     with open(tmp_path / "t" / "memory" / "v2.json", "wb") as fh:
         fh.truncate(17 * 1024 * 1024)  # sparse: instant to make, over the 16 MiB cap
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path)
     warned(meta, "memory/v2.json: 17825792 bytes, over the 16777216-byte read cap")
 
 
@@ -382,31 +451,45 @@ def test_memory_entry_that_is_a_directory(tmp_path):
 
 
 def test_carried_from_huge_version(tmp_path):
-    good(tmp_path / "t", {"memory/v2.json": tracekit.memory(2, 20.0, performance={"carried_from_version": "v" + "1" * 5000})})
+    good(
+        tmp_path / "t",
+        {"memory/v2.json": tracekit.memory(2, 20.0, performance={"carried_from_version": "v" + "1" * 5000})},
+    )
     rows, _, _ = ok(tmp_path / "t", tmp_path)
     assert rows["v2"]["geomean_us"] == 20.0 and rows["v2"]["carried_from"] is None
 
 
 # ---- symlinks, loops, FIFOs --------------------------------------------------------------------
 
-@pytest.mark.parametrize("link,target", [
-    ("memory/v2.json", "secret.json"), ("memory/v3.json", "fifo"), ("definition.json", "fifo"),
-    ("solution.json", "secret.json"), ("README.md", "fifo"), ("profiles/v1", "."), ("memory/v4.json", "/etc/passwd"),
-])
+
+@pytest.mark.parametrize(
+    "link,target",
+    [
+        ("memory/v2.json", "secret.json"),
+        ("memory/v3.json", "fifo"),
+        ("definition.json", "fifo"),
+        ("solution.json", "secret.json"),
+        ("README.md", "fifo"),
+        ("profiles/v1", "."),
+        ("memory/v4.json", "/etc/passwd"),
+    ],
+)
 def test_symlinks_pointing_out_are_not_followed(tmp_path, outside, link, target):
     good(tmp_path / "t")
     path = tmp_path / "t" / link
     path.parent.mkdir(parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
     path.symlink_to(target if target.startswith("/") else outside / target)
-    rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
     warned(meta, f"{link}: symlink leaves the trace, not followed")
 
 
 def test_memory_dir_symlinked_out(tmp_path, outside):
-    build_trace(tmp_path / "t", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()})])
+    build_trace(
+        tmp_path / "t", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), **tracekit.meta_files()})]
+    )
     (tmp_path / "t" / "memory").symlink_to(outside)
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path)
     warned(meta, "memory: symlink leaves the trace, not followed")
 
 
@@ -435,7 +518,7 @@ def test_fifos_in_the_work_tree_do_not_block(tmp_path, rel):
     path.unlink(missing_ok=True)
     os.mkfifo(path)
     assert fingerprint(str(tmp_path / "t"))
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    rows, _meta, _ = ok(tmp_path / "t", tmp_path)
     assert rows["v1"]["geomean_us"] == 30.0
 
 
@@ -457,7 +540,7 @@ def test_1100_deep_profiles(tmp_path):
         start = time.monotonic()
         assert fingerprint(str(tmp_path / "t"))
         assert time.monotonic() - start < 2
-        rows, meta, _ = ok(tmp_path / "t", tmp_path)
+        _rows, meta, _ = ok(tmp_path / "t", tmp_path)
         warned(meta, "deeper than 12 levels below profiles/episode_1")
     finally:  # pytest's own tmp cleanup recurses and would fail on this tree in every later session
         subprocess.run(["rm", "-rf", str(tmp_path / "t" / "profiles")], check=True)
@@ -471,24 +554,47 @@ def test_readme_of_blank_lines_is_linear(tmp_path):
 
 
 def test_deeply_nested_definition_and_autotune(tmp_path):
-    good(tmp_path / "t", {"definition.json": "[" * 100_000 + "]" * 100_000,
-                          "autotune/ci/x.meta.jsonl": "[" * 100_000 + "]" * 100_000 + "\n"})
-    rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
+    good(
+        tmp_path / "t",
+        {
+            "definition.json": "[" * 100_000 + "]" * 100_000,
+            "autotune/ci/x.meta.jsonl": "[" * 100_000 + "]" * 100_000 + "\n",
+        },
+    )
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path, "--hardware", "H100")
     warned(meta, "definition.json: JSON nested too deeply to parse; ignored")
 
 
 def test_huge_int_in_workload(tmp_path):
     good(tmp_path / "t", {"workload.jsonl": '{"uuid": "a", "axes": {"n": ' + "7" * 4400 + "}}\n"})
-    rows, meta, _ = ok(tmp_path / "t", tmp_path)
+    _rows, meta, _ = ok(tmp_path / "t", tmp_path)
     warned(meta, "workload.jsonl: 1 line(s) not valid JSON; ignored")
 
 
 # ---- the trace's own git config tries to run a program -----------------------------------------
 
-PROGRAM_KEYS = ["core.fsmonitor", "core.pager", "pager.log", "diff.external", "diff.evil.textconv", "filter.evil.smudge",
-                "filter.evil.clean", "filter.evil.process", "credential.helper", "core.sshCommand", "core.askPass",
-                "core.editor", "sequence.editor", "gpg.program", "gpg.ssh.program", "gpg.x509.program",
-                "core.alternateRefsCommand", "uploadpack.packObjectsHook", "core.hooksPath", "core.gitProxy"]
+PROGRAM_KEYS = [
+    "core.fsmonitor",
+    "core.pager",
+    "pager.log",
+    "diff.external",
+    "diff.evil.textconv",
+    "filter.evil.smudge",
+    "filter.evil.clean",
+    "filter.evil.process",
+    "credential.helper",
+    "core.sshCommand",
+    "core.askPass",
+    "core.editor",
+    "sequence.editor",
+    "gpg.program",
+    "gpg.ssh.program",
+    "gpg.x509.program",
+    "core.alternateRefsCommand",
+    "uploadpack.packObjectsHook",
+    "core.hooksPath",
+    "core.gitProxy",
+]
 
 
 def _signed_head(repo):
@@ -496,7 +602,11 @@ def _signed_head(repo):
     raw = git(repo, "cat-file", "commit", "HEAD")
     head, _, msg = raw.partition(b"\n\n")
     sig = b"gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAABCAAdFiEE\n -----END PGP SIGNATURE-----\n"
-    sha = git(repo, "hash-object", "-t", "commit", "-w", "--stdin", stdin=head + b"\n" + sig + b"\n" + msg).decode().strip()
+    sha = (
+        git(repo, "hash-object", "-t", "commit", "-w", "--stdin", stdin=head + b"\n" + sig + b"\n" + msg)
+        .decode()
+        .strip()
+    )
     git(repo, "update-ref", "refs/heads/main", sha)
 
 
@@ -514,8 +624,15 @@ def test_git_config_cannot_run_a_program(tmp_path, key):
     script.write_text(f"#!/bin/sh\necho {key} >> {marker}\ncat\n")
     script.chmod(0o755)
     repo = tmp_path / "t"
-    build_trace(repo, base_commits() + [CommitSpec("v2: committed (+1%)", {"kernel.py": tracekit.kernel(2),
-                                                                           ".gitattributes": "* diff=evil filter=evil\n"})])
+    build_trace(
+        repo,
+        base_commits()
+        + [
+            CommitSpec(
+                "v2: committed (+1%)", {"kernel.py": tracekit.kernel(2), ".gitattributes": "* diff=evil filter=evil\n"}
+            )
+        ],
+    )
     _signed_head(repo)
     # the bundle is made (by our own trusted git) before the config turns hostile; the bundle path is
     # then read with the same hostile environment around it
@@ -526,8 +643,12 @@ def test_git_config_cannot_run_a_program(tmp_path, key):
         for hook in ("post-checkout", "pre-auto-gc", "reference-transaction", "post-index-change"):
             (tmp_path / "hooks" / hook).symlink_to(script)
     git(repo, "config", key, value if key != "credential.helper" else f"!{script}")
-    for extra in ("log.showSignature=true", "gpg.format=" + ("ssh" if "ssh" in key else "x509" if "x509" in key else "openpgp"),
-                  "core.untrackedCache=true", "include.path=" + str(tmp_path / "outside-include")):
+    for extra in (
+        "log.showSignature=true",
+        "gpg.format=" + ("ssh" if "ssh" in key else "x509" if "x509" in key else "openpgp"),
+        "core.untrackedCache=true",
+        "include.path=" + str(tmp_path / "outside-include"),
+    ):
         k, _, v = extra.partition("=")
         git(repo, "config", k, v)
     os.mkfifo(tmp_path / "outside-include")  # reading the include would block: nothing outside is read
@@ -535,9 +656,15 @@ def test_git_config_cannot_run_a_program(tmp_path, key):
     home = tmp_path / "home"
     home.mkdir()
     (home / ".gitconfig").write_text(gitconfig_entry(key, str(script)))
-    env = {**os.environ, "HOME": str(home), "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
-           "GIT_CONFIG_PARAMETERS": f"'{key}={script}'", "GIT_PAGER": str(script), "GIT_EXTERNAL_DIFF": str(script)}
-    rows, meta, _ = ok(repo, tmp_path, env=env)
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "GIT_CONFIG_GLOBAL": str(home / ".gitconfig"),
+        "GIT_CONFIG_PARAMETERS": f"'{key}={script}'",
+        "GIT_PAGER": str(script),
+        "GIT_EXTERNAL_DIFF": str(script),
+    }
+    rows, _meta, _ = ok(repo, tmp_path, env=env)
     assert sorted(rows) == ["v0", "v1", "v2"]
     (tmp_path / "out").rename(tmp_path / "out-worktree")
     rows_b, _, _ = ok(bundle, tmp_path, env=env)
@@ -560,11 +687,14 @@ def test_the_config_attack_is_real_without_the_shadow_directory(tmp_path):
 
 # ---- the sheet: trace names and paths (before any job runs) -----------------------------------------
 
+
 def test_denylisted_trace_name_is_slugged_from_label_or_hash(tmp_path):
-    from optrace.sheet import entry_for_path, read_sheet, select_traces
+    from optrace.run.sheet import entry_for_path, read_sheet, select_traces
 
     sheet = tmp_path / "traces.tsv"
-    sheet.write_text(f"label\tpath\nkernel_opt_050_fine\t{tmp_path}/kernel_opt_050_AcmeCorpx\nAcmeCorp_run\t{tmp_path}/x\n")
+    sheet.write_text(
+        f"label\tpath\nkernel_opt_050_fine\t{tmp_path}/kernel_opt_050_AcmeCorpx\nAcmeCorp_run\t{tmp_path}/x\n"
+    )
     by_label, by_hash = read_sheet(sheet, ("acmecorp",))
     assert by_label.slug == "050-fine" and "named by its sheet label" in by_label.note
     assert by_hash.slug.startswith("trace-") and "acmecorp" not in by_hash.label.lower() and "hash" in by_hash.note
@@ -572,34 +702,55 @@ def test_denylisted_trace_name_is_slugged_from_label_or_hash(tmp_path):
     assert single.slug.startswith("trace-") and "acmecorp" not in single.slug
     good(tmp_path / "kernel_opt_052_acmecorp")
     (tmp_path / "deny.txt").write_text("acmecorp\n")
-    (e,) = select_traces({"trace": str(tmp_path / "kernel_opt_052_acmecorp"), "denylist_env": "MY_DENY"}, "x", "x",
-                         environ={"MY_DENY": str(tmp_path / "deny.txt")})
+    (e,) = select_traces(
+        {"trace": str(tmp_path / "kernel_opt_052_acmecorp"), "denylist_env": "MY_DENY"},
+        "x",
+        "x",
+        environ={"MY_DENY": str(tmp_path / "deny.txt")},
+    )
     assert "acmecorp" not in (e.slug + e.label).lower()
 
 
 def test_ingest_operator_never_takes_a_denylisted_directory_name(tmp_path):
-    build_trace(tmp_path / "kernel_opt_053_acmecorp_gemm", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0),
-                                                                                          "memory/v0.json": tracekit.memory(0, 9.0)})])
+    build_trace(
+        tmp_path / "kernel_opt_053_acmecorp_gemm",
+        [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 9.0)})],
+    )
     (tmp_path / "deny.txt").write_text("AcmeCorp\n")
     env = {**os.environ, "ATREX_WIKI_DENYLIST": str(tmp_path / "deny.txt")}
-    rows, meta, _ = ok(tmp_path / "kernel_opt_053_acmecorp_gemm", tmp_path, "--hardware", "H100", "--label", "kernel_opt_053_gemm", env=env)
+    _rows, meta, _ = ok(
+        tmp_path / "kernel_opt_053_acmecorp_gemm",
+        tmp_path,
+        "--hardware",
+        "H100",
+        "--label",
+        "kernel_opt_053_gemm",
+        env=env,
+    )
     assert "acmecorp" not in json.dumps(meta).lower() and meta["operator_name"] == "kernel_opt_053_gemm"
 
 
 def _sheet_cli(sheet):
-    return subprocess.run([sys.executable, "-m", "optrace", "sheet", str(sheet)], capture_output=True, text=True, timeout=TIMEOUT)
+    return subprocess.run(
+        [sys.executable, "-m", "optrace", "sheet", str(sheet)], capture_output=True, text=True, timeout=TIMEOUT
+    )
 
 
-@pytest.mark.parametrize("make,problem", [
-    (lambda p: None, "trace not found (give a git work tree or a .bundle file)"),
-    (lambda p: p.mkdir(), "not a git work tree (no .git); give the trace's repository or a .bundle"),
-    (lambda p: p.write_text("x"), "a trace file must be a git bundle ending in .bundle"),
-])
+@pytest.mark.parametrize(
+    "make,problem",
+    [
+        (lambda p: None, "trace not found (give a git work tree or a .bundle file)"),
+        (lambda p: p.mkdir(), "not a git work tree (no .git); give the trace's repository or a .bundle"),
+        (lambda p: p.write_text("x"), "a trace file must be a git bundle ending in .bundle"),
+    ],
+)
 def test_optrace_sheet_exits_nonzero_on_a_bad_path(tmp_path, make, problem):
     good(tmp_path / "kernel_opt_060_ok")
     make(tmp_path / "bad")
     sheet = tmp_path / "traces.tsv"
-    sheet.write_text(f"label\tpath\nkernel_opt_060_ok\t{tmp_path}/kernel_opt_060_ok\nkernel_opt_061_bad\t{tmp_path}/bad\n")
+    sheet.write_text(
+        f"label\tpath\nkernel_opt_060_ok\t{tmp_path}/kernel_opt_060_ok\nkernel_opt_061_bad\t{tmp_path}/bad\n"
+    )
     res = _sheet_cli(sheet)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr == f"error: {sheet}:3: trace path {tmp_path}/bad: {problem}\n"
@@ -616,7 +767,7 @@ def test_optrace_sheet_ok_exits_zero(tmp_path):
 
 def test_missing_sheet_path_ends_planning_in_one_line(tmp_path):
     from optrace.errors import InputError
-    from optrace.sheet import select_traces
+    from optrace.run.sheet import select_traces
 
     sheet = tmp_path / "traces.tsv"
     sheet.write_text(f"label\tpath\nkernel_opt_063_gone\t{tmp_path}/gone\n")
@@ -629,7 +780,12 @@ def test_bundle_with_a_relative_out_dir(tmp_path):
     """The workflow passes relative paths (results/work/<slug>): the private git dir must still resolve."""
     good(tmp_path / "t")
     bundle = make_bundle(tmp_path / "t", tmp_path / "kernel_opt_012_rel.bundle")
-    res = subprocess.run([sys.executable, "-m", "optrace", "ingest", bundle.name, "--out-dir", "rel/out"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=TIMEOUT)
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", bundle.name, "--out-dir", "rel/out"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
     assert res.returncode == 0, res.stderr
     assert len((tmp_path / "rel/out/versions.jsonl").read_text().splitlines()) == 2

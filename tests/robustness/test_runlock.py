@@ -1,11 +1,11 @@
-"""Stale Snakemake locks (optrace.runlock): cleared only when this host knows their owner is dead."""
+"""Stale Snakemake locks (optrace.run.runlock): cleared only when this host knows their owner is dead."""
 
 import json
 import os
 import subprocess
 import sys
 
-from optrace import runlock
+from optrace.run import runlock
 
 
 def locked(sm):

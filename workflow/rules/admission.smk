@@ -5,13 +5,19 @@ rule promote:
         unpack(live_store_inputs),
         index=rules.stage.output.index,
     output:
-        proposals=f"{RESULTS}/staging/reports/match.json",
-    params:
-        store=shell_quote(config["live_store"]),
-        code=code_digest("gate"),
+        proposals=reports("match.json"),
     log:
-        f"{RESULTS}/logs/promote.log",
+        logs("promote.log"),
+    benchmark:
+        benchmarks("promote.tsv")
+    conda:
+        ENV
+    params:
+        optrace=OPTRACE,
+        staging=lambda wildcards, input: str(Path(input.index).parent.parent),
+        store=config["live_store"],
+        code=code_digest("gate"),
     shell:
         # exit 1 = a staged record the live store would refuse: listed in the proposals, not a failure
-        "{PY} -m optrace gate match --all {RESULTS}/staging --store {params.store} --out {output.proposals} "
+        "{params.optrace} gate match --all {params.staging:q} --store {params.store:q} --out {output.proposals:q} "
         "> {log} 2>&1 || [ $? -eq 1 ]"

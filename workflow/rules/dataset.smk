@@ -1,28 +1,8 @@
-# The cost-model dataset (DESIGN §4, §5): one job per trace publishes its kernel sources (scrubbed,
-# so it needs the denylist), then ONE aggregate job over every trace builds the tables.
-# Re-baselining comes from the ladder, so its thresholds are params: changing them re-runs the build.
-
-
-rule dataset_sources:
-    input:
-        unpack(trace_inputs),
-        versions=rules.ingest_trace.output.versions,
-    output:
-        sources=f"{RESULTS}/work/{{slug}}/sources.json",
-    params:
-        trace=trace_path,
-        fingerprint=trace_fingerprint,
-        denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
-        guard=guard_args,
-        code=code_digest("dataset"),
-    log:
-        f"{RESULTS}/logs/dataset/sources/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/dataset/sources/{{slug}}.tsv"
-    shell:
-        "{PY} -m optrace.pertrace {params.guard} -- dataset sources {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
-        "--denylist-env {params.denylist_env} > {log} 2>&1"
+# The cost-model dataset: ONE aggregate job over every trace publishes their kernel sources (read
+# from each trace, scrubbed, so it needs the denylist) and builds the tables. The sources were a job
+# per trace once: ~90 ms of process for ~5 ms of reading (benchmarks/README.md). A trace's new commit
+# re-runs its ingest, which re-runs the build. Re-baselining comes from the ladder, so its thresholds
+# are params: changing them re-runs the build.
 
 
 rule dataset_build:
@@ -30,27 +10,36 @@ rule dataset_build:
         versions=per_trace(rules.ingest_trace.output.versions),
         meta=per_trace(rules.ingest_trace.output.meta),
         autotune=per_trace(rules.ingest_trace.output.autotune),
-        sources=per_trace(rules.dataset_sources.output.sources),
-        targets=config["targets"],
+        traces=all_trace_inputs,
+        targets=TARGETS,
     output:
-        measurements=f"{RESULTS}/dataset/measurements.parquet",
-        autotune=f"{RESULTS}/dataset/autotune.parquet",
-        runs=f"{RESULTS}/dataset/runs.parquet",
-        kernels=f"{RESULTS}/dataset/kernels.parquet",
-        readme=report(f"{RESULTS}/dataset/README.md", caption="../report/dataset.rst", category="Results",
-                      labels={"item": "dataset README"}),
+        measurements=results("dataset/measurements.parquet"),
+        autotune=results("dataset/autotune.parquet"),
+        runs=results("dataset/runs.parquet"),
+        kernels=results("dataset/kernels.parquet"),
+        readme=report(
+            results("dataset/README.md"),
+            caption="../report/dataset.rst",
+            category="Results",
+            labels={"item": "dataset README"},
+        ),
+    log:
+        logs("dataset/build.log"),
+    benchmark:
+        benchmarks("dataset/build.tsv")
+    conda:
+        ENV
     params:
-        work_dirs=per_trace(f"{RESULTS}/work/{{slug}}"),
+        optrace=OPTRACE,
+        work_dirs=lambda wildcards, input: [str(Path(m).parent) for m in input.meta],
+        traces=[TRACES[slug].path for slug in SLUGS],
+        out_dir=folder_of("runs"),
         ladder=ladder_args(),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("dataset"),
-    log:
-        f"{RESULTS}/logs/dataset/build.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/dataset/build.tsv"
     shell:
-        "{PY} -m optrace dataset build {params.work_dirs:q} --out-dir {RESULTS}/dataset {params.ladder} "
+        "{params.optrace} dataset build {params.work_dirs:q} --traces {params.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
         "--targets {input.targets:q} --denylist-env {params.denylist_env} > {log} 2>&1"
 
 
@@ -59,16 +48,20 @@ rule dataset_split:
     input:
         runs=rules.dataset_build.output.runs,
     output:
-        split=f"{RESULTS}/dataset/split.parquet",
+        split=results("dataset/split.parquet"),
+    log:
+        logs("dataset/split.log"),
+    benchmark:
+        benchmarks("dataset/split.tsv")
+    conda:
+        ENV
     params:
+        optrace=OPTRACE,
+        dataset_dir=folder_of("split"),
         test_fraction=config["dataset"]["test_fraction"],
         code=code_digest("dataset"),
-    log:
-        f"{RESULTS}/logs/dataset/split.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/dataset/split.tsv"
     shell:
-        "{PY} -m optrace dataset split {RESULTS}/dataset --test-fraction {params.test_fraction} > {log} 2>&1"
+        "{params.optrace} dataset split {params.dataset_dir:q} --test-fraction {params.test_fraction} > {log} 2>&1"
 
 
 # CSV copies are a separate job derived from the parquet files, so outputs stay static and flipping
@@ -78,16 +71,19 @@ rule dataset_csv:
         measurements=rules.dataset_build.output.measurements,
         autotune=rules.dataset_build.output.autotune,
     output:
-        measurements=f"{RESULTS}/dataset/measurements.csv",
-        autotune=f"{RESULTS}/dataset/autotune.csv",
-    params:
-        code=code_digest("dataset"),
+        measurements=results("dataset/measurements.csv"),
+        autotune=results("dataset/autotune.csv"),
     log:
-        f"{RESULTS}/logs/dataset/csv.log",
+        logs("dataset/csv.log"),
     benchmark:
-        f"{RESULTS}/benchmarks/dataset/csv.tsv"
+        benchmarks("dataset/csv.tsv")
+    conda:
+        ENV
+    params:
+        optrace=OPTRACE,
+        code=code_digest("dataset"),
     shell:
-        "{PY} -m optrace dataset csv {input.measurements:q} {input.autotune:q} > {log} 2>&1"
+        "{params.optrace} dataset csv {input.measurements:q} {input.autotune:q} > {log} 2>&1"
 
 
 DATASET_TARGETS = [*rules.dataset_build.output, *rules.dataset_split.output] + (

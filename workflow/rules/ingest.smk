@@ -3,41 +3,43 @@ rule example_trace:
         plan=str(EXAMPLE_DIR / "trace.yaml"),
     output:
         trace=directory(EXAMPLE_PATH),
-    params:
-        sources=source_digest(),
-        code=code_digest("example_trace"),
     log:
-        f"{RESULTS}/logs/example_trace.log",
+        logs("example_trace.log"),
     benchmark:
-        f"{RESULTS}/benchmarks/example_trace.tsv"
+        benchmarks("example_trace.tsv")
+    conda:
+        ENV
+    params:
+        optrace=OPTRACE,
+        sources=source_digest(),
+        code=code_digest("example-trace"),
     shell:
-        "{PY} -m optrace example-trace --out {output.trace} > {log} 2>&1"
+        "{params.optrace} example-trace --out {output.trace} > {log} 2>&1"
 
 
 rule ingest_trace:
     input:
         unpack(trace_inputs),
-        targets=config["targets"],
+        targets=TARGETS,
     output:
-        versions=f"{RESULTS}/work/{{slug}}/versions.jsonl",
-        profiles=f"{RESULTS}/work/{{slug}}/profiles.jsonl",
-        meta=f"{RESULTS}/work/{{slug}}/meta.json",
-        autotune=f"{RESULTS}/work/{{slug}}/autotune.jsonl",
+        versions=work("{slug}/versions.jsonl"),
+        profiles=work("{slug}/profiles.jsonl"),
+        meta=work("{slug}/meta.json"),
+        autotune=work("{slug}/autotune.jsonl"),
+    log:
+        logs("ingest/{slug}.log"),
+    conda:
+        ENV
     params:
+        guard=guarded,
         trace=trace_path,
+        out_dir=folder_of("meta"),
         args=ingest_args,
         fingerprint=trace_fingerprint,
         non_target=",".join(config["non_target_kernels"]),
-        guard=guard_args,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("ingest"),
-    log:
-        f"{RESULTS}/logs/ingest/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/ingest/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- ingest {params.trace:q} --out-dir {RESULTS}/work/{wildcards.slug} "
-        "--targets {input.targets:q} --non-target-kernels {params.non_target:q} {params.args} "
-        "--denylist-env {params.denylist_env} "
-        "> {log} 2>&1"
+        "{params.guard} ingest {params.trace:q} --out-dir {params.out_dir:q} --targets {input.targets:q} "
+        "--non-target-kernels {params.non_target:q} {params.args} --denylist-env {params.denylist_env} > {log} 2>&1"

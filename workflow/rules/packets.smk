@@ -6,19 +6,20 @@ rule packets_trace:
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
     output:
-        manifest=f"{RESULTS}/packets/{{slug}}/manifest.json",
+        manifest=results("packets/{slug}/manifest.json"),
+    log:
+        logs("packets/{slug}.log"),
+    conda:
+        ENV
     params:
+        guard=guarded,
         trace=trace_path,
+        work_dir=lambda wildcards, input: str(Path(input.segments).parent),
+        out_dir=folder_of("manifest"),
         fingerprint=trace_fingerprint,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
-        guard=guard_args,
         code=code_digest("packets"),
-    log:
-        f"{RESULTS}/logs/packets/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/packets/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- packets {params.trace:q} --work-dir {RESULTS}/work/{wildcards.slug} "
-        "--out-dir {RESULTS}/packets/{wildcards.slug} --slug {wildcards.slug} "
-        "--denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.guard} packets {params.trace:q} --work-dir {params.work_dir:q} --out-dir {params.out_dir:q} "
+        "--slug {wildcards.slug} --denylist-env {params.denylist_env} > {log} 2>&1"

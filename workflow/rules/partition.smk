@@ -4,19 +4,25 @@ rule partition_trace:
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
     output:
-        segments=f"{RESULTS}/work/{{slug}}/segments.jsonl",
-        report=report(f"{RESULTS}/staging/reports/{{slug}}/partition.md", caption="../report/partition.rst",
-                      category="Traces", subcategory="{slug}", labels={"trace": "{slug}", "item": "partition"}),
+        segments=work("{slug}/segments.jsonl"),
+        report=report(
+            reports("{slug}/partition.md"),
+            caption="../report/partition.rst",
+            category="Traces",
+            subcategory="{slug}",
+            labels={"trace": "{slug}", "item": "partition"},
+        ),
+    log:
+        logs("partition/{slug}.log"),
+    conda:
+        ENV
     params:
+        guard=guarded,
+        work_dir=folder_of("segments"),
         ladder=ladder_args(),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
-        guard=guard_args,
         code=code_digest("partition"),
-    log:
-        f"{RESULTS}/logs/partition/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/partition/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- partition --work-dir {RESULTS}/work/{wildcards.slug} --report {output.report} "
-        "{params.ladder} --denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.guard} partition --work-dir {params.work_dir:q} --report {output.report:q} {params.ladder} "
+        "--denylist-env {params.denylist_env} > {log} 2>&1"

@@ -4,18 +4,22 @@ rule stage:
         packets=per_trace(rules.packets_trace.output.manifest),
         versions=per_trace(rules.ingest_trace.output.versions),
     output:
-        index=f"{RESULTS}/staging/records/index.json",
-        summary=f"{RESULTS}/staging/staged.json",
+        index=results("staging/records/index.json"),
+        summary=results("staging/staged.json"),
+    log:
+        logs("stage.log"),
+    benchmark:
+        benchmarks("stage.tsv")
+    conda:
+        ENV
     params:
+        optrace=OPTRACE,
+        results=root_above("summary", 2),
         slugs=" ".join(SLUGS),
         code=code_digest("stage"),
-    log:
-        f"{RESULTS}/logs/stage.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/stage.tsv"
     shell:
-        "{PY} -m optrace stage --results {RESULTS} --validation {input.validation} --summary {output.summary} "
-        "{params.slugs} > {log} 2>&1"
+        "{params.optrace} stage --results {params.results:q} --validation {input.validation:q} "
+        "--summary {output.summary:q} {params.slugs} > {log} 2>&1"
 
 
 rule readme:
@@ -28,18 +32,26 @@ rule readme:
         ladders=per_trace(rules.recon_trace.output.svg),
         distills=per_trace(rules.distill_trace.output.report),  # the packets that produced no record, and why
     output:
-        readme=report(f"{RESULTS}/staging/README.md", caption="../report/staging.rst", category="Results",
-                      labels={"item": "staging README"}),
+        readme=report(
+            results("staging/README.md"),
+            caption="../report/staging.rst",
+            category="Results",
+            labels={"item": "staging README"},
+        ),
+    log:
+        logs("readme.log"),
+    benchmark:
+        benchmarks("readme.tsv")
+    conda:
+        ENV
     params:
+        optrace=OPTRACE,
+        results=root_above("readme", 2),
         slugs=" ".join(SLUGS),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         live_store=live_store_arg,
         code=code_digest("readme"),
-    log:
-        f"{RESULTS}/logs/readme.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/readme.tsv"
     shell:
-        "{PY} -m optrace readme --results {RESULTS} --out {output.readme} "
+        "{params.optrace} readme --results {params.results:q} --out {output.readme:q} "
         "--denylist-env {params.denylist_env} {params.live_store} {params.slugs} > {log} 2>&1"

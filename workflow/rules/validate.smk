@@ -1,7 +1,7 @@
-# Validate (DESIGN §5): one job per trace runs all 17 gates over its distilled records.
+# Validate: one job per trace runs all 17 gates over its distilled records.
 #
 # The records are not inputs (distill does not declare them, and an agent may write them at any time):
-# a digest of their names, sizes and mtimes is a param, so a new or changed record re-runs this trace's
+# a digest of their names, sizes and mtimes is a param (distilled_digest, common.smk), so a new or changed record re-runs this trace's
 # validation and nothing else. Inside the job, per-record verdicts are cached by content hash in
 # work/{slug}/validation-cache.json. The cache is deliberately not an output: Snakemake deletes a job's
 # outputs before running it, which would throw the cache away exactly on the re-run it exists for; and
@@ -14,18 +14,6 @@
 # record fails, and has no output for Snakemake to delete or to find missing on the next run.
 
 
-def distilled_digest(wildcards):
-    """Names, sizes and mtimes of the trace's record files: cheap to take, changes with any record."""
-    h = hashlib.sha256()
-    folder = Path(RESULTS) / "distilled" / wildcards.slug
-    if folder.is_dir():
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            if entry.name.endswith(".json") and not entry.name.startswith(".") and entry.is_file():
-                st = entry.stat()
-                h.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
-
-
 rule validate_trace:
     input:
         unpack(live_store_inputs),
@@ -33,36 +21,40 @@ rule validate_trace:
         distill=rules.distill_trace.output.report,
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
-        profile="schemas/opt-trace-1.0.schema.json",
+        profile=str(SCHEMAS / "opt-trace-1.0.schema.json"),
     output:
-        report=f"{RESULTS}/staging/reports/{{slug}}/validation.json",
+        report=reports("{slug}/validation.json"),
+    log:
+        logs("validate/{slug}.log"),
+    conda:
+        ENV
     params:
+        guard=guarded,
+        results=root_above("report", 4),
         records=distilled_digest,
         live_store=live_store_arg,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
-        guard=guard_args,
         code=code_digest("validate"),
-    log:
-        f"{RESULTS}/logs/validate/{{slug}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/validate/{{slug}}.tsv"
     shell:
-        "{PY} -m optrace.pertrace {params.guard} -- validate trace --results {RESULTS} --slug {wildcards.slug} --profile {input.profile:q} "
-        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.guard} validate trace --results {params.results:q} --slug {wildcards.slug} "
+        "--profile {input.profile:q} {params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
 
 
 rule validate_summary:
     input:
         reports=per_trace(rules.validate_trace.output.report),
     output:
-        summary=f"{RESULTS}/staging/reports/validation-summary.json",
-    params:
-        code=code_digest("validate"),
-    localrule: True
+        summary=reports("validation-summary.json"),
     log:
-        f"{RESULTS}/logs/validate/summary.log",
+        logs("validate/summary.log"),
     benchmark:
-        f"{RESULTS}/benchmarks/validate/summary.tsv"
+        benchmarks("validate/summary.tsv")
+    localrule: True
+    conda:
+        ENV
+    params:
+        optrace=OPTRACE,
+        code=code_digest("validate"),
     shell:
-        "{PY} -m optrace validate summary {input.reports:q} --out {output.summary} > {log} 2>&1"
+        "{params.optrace} validate summary {input.reports:q} --out {output.summary:q} > {log} 2>&1"

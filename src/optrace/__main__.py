@@ -1,0 +1,5 @@
+import sys
+
+from optrace.cli import main
+
+sys.exit(main())

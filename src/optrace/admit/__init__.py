@@ -1,0 +1,1 @@
+"""Admission: staged records into a live store, never weaker than the store's own checker."""

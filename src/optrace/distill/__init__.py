@@ -1,0 +1,1 @@
+"""Stage family distill: packets -> records, by the deterministic drafter or an agent."""

@@ -1,0 +1,133 @@
+"""Gate `established-fact`: an anti-strategy is kept only as an established fact.
+
+Three things must hold (the store's established-fact criteria): a checkable condition (arch, shape
+regime, dtype or toolchain), a causal mechanism of at least 40 characters that is not bookkeeping,
+noise or an asserted ceiling, and a concluding verdict. The phrase list is the union of the store's
+and the admission gate's, which disagreed in both directions.
+
+Records mined from a trace (RecordView.from_trace: the real store's curated records have no raw
+provenance and are judged by the store's rules alone) must also be established, not asserted:
+- every condition value is checkable: not a placeholder (`unknown`, `n/a`, `none`, `any`, `all`, `*`,
+  `tbd`, `various`, `-`, `?`);
+- the mechanism and the condition are not speculative (may, might, maybe, possibly, perhaps, probably,
+  likely, presumably, seems, appears to, suspect, unclear, not sure);
+- the mechanism names a cause (a causal word of facts.MECHANISM_RE: because, due to, limited by, spill,
+  occupancy, exceeds, cannot, ...), and is not bookkeeping or an asserted ceiling: "lever exhausted",
+  "retired", "dead-end recorded", "Nth dead-end", "hardware/hw floor", "at the floor", "already optimal",
+  "nothing left to gain", "no further gain" (MINED_NON_MECHANISM).
+(That the condition is within the record's scope and the mechanism is the packet's own text are trace
+gates' rules: layout and no-fabrication.)
+"""
+
+from __future__ import annotations
+
+import re
+
+from optrace.gates.store.model import Gate, GateContext, RecordView, obj, text
+
+CONDITION_KEYS = ("sm_arch", "shape_regime", "dtype", "toolchain")
+INCONCLUSIVE_VERDICTS = ("unknown", "unstable")
+MIN_MECHANISM_CHARS = 40
+NON_MECHANISM = re.compile(
+    r"no improvement (?:found|over)|flat[- ]within[- ]noise|within noise"
+    r"|all (?:\w+\s+){0,3}(?:approaches|trials|variants|attempts) (?:tested|were|failed|flat)"
+    r"|tested \d+ approaches|reverted to an earlier|hw floor (?:confirmed|reconfirmed)|no kernel change"
+    r"|sanity[_ ]bench|stall[_ ]count|consecutive (?:dead-end|stall|revert)",
+    re.I,
+)
+
+
+PLACEHOLDER = re.compile(r"^\s*(?:unknown|n/?a|none|null|any|all|\*|tbd|various|unspecified|-+|\?+)\s*$", re.I)
+SPECULATION = re.compile(
+    r"\b(?:may|might|maybe|possibly|perhaps|probably|likely|presumably|seems?|appears? to"
+    r"|suspect(?:ed)?|unclear|not sure|we think|i think)\b",
+    re.I,
+)
+MINED_NON_MECHANISM = re.compile(
+    r"lever (?:is |was )?exhausted|\bexhausted\b|\bretired?\b|dead[- ]end recorded"
+    r"|\b(?:first|second|third|fourth|fifth|\d+(?:st|nd|rd|th))\s+(?:consecutive\s+)?dead[- ]end"
+    r"|(?:hardware|hw)[- ](?:floor|limit reached)|at the (?:hardware |hw )?floor|already optimal"
+    r"|nothing (?:left|more) to gain|no further (?:gain|improvement)",
+    re.I,
+)
+
+
+def mined_problems(fact: dict) -> list[str]:
+    from optrace.facts import MECHANISM_RE  # facts builds on this module's NON_MECHANISM: imported late
+
+    where = "payload.established_fact"
+    condition = c if isinstance(c := fact.get("condition"), dict) else {}
+    out = [
+        f"{where}.condition.{k}: {v!r} is a placeholder, not a checkable condition"
+        for k, v in condition.items()
+        if isinstance(v, str) and PLACEHOLDER.match(v)
+    ]
+    texts = [(f"{where}.condition.{k}", v) for k, v in condition.items() if isinstance(v, str)]
+    mechanism = fact.get("mechanism")
+    if isinstance(mechanism, str):
+        texts.append((f"{where}.mechanism", mechanism))
+        m = MINED_NON_MECHANISM.search(mechanism)
+        if m:
+            out.append(f"{where}.mechanism: {m.group(0)!r} is bookkeeping or an asserted ceiling, not a cause")
+        if not MECHANISM_RE.search(mechanism):
+            out.append(f"{where}.mechanism: names no cause (because, due to, limited by, exceeds, ...)")
+    out += [
+        f"{loc}: {m.group(0)!r} is speculation, not an established fact"
+        for loc, value in texts
+        for m in [SPECULATION.search(value)]
+        if m
+    ]
+    return out
+
+
+def condition_problems(condition: object) -> list[str]:
+    where = "payload.established_fact.condition"
+    if not isinstance(condition, dict):
+        return [f"{where}: missing or not an object"]
+    out = [f"{where}.{k}: not one of {', '.join(CONDITION_KEYS)}" for k in condition if k not in CONDITION_KEYS]
+    out += [
+        f"{where}.{k}: must be a string or null"
+        for k in CONDITION_KEYS
+        if condition.get(k) is not None and not isinstance(condition.get(k), str)
+    ]
+    if not any(text(condition.get(k)) for k in CONDITION_KEYS):
+        out.append(f"{where}: no checkable condition (arch, shape regime, dtype or toolchain)")
+    return out
+
+
+def mechanism_problems(mechanism: object) -> list[str]:
+    where = "payload.established_fact.mechanism"
+    if not isinstance(mechanism, str):
+        return [f"{where}: missing or not a string"]
+    if len(mechanism.strip()) < MIN_MECHANISM_CHARS:
+        return [f"{where}: {len(mechanism.strip())} characters, a causal mechanism needs {MIN_MECHANISM_CHARS}"]
+    m = NON_MECHANISM.search(mechanism)
+    return [f"{where}: {m.group(0)!r} reports an outcome, not a cause"] if m else []
+
+
+def check(view: RecordView, ctx: GateContext) -> list[str]:
+    payload = obj(view.record, "payload")
+    out = []
+    verdict = payload.get("verdict")
+    if isinstance(verdict, str) and verdict in INCONCLUSIVE_VERDICTS:
+        out.append(f"payload.verdict: {verdict!r} concludes nothing")
+    fact = payload.get("established_fact")
+    if not isinstance(fact, dict):
+        out.append("payload.established_fact: missing or not an object")
+    else:
+        out += condition_problems(fact.get("condition")) + mechanism_problems(fact.get("mechanism"))
+        if view.from_trace:
+            out += mined_problems(fact)
+    return [f"{view.relpath}: {m}" for m in out]
+
+
+def is_anti_strategy(view: RecordView) -> bool:
+    return view.record.get("type") == "anti-strategy"
+
+
+GATE = Gate(
+    "established-fact",
+    "anti-strategies state a condition, a cause and a conclusion",
+    check=check,
+    applies=is_anti_strategy,
+)

@@ -1,0 +1,224 @@
+"""Gate `ncu-attribution`: a profiler claim needs a usable capture of the version the record is about.
+
+A capture is usable for a record when ingest found that it measured the kernel under test (not a
+harness kernel such as torch's RNG fill): the packet says so (profiler.ncu_measured_the_kernel_under_test),
+one of its capture_dirs is usable in ingest's profiles.jsonl, and profiles.jsonl says that capture is
+of one of the record's own versions (the packet's provenance version and occurrences): a capture of
+another version does not count. This is a trace gate: it judges mined records only.
+
+Without such a capture a record states nothing a profiler establishes:
+- evidence.summary.bottleneck_evidence: basis `bench-only` or `none`, no tool;
+- payload.problem.bottleneck, retrieval.signals.bottleneck and evidence.summary.mechanism_metrics are
+  null or absent, and retrieval.signals.metrics is empty (its metrics are profiler counters);
+- no string of the record (code quoted verbatim aside) names a profiler or a profiler metric: ncu,
+  Nsight, nsys, rocprof, omniperf, CUPTI, a roofline, "profiler shows" (also glued to what follows,
+  `NCUreport`, and in full-width or look-alike letters), counter names such as `dram__bytes` or
+  `dram_throughput_pct`, "achieved occupancy".
+Whatever the capture, basis `microbenchmark` fails (a trace holds no microbenchmark) and so does
+`asserted` (an assertion is not evidence).
+With the capture, the claims must agree with it: payload.problem.bottleneck and bottleneck_evidence.note
+are whole consecutive clauses of the capture's conclusion (whitespace and case aside; a clause ends at
+. ; : , ! or ?), never a fragment that says something else ("not hide"), a tool is Nsight Compute's (`ncu`),
+and retrieval.signals.bottleneck names a class the conclusion gives evidence for (BOTTLENECK_EVIDENCE).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+
+from optrace.gates.store.model import Gate, RecordView, format_loc, obj
+from optrace.gates.trace.model import PacketEvidence, needs_packet
+
+PROFILER_TEXT = re.compile(
+    r"\b(?:ncu|nsight|nsys|rocprof|omniperf|cupti|nvprof)|\broofline|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
+    r"confirms?|reveals?|indicates?|data|trace|capture|run|counters?)\b"
+    r"|\b(?:dram|lts|l1tex|smsp|sm|gpu|gpc|fbpa)__\w+|\b(?:dram|l2|l1|sm|memory)_throughput\w*"
+    r"|\bachieved[_ ]occupancy\b|\b(?:warp|stall)_\w*(?:reason|cycles)\b",
+    re.I,
+)
+BOTTLENECK_EVIDENCE = {
+    "launch-overhead": r"launch",
+    "host-sync-stall": r"sync|host",
+    "store-bandwidth-bound": r"bandwidth|memory[- ]bound|dram",
+    "alu-saturated": r"alu|compute[- ]bound|fma|pipe",
+    "tiny-m-gemm": r"gemm|small[- ]m|tiny",
+    "occupancy-register-capped": r"occupancy|register",
+    "precision-gate-failure": r"precision|accura|toleran",
+    "vendor-library-floor": r"cublas|cudnn|library|vendor",
+    "tail-effect": r"tail|wave",
+    "moe-load-imbalance": r"imbalanc|expert",
+}
+NO_CAPTURE_BASES = ("bench-only", "none")
+NEVER_BASES = ("microbenchmark", "asserted")
+PROFILER_TOOLS = ("ncu", "nsight compute")
+QUOTED_CODE = (("payload", "implementation", "snippet"), ("payload", "implementation", "dispatch_snippet"))
+
+
+def record_versions(ev: PacketEvidence) -> set[str]:
+    prov = ev.packet.provenance
+    versions = {o.get("version") for o in prov.get("occurrences") or [] if isinstance(o, dict)}
+    return {v for v in versions | {prov.get("version")} if isinstance(v, str)}
+
+
+def has_usable_capture(ev: PacketEvidence) -> bool:
+    packet, trace = ev.packet, ev.trace
+    dirs = packet.provenance.get("capture_dirs")
+    mine = record_versions(ev)
+    return (
+        obj(packet.agent_facing, "profiler").get("ncu_measured_the_kernel_under_test") is True
+        and isinstance(dirs, list)
+        and any(
+            isinstance(d, str) and d in trace.usable_captures and trace.capture_versions.get(d) in mine for d in dirs
+        )
+    )
+
+
+# Latin letters written with Cyrillic/Greek look-alikes ("Nѕight"), read as the Latin ones
+LOOKALIKE_LETTERS = str.maketrans(
+    "аеорсухіѕјԁӏАВЕНКМОРСТХІЅЈαοϲνρτΑΒΕΗΙΚΜΝΟΡΤΧ", "aeopcyxisjdlABEHKMOPCTXISJaocvptABEHIKMNOPTX"
+)
+
+
+def folded(text: str) -> str:
+    """text as a reader sees it: NFKC (full-width), look-alike letters Latin, invisible characters gone."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text).translate(LOOKALIKE_LETTERS)
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Mn", "Me"))
+
+
+def collapsed(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def strings(value: object, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
+    """(path, string) for every string and key of a JSON value, iteratively (depth is capped upstream)."""
+    stack = [(path, value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                yield where, key
+                stack.append((where + (key,), item))
+        elif isinstance(node, list):
+            stack.extend((where + (i,), item) for i, item in enumerate(node))
+        elif isinstance(node, str) and where not in QUOTED_CODE:
+            yield where, node
+
+
+def profiler_hit(text: str) -> re.Match | None:
+    """PROFILER_TEXT in the text as written, else as a reader sees it (folded: the same text when ASCII,
+    which then needs no second scan)."""
+    m = PROFILER_TEXT.search(text)
+    if m is None and (seen := folded(text)) is not text:
+        m = PROFILER_TEXT.search(seen)
+    return m
+
+
+def without_capture(record: dict) -> list[str]:
+    summary, signals = obj(record, "evidence", "summary"), obj(record, "retrieval", "signals")
+    be = obj(summary, "bottleneck_evidence")
+    out = []
+    if be.get("basis") not in NO_CAPTURE_BASES + NEVER_BASES and "basis" in be:
+        out.append(
+            f"evidence.summary.bottleneck_evidence.basis: {be.get('basis')!r}, but the packet has no usable "
+            "capture of this version"
+        )
+    if be.get("note") is not None:
+        out.append(
+            "evidence.summary.bottleneck_evidence.note: a bottleneck finding without a usable capture of this version"
+        )
+    if be.get("tool") is not None:
+        out.append(
+            f"evidence.summary.bottleneck_evidence.tool: {be.get('tool')!r} without a usable capture of this version"
+        )
+    if obj(record, "payload", "problem").get("bottleneck") is not None:
+        out.append("payload.problem.bottleneck: set without a usable capture of this version")
+    if signals.get("bottleneck") is not None:
+        out.append("retrieval.signals.bottleneck: set without a usable capture of this version")
+    if signals.get("metrics"):
+        out.append("retrieval.signals.metrics: profiler metrics without a usable capture of this version")
+    metrics = summary.get("mechanism_metrics")
+    if metrics is not None and not (isinstance(metrics, dict) and all(v is None for v in metrics.values())):
+        out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
+    judged = [(path, text) for path, text in strings(record) if path[:3] != ("evidence", "raw", "git_commit")]
+    joined = "\0".join(text for _, text in judged)  # NUL is a boundary no part of PROFILER_TEXT matches
+    if not profiler_hit(joined):
+        judged = []  # one scan says no string has a hit; only a hit needs the per-string scan that says where
+    for path, text in judged:
+        m = profiler_hit(text)
+        if m:
+            out.append(
+                f"{format_loc(path) or '<top>'}: {m.group(0)!r} is a profiler claim without a usable capture "
+                "of this version"
+            )
+    return out
+
+
+CLAUSE_END = re.compile(r"[.;:,!?]+(?:\s|$)|$")
+
+
+def is_clauses_of(value: str, said: str) -> bool:
+    """value is one or more whole consecutive clauses of said: it starts where a clause starts and ends
+    where one ends (a fragment such as "not hide" or "is" turns the conclusion into another claim)."""
+    value = value.rstrip(".;:,!? ")
+    if not value:
+        return False
+    starts = {0} | {m.end() for m in CLAUSE_END.finditer(said)}
+    ends = {m.start() for m in CLAUSE_END.finditer(said)}
+    at = said.find(value)
+    while at != -1:
+        if at in starts and at + len(value) in ends:
+            return True
+        at = said.find(value, at + 1)
+    return False
+
+
+def with_capture(record: dict, conclusion: str) -> list[str]:
+    be = obj(record, "evidence", "summary", "bottleneck_evidence")
+    said = collapsed(conclusion)
+    out = []
+    for where, value in (
+        ("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck")),
+        ("evidence.summary.bottleneck_evidence.note", be.get("note")),
+    ):
+        if value is not None and not (isinstance(value, str) and is_clauses_of(collapsed(value), said)):
+            out.append(f"{where}: not what the capture's conclusion says (whole clauses of it)")
+    tool = be.get("tool")
+    if tool is not None and not (isinstance(tool, str) and tool.strip().casefold() in PROFILER_TOOLS):
+        out.append(f"evidence.summary.bottleneck_evidence.tool: {tool!r}, but the capture is Nsight Compute's (ncu)")
+    label = obj(record, "retrieval", "signals").get("bottleneck")
+    if label is not None and not (
+        isinstance(label, str) and label in BOTTLENECK_EVIDENCE and re.search(BOTTLENECK_EVIDENCE[label], said)
+    ):
+        out.append(f"retrieval.signals.bottleneck: {label!r} is not what the capture's conclusion gives evidence for")
+    return out
+
+
+@needs_packet
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
+    record = view.record
+    basis = obj(record, "evidence", "summary", "bottleneck_evidence").get("basis")
+    out = (
+        [
+            f"evidence.summary.bottleneck_evidence.basis: {basis!r}: a trace holds no microbenchmark, and an "
+            "assertion is not evidence"
+        ]
+        if basis in NEVER_BASES
+        else []
+    )
+    if has_usable_capture(ev):
+        conclusion = obj(ev.packet.agent_facing, "profiler").get("conclusion")
+        out += with_capture(record, conclusion if isinstance(conclusion, str) else "")
+    else:
+        out += without_capture(record)
+    return [f"{view.relpath}: {m}" for m in out]
+
+
+GATE = Gate(
+    "ncu-attribution",
+    "profiler fields and phrases only with a usable capture of this version, and consistent with it",
+    check=check,
+)

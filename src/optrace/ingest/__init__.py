@@ -1,0 +1,1 @@
+"""Stage family ingest: reading one trace (git history, memory files, captures, metadata, autotune) into tables."""

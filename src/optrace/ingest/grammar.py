@@ -1,0 +1,154 @@
+"""Commit-subject grammar of all three trace eras, as pure functions over text.
+
+Eras:
+  A. skill era:      `V3: 150 TFLOPS | XOR16 swizzle (bottleneck: ...)`, revert marker `V5: revert V4 (...)`
+  B. iteration era:  `v4: committed (+3.2%)`, `v7: reverted (<why>) — dead-end recorded`,
+                     `dead-end recorded: a, b (x, y), c. Next: ...`, `v1: pin framework baseline <sha8>`
+  C. long-horizon:   `episode 5: promote verified long-horizon candidate` (kept; version from the memory
+                     file it adds), `v9: long-horizon episode 8 candidate_ready` (not kept)
+Words are matched on word boundaries, never as substrings (`BlockedLayout` is not "blocked").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+# A version or episode number has at most 9 digits: longer is not a number a run writes (and a
+# 4400-digit one is past Python's int-from-string limit); such a subject names no version.
+NUM = r"(\d{1,9})(?!\d)"
+VERSION_RE = re.compile(rf"^\s*[vV]{NUM}\s*:")
+TRIAL_RE = re.compile(rf"^\s*[vV]{NUM} trial \d+\s*:")  # episode-branch commits; never the trace
+PROMOTE_RE = re.compile(rf"^\s*episode {NUM}: promote\b", re.I)
+LH_OUTCOME_RE = re.compile(rf"^\s*[vV]{NUM}:\s*long-horizon episode {NUM} (\w+)", re.I)
+REVERTED_RE = re.compile(r"\breverted\b|\bdead-end recorded\b", re.I)
+REVERT_MARKER_RE = re.compile(rf"^\s*[vV]\d+:\s*revert\s+[vV]{NUM}\b", re.I)
+PIN_RE = re.compile(r"^\s*[vV]\d+:\s*pin framework baseline\b", re.I)
+RECORD_RE = re.compile(r"^\s*[vV]\d+:\s*record baseline measurement\b", re.I)
+FRAMEWORK_RE = re.compile(r"\bframework baseline\b", re.I)
+COMMITTED_RE = re.compile(r"\bcommitted\b", re.I)
+DEADEND_LIST_RE = re.compile(r"\bdead-end recorded:\s*(.+)$", re.I | re.M)
+# Phrases that say a version changed nothing measurable: it may take the floor but never claim a gain.
+NO_CHANGE_RE = re.compile(
+    r"\bNO[_ ]CHANGE\b|\bNO[_ ]OP\b|\bfalsified\b|\bflat[- ]within[- ]noise\b|\bwithin noise\b"
+    r"|\bno actionable lever\b|\bno improvement\b",
+    re.I,
+)
+INFRA_RE = re.compile(
+    r"\binfra(?:structure)?\b|\bsandbox\b|\boutage\b|\bblocked\b|\bnot_run\b|\bunavailable\b"
+    r"|\bno_gpu\b|\bmachine_down\b",
+    re.I,
+)
+MIN_DEADEND_ITEM_CHARS = 4
+
+
+@dataclass(frozen=True)
+class SubjectClaim:
+    """What one commit's subject says about its version."""
+
+    kind: str  # version | promote | untagged (version from the memory file it adds) | trial | other
+    version: int | None = None
+    episode: int | None = None
+    verdict: str | None = None  # baseline | kept | reverted | None (says nothing)
+    basis: str = ""
+    neutral: bool = False  # metadata-only commit (pin, baseline record): never decides a verdict
+    reverts: int | None = None  # skill-era `revert V<N>`
+    outcome: str | None = None  # long-horizon outcome status
+    deadend_items: tuple[str, ...] = field(default=())
+
+
+def parse_subject(subject: str, body: str = "") -> SubjectClaim:
+    """Classify one commit. The verdict is read from the subject only: bodies and memory prose are
+    free text in which "not reverted" or "within noise" say nothing about this commit's fate."""
+    items = tuple(deadend_items(subject) or deadend_items(body))
+    if m := PROMOTE_RE.match(subject):
+        return SubjectClaim(
+            "promote", episode=int(m.group(1)), verdict="kept", basis="episode promote commit", deadend_items=items
+        )
+    if m := TRIAL_RE.match(subject):
+        return SubjectClaim("trial", version=int(m.group(1)), basis="episode-branch trial commit")
+    m = VERSION_RE.match(subject)
+    if not m:
+        if REVERTED_RE.search(subject):
+            # `dead-end recorded: a, b. Next: ...` carries no `v<N>:`; its version is the memory file it adds
+            return SubjectClaim("untagged", verdict="reverted", basis="subject: dead-end recorded", deadend_items=items)
+        return SubjectClaim("other")
+    n = int(m.group(1))
+    if lh := LH_OUTCOME_RE.match(subject):
+        return SubjectClaim(
+            "version",
+            n,
+            episode=int(lh.group(2)),
+            verdict="reverted",
+            basis=f"long-horizon outcome {lh.group(3)}",
+            outcome=lh.group(3).lower(),
+            deadend_items=items,
+        )
+    if PIN_RE.match(subject):
+        return SubjectClaim("version", n, basis="framework pin (metadata only)", neutral=True)
+    if RECORD_RE.match(subject):
+        return SubjectClaim(
+            "version", n, verdict="baseline" if n == 0 else None, basis="baseline measurement record", neutral=True
+        )
+    if rv := REVERT_MARKER_RE.match(subject):
+        return SubjectClaim(
+            "version", n, verdict="reverted", basis=f"revert marker (undoes v{rv.group(1)})", reverts=int(rv.group(1))
+        )
+    if REVERTED_RE.search(subject):
+        word = "dead-end recorded" if re.search(r"dead-end recorded", subject, re.I) else "reverted"
+        return SubjectClaim("version", n, verdict="reverted", basis=f"subject: {word}", deadend_items=items)
+    if n == 0:
+        return SubjectClaim("version", 0, verdict="baseline", basis="version 0")
+    if FRAMEWORK_RE.search(subject):
+        return SubjectClaim("version", n, verdict="kept", basis="subject: framework baseline")
+    if COMMITTED_RE.search(subject):
+        return SubjectClaim("version", n, verdict="kept", basis="subject: committed")
+    # skill era and free-form wins state no verdict word; structure (kernel.py changed) decides
+    return SubjectClaim("version", n, verdict=None, basis="subject states no verdict", deadend_items=items)
+
+
+def deadend_items(text: str) -> list[str]:
+    """Split `dead-end recorded: A, B (x, y), C. Next: ...` into levers.
+
+    Only the line that carries the marker is read (a body is never glued on); the list ends at
+    `Next:` or at the first sentence boundary; commas inside brackets do not split."""
+    m = DEADEND_LIST_RE.search(text or "")
+    if not m:
+        return []
+    blob = re.split(r"\bNext:", m.group(1), maxsplit=1)[0]
+    blob = re.split(r"\.\s+(?=[A-Za-z])", blob, maxsplit=1)[0]
+    items: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    for ch in blob:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        if ch == "," and depth == 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    cleaned = []
+    for item in items:
+        item = _balance(item.strip().rstrip(".;").strip())
+        if len(item) >= MIN_DEADEND_ITEM_CHARS:
+            cleaned.append(item)
+    return cleaned
+
+
+def _balance(item: str) -> str:
+    # a list wrapped in "(...)" leaves its closing bracket on the last item: drop unmatched closers
+    while item.endswith(")") and item.count(")") > item.count("("):
+        item = item[:-1].rstrip()
+    return item
+
+
+def has_no_change(text: str) -> bool:
+    return bool(NO_CHANGE_RE.search(text or ""))
+
+
+def has_infra(text: str) -> bool:
+    return bool(INFRA_RE.search(text or ""))

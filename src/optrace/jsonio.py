@@ -1,0 +1,119 @@
+"""Atomic, deterministic JSON I/O: every writer writes a temp file and renames, so a killed job leaves no torn file.
+
+No output holds a non-finite number (NaN and Infinity are not JSON): writers turn them into null, the
+project's "no number". `parse_untrusted` reads a trace's JSON without ever raising past one line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from optrace.errors import InputError
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+_FILE_MODE = _umask_mode()
+
+
+def finite(obj: Any) -> Any:
+    """`obj` with every NaN/Infinity float replaced by None."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def _dumps(obj: Any, **kw: Any) -> str:
+    try:
+        return json.dumps(obj, ensure_ascii=False, sort_keys=True, allow_nan=False, **kw)
+    except ValueError:  # a non-finite float somewhere (rare): the slow path walks the object once
+        return json.dumps(finite(obj), ensure_ascii=False, sort_keys=True, allow_nan=False, **kw)
+
+
+def dumps(obj: Any) -> str:
+    return _dumps(obj, indent=2) + "\n"
+
+
+def dumps_compact(obj: Any) -> str:
+    """One line, sorted keys: the C encoder (indent forces the pure-Python one), for machine-read files."""
+    return _dumps(obj, separators=(",", ":")) + "\n"
+
+
+def parse_untrusted(data: bytes | str) -> tuple[Any, str | None]:
+    """(document, None) or (None, why it is not one): malformed, nested past Python's recursion limit, or
+    holding an integer longer than Python's int-from-string limit. Undecodable bytes become U+FFFD."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg} at line {exc.lineno})"
+    except RecursionError:
+        return None, "JSON nested too deeply to parse"
+    except ValueError as exc:  # int-str limit: "Exceeds the limit (4300 digits) ..."
+        return None, f"JSON with an unparseable number ({str(exc).split(';')[0][:80]})"
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    write_lines_atomic(path, (text,))
+
+
+def write_lines_atomic(path: str | os.PathLike, pieces: Iterable[str]) -> None:
+    """write_text_atomic of "".join(pieces), written piece by piece (no whole-file string in memory)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; outputs are shared like any file the user writes
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.writelines(pieces)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    write_text_atomic(path, dumps(obj))
+
+
+def write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
+    write_lines_atomic(path, (_dumps(r) + "\n" for r in rows))
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"not valid JSON ({exc})") from None
+
+
+def read_jsonl(path: str | os.PathLike) -> list[Any]:
+    rows = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as exc:
+                        raise InputError(f"{path}:{lineno}", f"not valid JSON ({exc.msg})") from None
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    return rows

@@ -1,0 +1,401 @@
+"""Packets: per segment, everything the distilling agent may see, and nothing it may not.
+
+Each packet has a scrubbed `agent_facing` layer, a human-only `provenance` layer and a sibling code file:
+`<seg_id>.diff` (against the previous kept milestone's kernel.py, not the git parent, so reverted attempts
+and chores between milestones stay out) or `<seg_id>.py` (a reference kernel). Blobs come from one
+`git cat-file --batch`; diffs are computed in-process. A packet that still leaks after scrubbing is not
+written and fails the job; packets of segments that no longer exist are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast, overload
+
+from optrace.ingest.git_history import KERNEL_FILE, open_trace
+from optrace.ingest.trace_files import read_text
+from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
+from optrace.rows import (
+    AgentFacing,
+    Measurements,
+    OperatorFacts,
+    PacketRow,
+    Profiler,
+    ProfilerMetrics,
+    SegmentRow,
+    ShapeLatency,
+    VersionRow,
+    WhatTheRunSaid,
+    read_segments,
+    read_versions,
+)
+from optrace.scrub.anonymize import Scrubber, ShapeLabels, json_strings
+from optrace.scrub.leak_patterns import add_denylist_argument
+
+MAX_DIFF_CHARS = 60_000
+MAX_KERNEL_CHARS = 40_000
+MAX_CONCLUSION_CHARS = 1200
+MAX_LIST = 5
+FACT_RULE = (
+    "An anti-strategy needs a checkable condition (arch, shape regime, dtype or toolchain), a causal "
+    "mechanism of at least 40 characters, and a concluding verdict; otherwise write nothing."
+)
+# (anchor, where its section ends): an inline bold label runs to the paragraph end, a heading to the next heading
+_ANCHORS = [
+    (r"\*\*Root cause\*\*:?", r"\n\s*\n"),
+    (r"^#+\s*Key Finding.*$", r"\n#"),
+    (r"^#+\s*(?:Diagnosis|Bottleneck Analysis).*$", r"\n#"),
+    (r"\*\*Evidence\*\*:?", r"\n\s*\n"),
+]
+
+
+def report_conclusion(text: str) -> str | None:
+    """The diagnosis part of an agent's REPORT.md: the first anchored section, else its opening lines."""
+    for anchor, end in _ANCHORS:
+        m = re.search(anchor, text, re.I | re.M)
+        if m:
+            section = re.split(end, text[m.end() :].strip(), maxsplit=1)[0].strip()
+            if len(section) >= 30:
+                return section[:MAX_CONCLUSION_CHARS]
+    head = "\n".join(text.strip().splitlines()[:20]).strip()
+    return head[:MAX_CONCLUSION_CHARS] or None
+
+
+# `summary.txt` lines (classify_ncu's layout): name -> (packet key, unit suffix to strip)
+_SUMMARY_NUMBERS = [
+    (r"^Duration:\s*([\d.]+)\s*us", "duration_us"),
+    (r"^SM Throughput:\s*([\d.]+)\s*%", "sm_throughput_pct"),
+    (r"^Memory Throughput:\s*([\d.]+)\s*%", "memory_throughput_pct"),
+    (r"^L2 Hit Rate:\s*([\d.]+)\s*%", "l2_hit_rate_pct"),
+    (r"^Achieved Occupancy:\s*([\d.]+)\s*%", "achieved_occupancy_pct"),
+    (r"^Registers/Thread:\s*(\d+)", "registers_per_thread"),
+]
+MAX_STALLS = 5
+
+
+def summary_metrics(text: str) -> ProfilerMetrics:
+    """The numbers of an ncu `summary.txt`: throughputs, occupancy, registers, top stall reasons, symptoms."""
+    out: dict[str, Any] = {}
+    for pattern, key in _SUMMARY_NUMBERS:
+        if m := re.search(pattern, text, re.M):
+            out[key] = float(m.group(1)) if "." in m.group(1) else int(m.group(1))
+    stalls = re.search(r"^Top Stall Reasons:\s*\n((?:[ \t]+\S.*\n?)+)", text, re.M)
+    if stalls:
+        pairs = re.findall(r"^[ \t]+([a-z_]+):\s*([\d.]+)", stalls.group(1), re.M)
+        out["stall_reasons"] = {name: float(v) for name, v in pairs[:MAX_STALLS]}
+    if m := re.search(r"^SYMPTOMS:\s*(.+)$", text, re.M):
+        out["symptoms"] = [w.strip() for w in m.group(1).split(",") if w.strip()]
+    return cast(ProfilerMetrics, out)  # keys: _SUMMARY_NUMBERS' names, stall_reasons, symptoms
+
+
+def unified_diff(before: str, after: str) -> str:
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{KERNEL_FILE}", f"b/{KERNEL_FILE}", n=3
+    )
+    out = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return out[:MAX_DIFF_CHARS]
+
+
+class PacketBuilder:
+    def __init__(
+        self,
+        meta: dict,
+        rows: list[VersionRow],
+        profiles: list[dict],
+        scrubber: Scrubber,
+        slug: str,
+        read_blob: Callable[[str], bytes | None],
+        read_file: Callable[[str], str | None],
+    ):
+        self.meta, self.scrub, self.slug = meta, scrubber, slug
+        self.rows = {r["version"]: r for r in rows}
+        self.order = sorted(rows, key=lambda r: r["n"])
+        self.profiles = {p["dir"]: p for p in profiles}
+        self.read_blob, self.read_file = read_blob, read_file
+        self.shapes = ShapeLabels.from_keys(sorted({k for r in rows for k in r["by_shape_us"]}))
+        self._scrubbed: dict = {}
+        self._metrics: dict[str, ProfilerMetrics] = {}
+        # kernel blob of the nearest earlier version that has one, for every version
+        self._kernel_before: dict[str, str | None] = {}
+        last = None
+        for r in self.order:
+            self._kernel_before[r["version"]] = last
+            last = r["kernel_blob"] or last
+
+    @overload
+    def text(self, s: str) -> str: ...
+    @overload
+    def text(self, s: None) -> None: ...
+    def text(self, s: str | None) -> str | None:
+        # the same prose (operator description, a version's subject) recurs in many packets
+        if s not in self._scrubbed:
+            self._scrubbed[s] = self.scrub.text(s, self.shapes)
+        return self._scrubbed[s]
+
+    def kernel(self, blob: str | None) -> str:
+        if not blob:
+            return ""
+        data = self.read_blob(blob)
+        assert data is not None  # None only over a cap, and none is given
+        return data.decode("utf-8", errors="replace")
+
+    # ---- layers -------------------------------------------------------------------------------
+    def operator(self, dsl: str) -> OperatorFacts:
+        m, t = self.meta, self.meta["target"]
+        return {
+            "what_it_computes": self.text(m["description"]),
+            "fixed_axes": m["axes"]["const"],
+            "variable_axes": m["axes"]["var"],
+            "n_benchmarked_shapes": m["n_shapes"],
+            "dsl": dsl,
+            "gpu": f"{t['product'].upper()} ({t['vendor']} {t['arch']})",
+            "isa": t["isa"],
+            "harness": self.text(m["harness"]),
+        }
+
+    def run_said(self, row: VersionRow) -> WhatTheRunSaid:
+        return {
+            "change": self.text(row["action_description"]),
+            "commit_subject": self.text(row["subject"]),
+            "commit_body": self.text(row["body"]) or None,
+            "category_hint": row["action_category"],
+            "gate_verdict": self.text(row["quality_gate"]["failure_reason"]),
+            "evidence_summary": self.text(row.get("evidence_summary")),
+            "bottleneck_type": self.text(row.get("bottleneck_type")),
+            "expected_impact": self.text(row.get("expected_impact")),
+        }
+
+    def shape_entry(self, key: str, latency: float) -> ShapeLatency:
+        axes = self.meta.get("shape_axes", {}).get(key)
+        values = {k: v for k, v in (axes or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        entry: ShapeLatency = {"shape": self.shapes.label(key), "latency_us": latency}
+        if values:
+            entry["axes"] = values
+        return entry
+
+    def measurements(self, row: VersionRow, seg: SegmentRow) -> Measurements:
+        lever = seg.get("lever")
+        st = seg.get("strategy") or (lever.get("measured") if lever else None)
+        per_shape = sorted(
+            (self.shape_entry(k, v) for k, v in row["by_shape_us"].items()), key=lambda x: (x["latency_us"], x["shape"])
+        )
+        return {
+            "geomean_us": row["geomean_us"],
+            "improve_pct_vs_floor": st.get("improve_pct") if st else None,
+            "floor_before_us": st.get("floor_before_us") if st else None,
+            "per_shape_latency": per_shape,
+            "correctness": row["correctness"],
+        }
+
+    def profiler(self, versions: list[str]) -> tuple[Profiler, list[str], str | None]:
+        """Conclusion only from a usable capture; unusable captures' REPORT.md never reach a packet."""
+        dirs = [d for v in versions for d in self.rows[v]["usable_profile_dirs"]]
+        conclusion, report = None, None
+        for d in dirs:
+            rel = self.profiles.get(d, {}).get("report")
+            text = self.read_file(rel) if rel else None
+            if text and (conclusion := report_conclusion(text)):
+                report = rel
+                break
+        kernels = sorted({self.profiles[d]["kernel_normalized"] for d in dirs if d in self.profiles})
+        none: ProfilerMetrics = {}
+        metrics = next((m for d in dirs if (m := self.capture_metrics(d))), none)
+        return (
+            {
+                "ncu_measured_the_kernel_under_test": bool(dirs),
+                "kernel": kernels[0] if kernels else None,
+                "conclusion": self.text(conclusion),
+                "metrics": metrics,
+            },
+            dirs,
+            report,
+        )
+
+    def capture_metrics(self, capture_dir: str) -> ProfilerMetrics:
+        # a capture is read once however many packets cite it (a lever's versions, a strategy's parent)
+        if capture_dir not in self._metrics:
+            text = self.read_file(f"{capture_dir}/summary.txt")
+            self._metrics[capture_dir] = summary_metrics(text) if text else {}
+        return self._metrics[capture_dir]
+
+    def directions_and_pitfalls(self, versions: list[str]) -> tuple[list, list]:
+        dirs, pits = [], []
+        for v in versions:
+            row = self.rows[v]
+            dirs += [
+                {"direction": self.text(d["direction"]), "rationale": self.text(d["rationale"])}
+                for d in row["open_directions"]
+            ]
+            pits += [{"pitfall": self.text(p["text"]), "fix": self.text(p["fix"])} for p in row["pitfalls"]]
+        return dirs[:MAX_LIST], pits[:MAX_LIST]
+
+    # ---- one packet ---------------------------------------------------------------------------
+    def build(self, seg: SegmentRow) -> tuple[PacketRow, str | None, str | None]:
+        """(packet, code text, code file suffix)"""
+        row = self.rows[seg["version"]]
+        versions = [o["version"] for o in seg["lever"]["occurrences"]] if "lever" in seg else [row["version"]]
+        profiler, capture_dirs, report = self.profiler(versions)
+        directions, pitfalls = self.directions_and_pitfalls(versions)
+        dsl = seg["scope"]["dsl"]
+        agent: AgentFacing = {
+            "operator": self.operator(dsl),
+            "what_the_run_said": self.run_said(row),
+            "measurements": self.measurements(row, seg),
+            "profiler": profiler,
+            "open_directions": directions,
+            "pitfalls_recorded_here": pitfalls,
+        }
+        code, suffix = None, None
+        if seg["record_type"] == "strategy":
+            base = seg["strategy"]["builds_on"]
+            base_row = self.rows[base["version"]] if base else None
+            parent_profiler = self.profiler([base["version"]])[0] if base else None
+            agent["builds_on"] = {
+                "was_the_untouched_baseline": bool(base and base["is_baseline"]),
+                "previous_approach": self.text(base_row["action_description"]) if base_row else None,
+                # what this step attacked: the parent's own capture, never this version's
+                "parent_profiler": parent_profiler
+                if parent_profiler and parent_profiler["ncu_measured_the_kernel_under_test"]
+                else None,
+                "parent_bottleneck_type": self.text(base_row.get("bottleneck_type")) if base_row else None,
+            }
+            if base and base["kernel_blob"] and row["kernel_blob"] and base["kernel_blob"] != row["kernel_blob"]:
+                code, suffix = unified_diff(self.kernel(base["kernel_blob"]), self.kernel(row["kernel_blob"])), ".diff"
+        elif seg["record_type"] == "anti-strategy":
+            lv = seg["lever"]
+            agent["the_failed_lever"] = lv["text"]
+            agent["why_it_failed"] = lv.get("cause")
+            agent["how_it_was_fixed"] = lv["fix"]
+            agent["times_tried"] = len(lv["occurrences"])
+            agent["established_fact_required"] = {
+                "rule": FACT_RULE,
+                "precheck": lv["fact_precheck"]["verdict"],
+                "precheck_note": lv["fact_precheck"]["reason"],
+            }
+            before = self._kernel_before[row["version"]]  # what this attempt changed
+            if row["kernel_changed"] and before and row["kernel_blob"] and before != row["kernel_blob"]:
+                code, suffix = unified_diff(self.kernel(before), self.kernel(row["kernel_blob"])), ".diff"
+        else:
+            code, suffix = self.kernel(row["kernel_blob"])[:MAX_KERNEL_CHARS], ".py"
+        if code is not None:
+            assert suffix is not None  # set with the code
+            code = self.scrub.code(code, dsl)
+            agent["code_file"] = seg["seg_id"] + suffix
+        packet: PacketRow = {
+            "seg_id": seg["seg_id"],
+            "record_type": seg["record_type"],
+            "seg_kind": seg["seg_kind"],
+            "target": {
+                "id": seg["id"],
+                "episode_key": seg["episode_key"],
+                "scope": seg["scope"],
+                "workload_family": seg["workload_family"],
+                "level": "operator",
+                "schema": "clean-1.3",
+                "output": f"distilled/{self.slug}/{seg['id']}.json",
+            },
+            "agent_facing": agent,
+            "provenance": {
+                "source_label": self.meta["source_label"],
+                "version": row["version"],
+                "commit": row["sha"],
+                "occurrences": [{"version": v, "commit": self.rows[v]["sha"]} for v in versions],
+                "capture_dirs": capture_dirs,
+                "report": report,
+            },
+        }
+        strategy = seg.get("strategy")
+        if strategy and (b := strategy.get("builds_on")):  # files are written with sorted keys
+            packet["provenance"]["builds_on"] = {
+                "version": b["version"],
+                "commit": b["sha"],
+                "geomean_us": b["geomean_us"],
+            }
+        return packet, code, suffix
+
+
+def packet_leaks(packet: PacketRow, code: str | None, scrubber: Scrubber, seen: dict | None = None) -> list[str]:
+    """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code,
+    object keys included. `seen` caches verdicts of strings already checked (most prose recurs across
+    a trace's packets)."""
+    seen = {} if seen is None else seen
+    found = []
+    for s in json_strings({"agent_facing": packet["agent_facing"], "target": packet["target"]}):
+        if s not in seen:
+            seen[s] = scrubber.leaks(s)
+        found += seen[s]
+    if code:
+        found += scrubber.code_leaks(code, packet["target"]["scope"]["dsl"])
+    return sorted(set(found))
+
+
+def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber: Scrubber) -> tuple[int, list[str]]:
+    segments = read_segments(work_dir / "segments.jsonl")
+    rows = read_versions(work_dir / "versions.jsonl")
+    meta = read_json(work_dir / "meta.json")
+    profiles = read_jsonl(work_dir / "profiles.jsonl")
+    failures, entries, keep = [], [], {"manifest.json"}
+    checked: dict[str, list[str]] = {}
+    with open_trace(trace, out_dir) as opened:
+        builder = PacketBuilder(
+            meta,
+            rows,
+            profiles,
+            scrubber,
+            slug,
+            opened.history.read_blob,
+            lambda rel: read_text(opened.files, rel, cap=1024 * 1024),
+        )
+        for seg in segments:
+            packet, code, suffix = builder.build(seg)
+            leaks = packet_leaks(packet, code, scrubber, checked)
+            if leaks:
+                failures.append(
+                    f"{out_dir / (seg['seg_id'] + '.json')}: still leaks after scrubbing: {'; '.join(leaks)}"
+                )
+                continue
+            write_text_atomic(out_dir / f"{seg['seg_id']}.json", dumps_compact(packet))
+            keep.add(f"{seg['seg_id']}.json")
+            if code is not None:
+                write_text_atomic(out_dir / f"{seg['seg_id']}{suffix}", code)
+                keep.add(f"{seg['seg_id']}{suffix}")
+            entries.append(
+                {
+                    "seg_id": seg["seg_id"],
+                    "id": seg["id"],
+                    "record_type": seg["record_type"],
+                    "code_file": packet["agent_facing"].get("code_file"),
+                }
+            )
+    for stale in out_dir.iterdir():  # segments that no longer exist leave no packet behind
+        if stale.is_file() and stale.name not in keep and not stale.name.startswith("."):
+            stale.unlink()
+    if not failures:
+        write_json(
+            out_dir / "manifest.json",
+            {"slug": slug, "head_sha": meta["head_sha"], "count": len(entries), "packets": entries},
+        )
+    return len(entries), failures
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="optrace packets", description=__doc__)
+    ap.add_argument("trace", help="the trace (work tree or .bundle) the segments came from")
+    ap.add_argument("--work-dir", required=True, type=Path, help="ingest and partition outputs of the trace")
+    ap.add_argument("--out-dir", required=True, type=Path, help="where manifest.json and the packets go")
+    ap.add_argument("--slug", required=True, help="the trace's slug")
+    add_denylist_argument(ap)
+    args = ap.parse_args(argv)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    count, failures = build_packets(
+        args.out_dir, args.trace, args.work_dir, args.slug, Scrubber.from_env(args.denylist_env)
+    )
+    for f in failures:
+        print(f"error: {f}", file=sys.stderr)
+    print(f"packets: {args.slug}: {count} written" + (f", {len(failures)} refused (leaks)" if failures else ""))
+    return 1 if failures else 0

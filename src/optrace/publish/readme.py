@@ -1,0 +1,177 @@
+"""The reviewer's README of a staging store: what was mined, from what, how much to trust it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from optrace.jsonio import read_json, read_jsonl, write_text_atomic
+from optrace.scrub.anonymize import Scrubber
+from optrace.scrub.leak_patterns import add_denylist_argument
+
+TRUST = """## Trust boundaries
+
+- **Staging is not the live store.** Nothing here has been admitted; admission into a live store is a
+  separate, reviewed step that checks each record again against that store.
+- Every staged record passed all 17 gates: the 9 store gates (schema, ids, anonymization,
+  raw-isolation, relations, index, self-contained, no-cross-reference, established-fact) and the 8
+  trace gates (profile, layout, verbatim, no-fabrication, provenance, ncu-attribution, lineage,
+  store-overlap).
+- Numbers in served text appear in the trace's own evidence; code snippets are whole lines of the
+  trace's diffs; every cited commit is the version's own commit. Prose was written by a drafter or an
+  agent from scrubbed packets and is only as good as what the run wrote down.
+- Scores come from the store's worth formula over what the trace measured (step gain, kept ratio,
+  rediscoveries, best speedup); no feedback has been recorded yet, so tiers are at most `promising`.
+- A profiler basis is claimed only where a capture measured the kernel under test, not a harness
+  kernel. Absolute latencies live only in `evidence.raw` (human-only provenance).
+"""
+
+HOW_TO_READ = """## How to read one record
+
+`payload` is what an agent is served (goal, problem, the change or the failed attempt, mechanism,
+verbatim snippet); `evidence.summary` says how it is known; `worth.gain` is the measured effect as a
+percentage; `worth.rank` is the computed score and tier; `evidence.raw` is provenance for humans only
+(trace, version, commit, absolute latencies) and is never served.
+"""
+
+
+def _histogram(title: str, counts: Counter) -> list[str]:
+    out = [f"### {title}", "", "| value | count | |", "|---|---|---|"]
+    top = max(counts.values(), default=0)
+    for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0]))):
+        out.append(f"| {key} | {n} | {'█' * max(1, round(20 * n / top)) if top else ''} |")
+    return out + [""]
+
+
+WROTE = {"drafted", "agent-wrote", "skipped-exists"}
+
+
+def packets_without_record(results: Path, slug: str) -> list[tuple[str, str, str]]:
+    """(seg_id, record type, why) for every packet of a trace that has no record: the distill report's
+    reason, else what validation saw (no record file in distilled/)."""
+    reports = results / "staging" / "reports" / slug
+    distill = read_json(reports / "distill.json") if (reports / "distill.json").is_file() else {"packets": []}
+    validation = read_json(reports / "validation.json") if (reports / "validation.json").is_file() else {}
+    missing = set(validation.get("packets_without_record", []))
+    out, seen = [], set()
+    for o in distill["packets"]:
+        if o["outcome"] not in WROTE or o["seg_id"] in missing:
+            why = o.get("reason") or o["outcome"]
+            if o["outcome"] in WROTE:
+                why = f"{o['outcome']}, but no record file is in distilled/ now"
+            out.append((o["seg_id"], o["record_type"], why))
+            seen.add(o["seg_id"])
+    out += [(seg, "?", "no record in distilled/ (not distilled yet)") for seg in sorted(missing - seen)]
+    return out
+
+
+def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
+    staging = results / "staging"
+    index = read_json(staging / "records" / "index.json")["records"]
+    summary = read_json(staging / "staged.json")
+    records = {e["id"]: read_json(staging / e["path"]) for e in index}
+    staged_by_trace = Counter(s["trace"] for s in summary["staged"])
+    failed_by_trace = Counter(f["trace"] for f in summary["failed"])
+    failed_traces = {f["trace"]: f for f in summary.get("failed_traces", [])}
+    good = [slug for slug in slugs if slug not in failed_traces]
+    out = [
+        "# Staging store (not the live store)",
+        "",
+        f"{len(index)} records staged from {len(good)} trace(s); {len(summary['failed'])} failed validation and were not staged."
+        + (f" {len(failed_traces)} trace(s) failed and are listed below." if failed_traces else ""),
+        "`optrace check-store` on this directory runs the store's own gates.",
+        "",
+        "## Traces",
+        "",
+        "| trace | operator | target | versions | segments | staged | failed | ladder |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for slug in good:
+        meta = read_json(results / "work" / slug / "meta.json")
+        versions = len(read_jsonl(results / "work" / slug / "versions.jsonl"))
+        segments = len(read_jsonl(results / "work" / slug / "segments.jsonl"))
+        t = meta["target"]
+        out.append(
+            f"| {scrub(meta['source_label'])} | {scrub(meta['operator_name'])} | {t['product']} ({t['vendor']} {t['arch']}) "
+            f"| {versions} | {segments} | {staged_by_trace[slug]} | {failed_by_trace[slug]} "
+            f"| [ladder](reports/{slug}/ladder.svg) |"
+        )
+    out += [
+        "",
+        "## Records",
+        "",
+        "| id (tail) | type | tier | score | gain | basis | version |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for e in index:
+        rec = records[e["id"]]
+        gain = rec["worth"]["gain"]
+        pct = f"{gain['pct']:+.2f}%" if gain.get("pct") is not None else _first_regression(gain)
+        basis = (rec["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "—")
+        out.append(
+            f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {basis} "
+            f"| {rec['evidence']['raw'].get('version') or '—'} |"
+        )
+    if failed_traces:
+        out += [
+            "",
+            "## Traces that failed (nothing of theirs is staged)",
+            "",
+            "| trace | stage | reason |",
+            "|---|---|---|",
+        ]
+        out += [
+            f"| {slug} | {f['stage']} | {scrub(f['reason'] or '').replace('|', '/')} |"
+            for slug, f in sorted(failed_traces.items())
+        ]
+    if summary["failed"]:
+        out += ["", "## Not staged (failed validation)", "", "| trace | record | failed gates |", "|---|---|---|"]
+        out += [f"| {f['trace']} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |" for f in summary["failed"]]
+    without = [(slug, *row) for slug in slugs for row in packets_without_record(results, slug)]
+    out += ["", "## Packets that produced no record", ""]
+    if without:
+        out += ["| trace | packet | type | why |", "|---|---|---|---|"]
+        out += [f"| {slug} | `{seg}` | {rtype} | {scrub(why).replace('|', '/')} |" for slug, seg, rtype, why in without]
+    else:
+        out.append("Every packet produced a record.")
+    cells = Counter(
+        f"{e['type']} / {e['retrieval']['scope']['arch']} / {e['retrieval']['scope']['dsl']} / "
+        f"{e['retrieval']['scope'].get('operator_family') or 'misc'}"
+        for e in index
+    )
+    tiers = Counter(e["tier"] for e in index)
+    bases = Counter(
+        (records[e["id"]]["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "none") for e in index
+    )
+    out += ["", "## Histograms", ""] + _histogram("type / arch / dsl / family", cells) + _histogram("tier", tiers)
+    out += _histogram("bottleneck evidence basis", bases)
+    out += ["## Ladders", ""] + [f"![{slug} ladder](reports/{slug}/ladder.svg)" for slug in good] + [""]
+    out += [HOW_TO_READ, TRUST]
+    return "\n".join(out)
+
+
+def _first_regression(gain: dict) -> str:
+    regs = gain.get("regressions") or []
+    return f"{regs[0]['metric']} {regs[0].get('delta_pct', '')}" if regs else "—"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="optrace readme", description=__doc__)
+    ap.add_argument("--results", required=True, type=Path, help="the results root")
+    ap.add_argument("--out", required=True, type=Path, help="README.md to write")
+    add_denylist_argument(ap)
+    ap.add_argument("--live-store", type=Path, help="the live store's records/index.json: say what admission would do")
+    ap.add_argument("slugs", nargs="+", help="the traces the store was staged from")
+    args = ap.parse_args(argv)
+    scrubber = Scrubber.from_env(args.denylist_env, os.environ)
+    text = render(args.results, args.slugs, scrubber.private)
+    if args.live_store:
+        from optrace.admit.gate import readme_section
+
+        text += "\n" + readme_section(args.results / "staging", args.live_store)
+    write_text_atomic(args.out, text)
+    print(f"readme: {args.out}")
+    return 0

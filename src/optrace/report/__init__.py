@@ -1,0 +1,1 @@
+"""Stage family report: recon of what a trace holds and can yield."""

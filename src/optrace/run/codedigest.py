@@ -1,0 +1,123 @@
+"""Which package modules a stage runs, read from its imports, and a digest of their source.
+
+Each rule carries the digest of its stage's module closure in `params`, so editing a module re-runs
+exactly the stages that import it (directly or not) and their dependants; a hand-kept list would
+drift as soon as a stage gained an import.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+PACKAGE = "optrace"
+
+
+def _module_path(pkg: Path, dotted: str) -> Path | None:
+    base = pkg.joinpath(*dotted.split(".")) if dotted else pkg
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+# Fields of a statement that hold statements: an import is a statement, so it can only be found there
+# (expressions never need a visit, which is most of a module's nodes).
+_BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for name in _BODIES:
+            todo.extend(getattr(node, name, ()))
+
+
+# Imports by file content, kept across runs (`load_cache`/`save_cache`): parsing every module was most
+# of the digests' CPU at every Snakemake start, no-op included. An entry is keyed by the sha256 of the
+# file's bytes and its package directory, so an edited module is always parsed again.
+_CACHE: dict[str, list[str]] = {}
+_DIRTY = [False]
+
+
+def load_cache(path: Path) -> None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # none yet, or unreadable: every module is parsed, as without a cache
+    if isinstance(doc, dict):
+        _CACHE.update((k, v) for k, v in doc.items()
+                      if isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v))
+
+
+def save_cache(path: Path) -> None:
+    """Write the cache when this run parsed something new (temp file, then rename)."""
+    if not _DIRTY[0]:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(_CACHE, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+    _DIRTY[0] = False
+
+
+@cache  # every stage's closure shares most modules: read each file once per run
+def _imports(pkg: Path, path: Path) -> frozenset[str]:
+    """Package-internal modules one file imports (relative imports and `optrace.*`), at any depth
+    (an import inside a function counts)."""
+    here = path.parent.relative_to(pkg).parts
+    data = path.read_bytes()
+    key = hashlib.sha256(data).hexdigest() + ":" + "/".join(here)
+    if key not in _CACHE:
+        _CACHE[key] = sorted(_parse_imports(data, here))
+        _DIRTY[0] = True
+    return frozenset(_CACHE[key])
+
+
+def _parse_imports(data: bytes, here: tuple[str, ...]) -> set[str]:
+    found: set[str] = set()
+    for node in _statements(ast.parse(data.decode("utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                parent = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+                base = ".".join([*parent, node.module] if node.module else parent)
+            elif node.module and node.module.split(".")[0] == PACKAGE:
+                base = node.module.partition(".")[2]
+            else:
+                continue
+            found.add(base)
+            found.update(f"{base}.{a.name}" if base else a.name for a in node.names)  # `from . import x`
+        elif isinstance(node, ast.Import):
+            found.update(a.name.partition(".")[2] for a in node.names if a.name.split(".")[0] == PACKAGE)
+    return found
+
+
+@cache
+def closure(pkg: Path, entry: str) -> tuple[Path, ...]:
+    """Every package file `entry` runs: itself, its package __init__ files and their imports."""
+    seen: dict[Path, None] = {}
+    todo = [entry]
+    while todo:
+        dotted = todo.pop()
+        path = _module_path(pkg, dotted)
+        if path is None or path in seen:
+            continue
+        seen[path] = None
+        parts = dotted.split(".")
+        todo += [".".join(parts[:i]) for i in range(len(parts))]  # enclosing packages' __init__
+        todo += sorted(_imports(pkg, path))
+    return tuple(sorted(seen))
+
+
+def digest(pkg: Path, entry: str) -> str:
+    h = hashlib.sha256()
+    for path in closure(pkg, entry):
+        h.update(str(path.relative_to(pkg)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]

@@ -1,0 +1,112 @@
+"""One bad trace never blocks the rest: every per-trace stage runs through this guard.
+
+    python -m optrace.run.pertrace --slug S --meta work/S/meta.json --outputs OUT... -- <stage> <args>...
+
+A trace's failure is data, not a crash. When the stage ends in a one-line InputError (a trace that is
+not a repository, a shallow clone, a FIFO as HEAD, ...), the guard writes every declared output as a
+small "failed" placeholder carrying `{"stage", "reason"}` and exits 0, so Snakemake sees the trace's
+chain complete and the aggregates (stage, readme, dataset) run for everyone. Stages after a failed
+one do not run their code: they pass the failure on in their own placeholders (`meta.json`'s `failed`
+is read by every later stage of the trace). The aggregates list failed traces with their reasons.
+When the trace is fixed its fingerprint changes, so its chain and the aggregates re-run, nothing else.
+A crash that is not an InputError (a bug) still fails the job loudly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from optrace.errors import InputError
+from optrace.jsonio import dumps_compact, write_text_atomic
+
+STAGES = {
+    "ingest": "optrace.ingest.ingest",
+    "recon": "optrace.report.recon",
+    "partition": "optrace.mine.partition",
+    "packets": "optrace.mine.packets",
+    "distill": "optrace.distill.distill",
+    "validate": "optrace.gates.validate",
+    "dataset": "optrace.dataset.build",
+}
+
+
+def upstream_failure(meta: Path) -> dict | None:
+    """The `failed` entry of a trace's meta.json, or None when ingest succeeded."""
+    try:
+        doc = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    failed = doc.get("failed") if isinstance(doc, dict) else None
+    return failed if isinstance(failed, dict) else None
+
+
+def placeholder(path: Path, slug: str, failed: dict) -> str:
+    """What a failed trace leaves at one declared output: enough shape for the aggregates to read."""
+    name = path.name
+    if name.endswith(".jsonl"):
+        return ""
+    if name == "meta.json":
+        return dumps_compact({"slug": slug, "source_label": failed.get("label") or slug, "failed": failed})
+    if name == "manifest.json":
+        return dumps_compact({"slug": slug, "head_sha": None, "count": 0, "packets": [], "failed": failed})
+    if name == "distill.json":
+        return dumps_compact({"slug": slug, "mode": None, "counts": {}, "packets": [], "failed": failed})
+    if name == "validation.json":
+        from optrace.gates.validate import trace_report
+
+        return dumps_compact({**trace_report(slug, [], []), "failed": failed})
+    if name.endswith(".json"):
+        return dumps_compact({"slug": slug, "failed": failed})
+    line = f"{slug}: not analysed, the trace failed at {failed['stage']}: {failed['reason']}"
+    if name.endswith(".svg"):
+        text = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="640" height="40">'
+            f'<text x="8" y="24" font-size="12">{text}</text></svg>\n'
+        )
+    return f"# {slug}\n\n{line}\n"
+
+
+def write_placeholders(outputs: list[Path], slug: str, failed: dict) -> None:
+    for out in outputs:
+        write_text_atomic(out, placeholder(out, slug, failed))
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv:
+        raise InputError("optrace.run.pertrace", "usage: --slug S --meta M --outputs OUT... -- <stage> <args>")
+    split = argv.index("--")
+    ap = argparse.ArgumentParser(
+        prog="optrace.run.pertrace", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--slug", required=True)
+    ap.add_argument("--meta", required=True, type=Path, help="the trace's meta.json (ingest's output)")
+    ap.add_argument("--label", default="", help="the trace's label (ingest: named in its failure placeholder)")
+    ap.add_argument("--outputs", nargs="+", type=Path, required=True, help="the rule's declared outputs")
+    args = ap.parse_args(argv[:split])
+    stage, stage_argv = argv[split + 1], argv[split + 2 :]
+    if stage not in STAGES:
+        raise InputError("optrace.run.pertrace", f"unknown stage {stage!r}")
+    failed = None if stage == "ingest" else upstream_failure(args.meta)
+    if failed is not None:
+        write_placeholders(args.outputs, args.slug, failed)
+        print(f"{stage}: {args.slug}: skipped, the trace failed at {failed['stage']}: {failed['reason']}")
+        return 0
+    try:
+        return int(importlib.import_module(STAGES[stage]).main(stage_argv) or 0)
+    except InputError as exc:
+        reason = f"{exc.where}: {exc.problem}"
+        print(f"error: {reason}", file=sys.stderr)
+        write_placeholders(args.outputs, args.slug, {"stage": stage, "reason": reason, "label": args.label})
+        print(f"{stage}: {args.slug}: failed; placeholders written so the other traces go on", file=sys.stderr)
+        return 0
+
+
+if __name__ == "__main__":
+    from optrace.cli import run_main
+
+    sys.exit(run_main(main, sys.argv[1:]))

@@ -1,0 +1,258 @@
+"""Which traces a run covers: one `trace`, a `traces` sheet, or the embedded example.
+
+Used by the Snakefile (common.smk) at DAG-build time and by `optrace sheet` to check a sheet.
+Cheap by design: no git process, only a few stats per trace, so 100 traces plan in milliseconds.
+Traces are hostile even here: nothing is opened before lstat says it is a small regular file (a FIFO
+as `.git/HEAD` must not block the DAG build), walks are iterative and depth-capped, and a trace whose
+name holds a denylisted term never lends that name to a slug, a label or a path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from optrace.errors import InputError
+from optrace.ingest.trace_files import MAX_WALK_DEPTH, read_small_file
+from optrace.run.configcheck import trace_problem
+from optrace.run.families import trace_slug
+from optrace.scrub.leak_patterns import DENYLIST_ENV, Denylist, add_denylist_argument, denylist_pattern, read_denylist
+
+SHEET_COLUMNS = ("label", "path", "vendor", "arch", "product", "dsl", "harness")
+OVERRIDE_COLUMNS = SHEET_COLUMNS[2:]
+# What ingest reads from the work tree besides git: a change to any of it makes ingest stale.
+FINGERPRINT_DIRS = ("memory", "profiles", "versions", "autotune")
+FINGERPRINT_FILES = (
+    "definition.json",
+    "solution.json",
+    "workload.jsonl",
+    "traces.jsonl",
+    "framework_baseline.json",
+    "README.md",
+)
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    label: str
+    path: str
+    slug: str
+    overrides: dict = field(default_factory=dict)  # vendor, arch, product, dsl, harness
+    example: bool = False
+    where: str = ""  # the sheet row (`traces.tsv:3`) or config key it came from
+    note: str | None = None  # said to the user at planning time (e.g. a label replaced for the denylist)
+
+
+# Letters only, none of them hex: the name reaches packets, ids and reports, where a run of hex digits
+# reads as a commit hash and the anonymizer rightly refuses it.
+NEUTRAL_ALPHABET = "ghjkmnpqrstvwxyz"
+
+
+def neutral_label(path: str) -> str:
+    """A name that says nothing about the trace: a hash of its path, spelled in non-hex letters."""
+    digest = hashlib.sha256(str(path).encode()).digest()
+    return "trace-" + "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:10])
+
+
+def safe_label(label: str, path: str, denied: Denylist | None, fallback: str | None = None) -> tuple[str, str | None]:
+    """(label, note): `label` unless it holds a denylisted term (any case, any substring); then
+    `fallback` (the sheet's own label) if that is clean, else a neutral hash of the path."""
+    if denied is None or not denied.contains(label):
+        return label, None
+    if fallback and not denied.contains(fallback):
+        return (
+            fallback,
+            f"{neutral_label(path)}: the trace's directory name holds a denylisted term; named by its sheet label",
+        )
+    name = neutral_label(path)
+    return name, f"{name}: the trace's name holds a denylisted term; named by a hash of its path instead"
+
+
+def entry_for_path(path: str, hardware: str = "", denylist: tuple[str, ...] = ()) -> TraceEntry:
+    p = Path(path)
+    label, note = safe_label(p.stem if p.suffix == ".bundle" else p.name, path, denylist_pattern(denylist))
+    return TraceEntry(
+        label, str(path), trace_slug(label), {"product": hardware} if hardware else {}, where="config trace", note=note
+    )
+
+
+def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list[TraceEntry]:
+    sheet = Path(sheet)
+    try:
+        text = sheet.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(sheet, f"cannot read the trace sheet ({exc.strerror})") from None
+    rows = list(
+        csv.DictReader(
+            (line for line in text.splitlines() if line.strip() and not line.startswith("#")), delimiter="\t"
+        )
+    )
+    if not rows:
+        raise InputError(sheet, "the trace sheet has no rows (columns: label<TAB>path[<TAB>vendor ...])")
+    unknown = set(rows[0]) - set(SHEET_COLUMNS)
+    if unknown or not {"label", "path"} <= set(rows[0]):
+        raise InputError(
+            sheet,
+            f"columns must be label, path and optionally {', '.join(OVERRIDE_COLUMNS)}"
+            f" (found {', '.join(k for k in rows[0] if k)})",
+        )
+    entries = []
+    seen: dict[str, str] = {}  # slug -> the label that gave it
+    denied = denylist_pattern(denylist)
+    for i, row in enumerate(rows, 2):
+        label, path = (row.get("label") or "").strip(), (row.get("path") or "").strip()
+        if not label or not path:
+            raise InputError(f"{sheet}:{i}", "every row needs a label and a path")
+        label, note = safe_label(label, path, denied)
+        if note is None and denied is not None and denied.contains(Path(path).name):
+            note = f"{label}: the trace's directory name holds a denylisted term; named by its sheet label"
+        slug = trace_slug(label)
+        if slug in seen:
+            raise InputError(f"{sheet}:{i}", f"label {label!r} gives slug {slug!r}, already used by {seen[slug]!r}")
+        seen[slug] = label
+        resolved = path if os.path.isabs(path) else str((sheet.parent / path).resolve())
+        over = {k: row[k].strip() for k in OVERRIDE_COLUMNS if (row.get(k) or "").strip()}
+        entries.append(TraceEntry(label, resolved, slug, over, where=f"{sheet}:{i}", note=note))
+    return entries
+
+
+def check_paths_exist(entries: list[TraceEntry]) -> None:
+    """A trace path that does not exist ends planning with one line, before any job runs. (A path
+    that exists but is not a repository is the trace's own failure: its ingest says so, the rest run.)"""
+    for e in entries:
+        if not e.example and not os.path.lexists(e.path):
+            raise InputError(e.where or e.path, f"trace path {e.path} does not exist")
+
+
+def select_traces(
+    config: dict, example_path: str, example_label: str, environ: Mapping[str, str] = os.environ
+) -> list[TraceEntry]:
+    if config.get("trace") and config.get("traces"):
+        raise InputError("config", "give either `trace` or `traces`, not both")
+    denylist = read_denylist(environ, config.get("denylist_env") or DENYLIST_ENV)
+    if config.get("traces"):
+        entries = read_sheet(config["traces"], denylist)
+        check_paths_exist(entries)
+        return entries
+    if config.get("trace"):
+        entries = [entry_for_path(config["trace"], config.get("hardware", ""), denylist)]
+        check_paths_exist(entries)
+        return entries
+    over = {"product": config["hardware"]} if config.get("hardware") else {}
+    label, note = safe_label(
+        example_label, example_path, denylist_pattern(denylist)
+    )  # the example's name can be denylisted too
+    return [TraceEntry(label, example_path, trace_slug(label), over, example=True, note=note)]
+
+
+def fingerprint(path: str) -> str:
+    """HEAD sha + (path, size, mtime) of what ingest reads outside git; no subprocess, no blocking open."""
+    p = Path(path)
+    h = hashlib.sha256()
+    try:
+        st = os.stat(p)
+    except OSError:
+        return "missing"
+    if stat.S_ISREG(st.st_mode):  # a bundle: its identity is its bytes' stat
+        h.update(f"bundle\0{st.st_size}\0{st.st_mtime_ns}".encode())
+        return h.hexdigest()[:16]
+    if not stat.S_ISDIR(st.st_mode):
+        return "missing"
+    h.update(head_sha(p).encode())
+    for name in FINGERPRINT_FILES:
+        _stat_into(h, p, p / name)
+    for d in FINGERPRINT_DIRS:
+        for f in _files_below(p / d):
+            _stat_into(h, p, f)
+    return h.hexdigest()[:16]
+
+
+def _files_below(top: Path) -> list[Path]:
+    """Regular files under `top`, iteratively, symlinks not followed, as deep as ingest reads."""
+    out, stack = [], [(top, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if depth + 1 < MAX_WALK_DEPTH:
+                    stack.append((Path(e.path), depth + 1))
+            else:
+                out.append(Path(e.path))
+    return sorted(out)
+
+
+def _stat_into(h: hashlib._Hash, base: Path, path: Path) -> None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    h.update(f"{path.relative_to(base)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+
+
+def _small_text(path: Path, cap: int = 64 * 1024) -> str | None:
+    data, _ = read_small_file(path, cap)
+    return None if data is None else data.decode("utf-8", "replace")
+
+
+def head_sha(repo: Path) -> str:
+    """Read HEAD without spawning git: .git/HEAD -> loose ref or packed-refs (each lstat-checked first)."""
+    gitdir = repo / ".git"
+    text = _small_text(gitdir)
+    if text is not None:  # worktree: "gitdir: <path>"
+        gitdir = (repo / text.split(":", 1)[-1].strip()).resolve()
+    head = _small_text(gitdir / "HEAD")
+    if head is None:
+        return "no-head"
+    head = head.strip()
+    if not head.startswith("ref:"):
+        return head
+    ref = head[4:].strip()
+    for base in (gitdir, _common_dir(gitdir)):
+        loose = _small_text(base / ref)
+        if loose is not None:
+            return loose.strip()
+        packed = _small_text(base / "packed-refs", 64 * 1024 * 1024)
+        for line in (packed or "").splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0]
+    return "unborn"
+
+
+def _common_dir(gitdir: Path) -> Path:
+    common = _small_text(gitdir / "commondir")
+    return (gitdir / common.strip()).resolve() if common else gitdir
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="optrace sheet",
+        description="check a trace sheet and list its traces; "
+        "exits 2 naming the first row whose path is missing or not a trace",
+    )
+    ap.add_argument("sheet", help="a TSV sheet: label, path and optional override columns")
+    add_denylist_argument(ap)
+    args = ap.parse_args(argv)
+    entries = read_sheet(args.sheet, read_denylist(variable=args.denylist_env))
+    bad = None
+    for e in entries:
+        problem = trace_problem(e.path)
+        bad = bad or (problem and (e, problem))
+        extra = " ".join(f"{k}={v}" for k, v in e.overrides.items())
+        print(f"{e.slug}\t{e.label}\t{e.path}\t{'ok' if problem is None else 'BAD'}\t{extra}".rstrip())
+        if e.note:
+            print(f"  note: {e.note}")
+    if bad:
+        e, problem = bad
+        raise InputError(e.where, f"trace path {e.path}: {problem}")
+    return 0

@@ -1,0 +1,233 @@
+"""The run summary: what a Snakemake run did, printed by the Snakefile's onsuccess/onerror handlers.
+
+Per trace and in total: records staged, records that failed validation (with the first gate message),
+packets that produced no record, and traces whose chain failed (with their one-line reason); then
+where the results are. It reads whatever outputs exist, so it also works after a failed trace or a
+partial target (`snakemake recon`): what was not produced is said to be missing, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_REASON_CHARS = 300
+
+
+@dataclass(frozen=True)
+class StageFiles:
+    """One per-trace stage as the workflow declares it: its log and outputs, patterns over `{slug}`."""
+
+    name: str
+    log: str
+    outputs: tuple[str, ...]
+
+    def files(self, slug: str) -> tuple[Path, list[Path]]:
+        return Path(self.log.format(slug=slug)), [Path(o.format(slug=slug)) for o in self.outputs]
+
+
+@dataclass(frozen=True)
+class Places:
+    """The aggregate outputs the summary reads and points to."""
+
+    validation_summary: Path
+    staged: Path
+    staging_readme: Path
+    dataset: Path
+    trace_report: str  # per-trace validation report, a pattern over `{slug}`
+
+
+@dataclass
+class TraceLine:
+    slug: str
+    validated: bool = False
+    records: int = 0
+    failed: int = 0
+    without_record: int = 0
+    staged: int | None = None  # None: not staged in this results tree
+    first_failure: tuple[str, str] | None = None  # (FAIL <path> [gates], first message)
+    error: str | None = None  # "<stage>: <one line>" when the trace's chain failed
+    log: Path | None = None  # the failed job's log
+
+
+@dataclass
+class RunSummary:
+    places: Places
+    traces: list[TraceLine] = field(default_factory=list)
+    newest_report: float = 0.0  # mtime of the newest trace validation report: older aggregates are stale
+
+    @property
+    def failed_records(self) -> int:
+        return sum(t.failed for t in self.traces)
+
+    @property
+    def failed_traces(self) -> list[TraceLine]:
+        return [t for t in self.traces if t.error]
+
+    @property
+    def records(self) -> int:
+        return sum(t.records for t in self.traces)
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | None:
+    """('<stage>: <line>', its log) for the first stage of the trace whose job failed, else None.
+
+    A failed job leaves its log but not its outputs (Snakemake removes them), and every stage ends bad
+    input with one `error: ...` line in its log. This is the one place that decides a trace failed:
+    when traces carry an explicit status file, read it here instead.
+    """
+    for stage in stages:
+        log, outputs = stage.files(slug)
+        # a trace that failed under --keep-going leaves optrace.run.pertrace's placeholders: its outputs
+        # exist and carry `failed` (the failing stage and its one-line reason)
+        for out in outputs:
+            doc = _read(out) if out.suffix == ".json" and out.is_file() else None
+            failed = doc.get("failed") if isinstance(doc, dict) else None
+            if isinstance(failed, dict):
+                return f"{failed.get('stage')}: error: {str(failed.get('reason'))[:MAX_REASON_CHARS]}", log
+        if not log.is_file() or all(o.exists() for o in outputs):
+            continue
+        try:
+            lines = [ln.strip() for ln in log.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            continue
+        errors = [ln for ln in lines if ln.startswith("error:")]
+        line = (errors or lines or [f"failed, its log {log} is empty"])[-1]
+        return f"{stage.name}: {line[:MAX_REASON_CHARS]}", log
+    return None
+
+
+def _first_failure(record: dict) -> tuple[str, str]:
+    """('FAIL <path> [gates]', its first gate message without the path it repeats)."""
+    path, messages = record.get("path"), record.get("messages") or [""]
+    return f"FAIL {path} [{', '.join(record.get('failed') or [])}]", messages[0].removeprefix(f"{path}: ")
+
+
+def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSummary:
+    """Read what exists. The validation summary is used when it is at least as new as every trace's
+    report (it adds overlaps across traces); otherwise the per-trace reports are read directly."""
+    from optrace.gates.validate import read_report, summarize  # the same merge the workflow's summary job does
+
+    reports = []
+    for slug in slugs:
+        path = Path(places.trace_report.format(slug=slug))
+        try:
+            reports.append((str(path), read_report(path)))
+        except Exception:  # missing or unreadable: this trace was not validated
+            continue
+    try:
+        merged = summarize(reports)
+    except (KeyError, TypeError, AttributeError):
+        merged = {"traces": [], "by_record": []}
+    by_slug = {t["slug"]: t for t in merged["traces"]}
+    failing: dict[str, list[dict]] = {}
+    for rec in merged["by_record"]:
+        if rec["status"] != "PASS":
+            failing.setdefault(rec["slug"], []).append(rec)
+
+    report_time = {r["slug"]: Path(p).stat().st_mtime for p, r in reports}
+    staged_doc = _read(places.staged)
+    staged_by_slug: dict[str, int] = {}
+    staged_time = -1.0  # no staging: older than any report
+    if isinstance(staged_doc, dict) and isinstance(staged_doc.get("staged"), list):
+        for s in staged_doc["staged"]:
+            staged_by_slug[s.get("trace")] = staged_by_slug.get(s.get("trace"), 0) + 1
+        staged_time = places.staged.stat().st_mtime
+
+    summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
+    for slug in slugs:
+        line = TraceLine(slug)
+        line.error, line.log = failure_reason(slug, stages) or (None, None)
+        t = by_slug.get(slug)
+        if t is not None:
+            line.validated, line.records, line.failed = True, t["records"], t["failed"]
+            line.without_record = t["packets_without_record"]
+            if failing.get(slug):
+                line.first_failure = _first_failure(failing[slug][0])
+        if slug in report_time and staged_time >= report_time[slug]:  # staged after its last validation
+            line.staged = staged_by_slug.get(slug, 0)
+        summary.traces.append(line)
+    return summary
+
+
+def _where(label: str, path: Path, stale_before: float = 0.0) -> str:
+    if not path.exists():
+        return f"  {label:<19}{path}  (not written)"
+    stale = path.stat().st_mtime < stale_before
+    return f"  {label:<19}{path}" + ("  (older than the last validation: not rewritten)" if stale else "")
+
+
+def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
+    """The text a user sees at the end of a run. `exits_because`: why a failing record makes this run
+    exit 1 ("strict: true", the `validate` target), empty when it does not; `need_records`: having no
+    record at all does too."""
+    width = max([len(t.slug) for t in summary.traces] + [5])
+    out = ["", "Run summary", ""]
+    for t in summary.traces:
+        if t.error:
+            out.append(f"  {t.slug:<{width}}  FAILED at {t.error}")
+            out.append(f"  {'':<{width}}    log: {t.log}")
+            continue
+        if not t.validated:
+            out.append(f"  {t.slug:<{width}}  not validated (the target stopped before validation)")
+            continue
+        staged = "not staged yet" if t.staged is None else f"{t.staged} staged"
+        out.append(
+            f"  {t.slug:<{width}}  {t.records} records: {staged}, {t.failed} failed validation, "
+            f"{t.without_record} packets without a record"
+        )
+        if t.first_failure:
+            more = f" (first of {t.failed})" if t.failed > 1 else ""
+            out.append(f"  {'':<{width}}    {t.first_failure[0]}{more}")
+            out.append(f"  {'':<{width}}      {t.first_failure[1]}")
+    validated = [t for t in summary.traces if t.validated]
+    staged_total = sum(t.staged or 0 for t in summary.traces)
+    out += [
+        "",
+        f"  total: {len(summary.traces)} traces ({len(summary.failed_traces)} failed), "
+        f"{summary.records} records validated, {staged_total} staged, {summary.failed_records} failed validation, "
+        f"{sum(t.without_record for t in validated)} packets without a record",
+    ]
+    p = summary.places
+    out += [
+        "",
+        _where("staging README", p.staging_readme, summary.newest_report),
+        _where("validation summary", p.validation_summary, summary.newest_report),
+        _where("dataset", p.dataset),
+    ]
+    if summary.failed_traces:
+        out.append("  fix or drop each failed trace and re-run: only what is stale runs again")
+    if summary.failed_records:
+        out.append(
+            "  failing records are listed per gate in the validation summary; fix them and run `snakemake validate`"
+        )
+        out.append(
+            f"  this run exits 1 because a record failed ({exits_because})"
+            if exits_because
+            else "  strict is off: failing records do not change the exit status (`--config strict=true` makes them exit 1)"
+        )
+    elif need_records and not summary.records:
+        out.append(
+            "  no records to validate: distill first (`snakemake distill`), or write records into "
+            "results/distilled/<slug>/; this run exits 1"
+        )
+    return "\n".join(out) + "\n"
+
+
+def exit_status(summary: RunSummary, exits_because: str, need_records: bool) -> int:
+    """1 when a failing record must fail the run; `need_records`: having no record at all fails too
+    (the `validate` target: there is nothing to have validated)."""
+    if not exits_because:
+        return 0
+    if summary.failed_records:
+        return 1
+    return 1 if need_records and not summary.records else 0

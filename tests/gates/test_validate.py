@@ -1,0 +1,369 @@
+"""`optrace validate`: the per-trace report, the content-hash cache, the summary across traces, and the
+Snakemake rules (one job per trace, a summary, and a `validate` target that fails without getting stuck).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from optrace.gates import validate
+from optrace.gates.trace import ALL_GATES
+from optrace.gates.trace.injection import SLUG, mine_example, workbench
+from optrace.gates.validate import CACHE_NAME, TracePaths, summarize, validate_trace
+from tests.support.schemas import assert_valid, load_schema
+from tests.support.workflow import run_snakemake
+
+
+def write_record(path: Path, record) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(record if isinstance(record, str) else json.dumps(record, ensure_ascii=False, indent=1) + "\n")
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory):
+    root = mine_example(tmp_path_factory.mktemp("mined"))
+    return root, workbench(root)
+
+
+@pytest.fixture
+def results(mined, tmp_path):
+    """A results root with the example's packets, ingest facts and the drafter's records."""
+    root, bench = mined
+    out = tmp_path / "results"
+    for part in ("packets", "work"):
+        shutil.copytree(root / part / SLUG, out / part / SLUG)
+    for rel, record in bench.records:
+        write_record(out / rel, record)
+    return out
+
+
+def run(results: Path, **kw):
+    return validate_trace(TracePaths(results, SLUG), **kw)
+
+
+def summary_schema() -> dict:
+    schema = load_schema("validation.schema.json")
+    return {"$defs": schema["$defs"], "$ref": "#/$defs/summary"}
+
+
+def test_the_report_gives_every_record_all_17_verdicts(results, mined):
+    report, checked = run(results)
+    assert_valid(report, "validation.schema.json")
+    assert checked == report["counts"]["records"] == len(mined[1].records)
+    assert report["counts"]["failed"] == 0
+    assert [g["name"] for g in report["gates"]] == list(ALL_GATES)
+    assert all(list(r["gates"]) == list(ALL_GATES) for r in report["records"])
+    assert report["packets_without_record"]  # the drafter refuses packets too thin for a record
+
+
+def test_rerunning_judges_nothing_and_writes_the_same_report(results):
+    cold, _ = run(results)
+    warm, checked = run(results)
+    assert checked == 0 and warm == cold
+
+
+def test_new_records_cost_work_for_the_new_records_only(results):
+    folder = results / "distilled" / SLUG
+    held = sorted(folder.glob("*.json"))[:3]
+    texts = [p.read_text() for p in held]
+    for p in held:
+        p.unlink()
+    run(results)
+    for p, text in zip(held, texts):
+        p.write_text(text)
+    report, checked = run(results)
+    assert checked == 3 and report["counts"]["failed"] == 0
+
+
+def test_a_changed_record_or_packet_is_judged_again(results, mined):
+    run(results)
+    rel, record = mined[1].records[0]
+    write_record(results / rel, {**record, "status": "deprecated"})
+    assert run(results)[1] == 1
+    seg_id = next(
+        e["seg_id"]
+        for e in json.loads((results / "packets" / SLUG / "manifest.json").read_text())["packets"]
+        if e["id"] == record["id"]
+    )
+    packet = results / "packets" / SLUG / f"{seg_id}.json"
+    packet.write_text(packet.read_text() + "\n")
+    assert run(results)[1] == 1
+
+
+def test_a_change_to_the_gates_invalidates_every_entry(results, monkeypatch):
+    report, _ = run(results)
+    monkeypatch.setattr(validate, "gate_code_digest", lambda: "edited")
+    assert run(results)[1] == report["counts"]["records"]
+
+
+def test_a_damaged_cache_is_a_cold_cache(results):
+    report, _ = run(results)
+    for junk in ("{not json", '{"format": 1, "entries": {"k": 1}}', '{"format": 1, "entries": [], "facts": 3}'):
+        (results / "work" / SLUG / CACHE_NAME).write_text(junk)
+        again, checked = run(results)
+        assert again == report and checked == report["counts"]["records"]
+
+
+def test_cache_entries_that_are_not_verdicts_are_judged_again(results):
+    report, _ = run(results)
+    cache_file = results / "work" / SLUG / CACHE_NAME
+    cache = json.loads(cache_file.read_text())
+    for entry in cache["entries"].values():
+        entry["verdict"]["verdicts"] = {"schema": "not a list"}
+    cache["facts"] = {"commits": ["not", "a", "map"], "usable_captures": []}
+    cache_file.write_text(json.dumps(cache))
+    again, checked = run(results)
+    assert again == report and checked == report["counts"]["records"]
+
+
+def test_a_symbolic_link_is_not_followed(results, tmp_path):
+    outside = tmp_path / "outside.json"
+    outside.write_text("{}")
+    (results / "distilled" / SLUG / "nvidia.h100.triton.linked.record-x1.json").symlink_to(outside)
+    report, _ = run(results)
+    bad = next(r for r in report["records"] if "linked" in r["path"])
+    assert bad["failed"] == ["schema"] and "cannot be read" in bad["gates"]["schema"]["messages"][0]
+
+
+def test_cross_record_gates_are_recomputed_from_the_cache(results, mined, tmp_path):
+    run(results)
+    rel, record = mined[1].records[0]
+    index = tmp_path / "index.json"
+    index.write_text(
+        json.dumps(
+            {
+                "schema": "clean-1.3",
+                "count": 1,
+                "records": [{"id": record["id"], "episode_key": "hopper|triton|misc|another_lever|operator"}],
+            }
+        )
+    )
+    report, checked = run(results, live_index=index)
+    assert checked == 0
+    failing = [r for r in report["records"] if r["status"] == "FAIL"]
+    assert [r["path"] for r in failing] == [rel] and failing[0]["failed"] == ["store-overlap"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"id": ',
+        "[1, 2]",
+        '"a string"',
+        "{}",
+        '{"schema": "clean-1.3", "payload": 5, "retrieval": [], "evidence": {}}',
+        b"\xff\xfe not utf-8",
+    ],
+)
+def test_a_malformed_file_is_a_fail_with_its_path_never_a_traceback(results, text):
+    path = results / "distilled" / SLUG / "nvidia.h100.triton.broken.record-x1.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "validate", "trace", "--results", str(results), "--slug", SLUG],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    report = json.loads((results / "staging/reports" / SLUG / "validation.json").read_text())
+    bad = next(r for r in report["records"] if r["path"].endswith("broken.record-x1.json"))
+    assert bad["status"] == "FAIL" and "schema" in bad["failed"]
+    assert bad["gates"]["schema"]["messages"][0].startswith(
+        f"distilled/{SLUG}/nvidia.h100.triton.broken.record-x1.json: "
+    )
+    assert report["counts"]["failed"] == 1
+
+
+def test_hidden_temp_files_are_not_records(results):
+    (results / "distilled" / SLUG / ".x.json.123.draft").write_text("{")
+    (results / "distilled" / SLUG / ".half-written.json").write_text("{")
+    report, _ = run(results)
+    assert report["counts"]["failed"] == 0
+
+
+def test_a_trace_without_records_yields_an_empty_report(results):
+    shutil.rmtree(results / "distilled")
+    report, _ = run(results)
+    assert report["counts"] == {"records": 0, "passed": 0, "failed": 0}
+
+
+def test_missing_packets_are_one_clear_line(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "validate", "trace", "--results", str(tmp_path), "--slug", "x"],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "manifest.json: file not found" in res.stderr
+
+
+# --- summary and check -----------------------------------------------------------------------------
+
+
+def fake_report(slug: str, rows: list[tuple[str, str, str]]) -> dict:
+    """A passing report with records (file name, id, episode_key)."""
+    gates = {g: {"status": "PASS", "messages": []} for g in ALL_GATES}
+    return {
+        "schema": validate.REPORT_SCHEMA,
+        "slug": slug,
+        "gates": [],
+        "counts": {},
+        "packets_without_record": [],
+        "records": [
+            {
+                "path": f"distilled/{slug}/{name}",
+                "id": rid,
+                "episode_key": key,
+                "seg_id": "s",
+                "status": "PASS",
+                "failed": [],
+                "gates": json.loads(json.dumps(gates)),
+            }
+            for name, rid, key in rows
+        ],
+    }
+
+
+def test_the_summary_fails_every_record_whose_episode_another_trace_claims():
+    a = fake_report("a", [("x.json", "x", "hopper|triton|f|t|operator"), ("y.json", "y", "k-y")])
+    b = fake_report("b", [("z.json", "z", "hopper|triton|f|t|operator")])
+    summary = summarize([("a.json", a), ("b.json", b)])
+    jsonschema.validate(summary, summary_schema())
+    assert (summary["records"], summary["passed"], summary["failed"]) == (3, 1, 2)
+    failing = {r["path"]: r for r in summary["by_record"] if r["status"] == "FAIL"}
+    assert set(failing) == {"distilled/a/x.json", "distilled/b/z.json"}
+    assert failing["distilled/a/x.json"]["failed"] == ["store-overlap"]
+    assert "also claimed by distilled/b/z.json" in failing["distilled/a/x.json"]["messages"][0]
+    assert len(summary["cross_trace_overlaps"]) == 2
+
+
+def test_a_report_of_the_wrong_shape_is_one_clear_line(tmp_path):
+    report = tmp_path / "validation.json"
+    report.write_text(json.dumps({"schema": validate.REPORT_SCHEMA, "slug": "a", "records": [{"path": 1}]}))
+    res = subprocess.run(
+        [sys.executable, "-m", "optrace", "validate", "summary", str(report), "--out", str(tmp_path / "summary.json")],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 2 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1
+
+
+def test_check_exits_1_on_a_failing_record_or_on_no_record(tmp_path, capsys):
+    def check(reports):
+        path = tmp_path / "summary.json"
+        path.write_text(json.dumps(summarize(reports)))
+        return validate.main(["check", str(path)])
+
+    ok = fake_report("a", [("x.json", "x", "k")])
+    assert check([("a.json", ok)]) == 0
+    bad = fake_report("a", [("x.json", "x", "k")])
+    bad["records"][0].update(status="FAIL", failed=["verbatim"])
+    bad["records"][0]["gates"]["verbatim"] = {"status": "FAIL", "messages": ["distilled/a/x.json: line 1 ..."]}
+    assert check([("a.json", bad)]) == 1
+    assert "FAIL distilled/a/x.json  [verbatim]" in capsys.readouterr().out
+    assert check([]) == 1 and "no records to validate" in capsys.readouterr().out
+
+
+# --- the workflow ----------------------------------------------------------------------------------
+
+EXAMPLE = "007-fused-add-rmsnorm-h4096"
+
+
+def snakemake(wd, *args):
+    return run_snakemake(wd, *args, check=False)
+
+
+def planned(wd, *targets) -> list[str]:
+    """Rules a dry run would execute, sorted (from its job table)."""
+    res = snakemake(wd, *targets, "-n", "--quiet", "rules")
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split() == ["job", "count"])
+    rows = [line.split() for line in lines[start + 2 :]]
+    return sorted(row[0] for row in rows[: next(i for i, row in enumerate(rows) if row[0] == "total")])
+
+
+@pytest.mark.workflow
+def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_stuck(workdir):
+    res = snakemake(workdir, "validate")
+    assert res.returncode == 0, res.stderr[-3000:]
+    report = workdir / "results/staging/reports" / EXAMPLE / "validation.json"
+    assert_valid(json.loads(report.read_text()), "validation.schema.json")
+    jsonschema.validate(
+        json.loads((workdir / "results/staging/reports/validation-summary.json").read_text()), summary_schema()
+    )
+    assert planned(workdir, "validate") == ["validate"]  # nothing to redo; the check itself always runs
+
+    bad = workdir / "results/distilled" / EXAMPLE / "nvidia.h100.triton.norm.invented-x1.json"
+    write_record(bad, {"id": "nvidia.h100.triton.norm.invented-x1"})
+    # a new record re-runs only this trace's validation, the summary, stage and README; never distill or before
+    assert planned(workdir, "validate") == ["readme", "stage", "validate", "validate_summary", "validate_trace"]
+    res = snakemake(workdir, "validate")
+    assert res.returncode == 1
+    assert f"FAIL distilled/{EXAMPLE}/{bad.name}" in res.stdout
+    assert bad.name in report.read_text()  # the report was written before the target failed
+    assert planned(workdir, "validate") == ["validate"]  # failing did not leave a job to redo
+
+
+# --- issue #10 class 8: the cache and the stage are bound to the bytes validated --------------------
+
+
+def test_a_forged_pass_in_the_cache_is_not_believed(results):
+    """Whoever writes work/ can compute every content hash, but not the HMAC under the key outside it."""
+    rel = sorted((results / "distilled" / SLUG).glob("*.json"))[0]
+    record = json.loads(rel.read_text())
+    run(results)
+    write_record(rel, {**record, "payload": {**record["payload"], "goal": record["payload"]["goal"] + " 87.6543%"}})
+    report, _ = run(results)
+    assert any(r["status"] == "FAIL" for r in report["records"])
+    cache_file = results / "work" / SLUG / CACHE_NAME
+    cache = json.loads(cache_file.read_text())
+    for entry in cache["entries"].values():  # the forger says PASS everywhere, keeping the old MAC
+        entry["verdict"]["verdicts"] = {g: [] for g in entry["verdict"]["verdicts"]}
+    cache_file.write_text(json.dumps(cache))
+    again, checked = run(results)
+    assert checked == report["counts"]["failed"] == 1 and again == report  # the forged entry, judged again
+
+
+def test_the_cache_key_lives_outside_the_results_tree(results, tmp_path, monkeypatch):
+    key = tmp_path / "elsewhere" / "cache.key"
+    monkeypatch.setenv(validate.CACHE_KEY_ENV, str(key))
+    run(results)
+    assert key.is_file() and (key.stat().st_mode & 0o077) == 0 and results not in key.parents
+    _, checked = run(results)
+    assert checked == 0
+    key.write_bytes(b"k" * 64)  # another key: no entry verifies, everything is judged again
+    report, checked = run(results)
+    assert checked == report["counts"]["records"]
+
+
+def test_the_report_names_the_sha256_of_the_bytes_judged(results):
+    import hashlib
+
+    report, _ = run(results)
+    for row in report["records"]:
+        assert row["sha256"] == hashlib.sha256((results / row["path"]).read_bytes()).hexdigest()
+
+
+def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(results):
+    import os
+
+    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+
+    report, _ = run(results)
+    summary = summarize([("r", report)])
+    victim = results / next(r["path"] for r in summary["by_record"] if r["status"] == "PASS")
+    st = victim.stat()
+    data = victim.read_bytes()
+    forged = data.replace(b'"active"', b'"ACTIVE"', 1)  # same size
+    assert len(forged) == len(data) and forged != data
+    victim.write_bytes(forged)
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    staged = stage(results, [SLUG], summary, baseline_geomean)
+    assert any(f["path"].endswith(victim.name) and f["gates"] == [CHANGED] for f in staged["failed"])
+    assert not any(s["id"] + ".json" == victim.name for s in staged["staged"])

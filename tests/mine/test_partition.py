@@ -1,0 +1,161 @@
+"""Partition: strategy segments per milestone, one anti-strategy per distinct failed lever,
+curated pitfalls, reference kernels, content-derived ids."""
+
+import re
+
+from optrace.example.embedded import build_example, example_name
+from optrace.example.repo_builder import CommitSpec, build_trace
+from optrace.ingest.hardware import HardwareTable
+from optrace.ingest.ingest import DEFAULT_NON_TARGET, Overrides, ingest
+from optrace.mine.ladder import Thresholds
+from optrace.mine.partition import build_segments, lever_key, slugify, technique_text
+from tests.support import tracekit
+from tests.support.schemas import assert_valid
+
+TABLE = HardwareTable.load()
+
+
+def same(s):
+    return s
+
+
+def segments_of(path, label=None, scrub=same, t=Thresholds()):
+    rows, _, meta, _ = ingest(path, label=label, table=TABLE, over=Overrides(), non_target=DEFAULT_NON_TARGET)
+    segs, _ = build_segments(rows, meta, t, scrub)
+    assert_valid(segs, "segments.schema.json")
+    return segs
+
+
+def test_example_trace_segments(tmp_path):
+    build_example(tmp_path / example_name())
+    segs = segments_of(tmp_path / example_name())
+    strategies = [s for s in segs if s["record_type"] == "strategy"]
+    assert [s["version"] for s in strategies] == ["v1", "v2", "v4", "v8", "v11", "v13"]
+    assert [s["seg_kind"] for s in strategies] == [
+        "mega",
+        "milestone",
+        "milestone",
+        "milestone",
+        "milestone",
+        "milestone",
+    ]
+    # builds_on is the previous kept milestone, never a reverted attempt or a floor-only version
+    assert [s["strategy"]["builds_on"]["version"] for s in strategies] == ["v0", "v1", "v2", "v4", "v8", "v11"]
+    assert (
+        strategies[0]["strategy"]["builds_on"]["is_baseline"]
+        and not strategies[1]["strategy"]["builds_on"]["is_baseline"]
+    )
+    assert [s["strategy"]["final"] for s in strategies] == [False] * 5 + [True]
+    refk = {s["seg_id"]: (s["seg_kind"], s["version"]) for s in segs if s["record_type"] == "reference-kernel"}
+    assert sorted(refk.values()) == [("final-kernel", "v13"), ("mega-snapshot", "v1")]
+    assert refk["refk-final"] == ("final-kernel", "v13")
+    # seg ids name files the agent sees: no version ids in them
+    assert not any(re.search(r"v\d", s["seg_id"]) for s in segs)
+    antis = [s for s in segs if s["seg_kind"] in ("deadend-item", "deadend-prose")]
+    assert len([s for s in antis if s["seg_kind"] == "deadend-item"]) == 3
+    assert {o["version"] for s in antis for o in s["lever"]["occurrences"]} >= {"v3", "v5", "v9", "v12"}
+    pitfalls = [s for s in segs if s["seg_kind"] == "curated-pitfall"]
+    assert pitfalls and all(s["lever"]["split_by"] == "curated" for s in pitfalls)
+
+
+def test_ids_shape_and_reproducibility(tmp_path):
+    build_example(tmp_path / example_name())
+    a = segments_of(tmp_path / example_name())
+    b = segments_of(tmp_path / example_name())
+    assert [s["id"] for s in a] == [s["id"] for s in b]
+    for s in a:
+        parts = s["id"].split(".")
+        assert len(parts) >= 5 and s["id"] == s["id"].lower() and len(s["id"]) <= 200
+        assert parts[:4] == ["nvidia", "h100", s["scope"]["dsl"], "norm"]
+        key = s["episode_key"].split("|")
+        assert key == ["hopper", s["scope"]["dsl"], "norm", s["technique"].replace("-", "_"), "operator"]
+    assert len({s["id"] for s in a}) == len(a)
+    # another trace label gives other ids for the same content (ids never collide across traces)
+    c = segments_of(tmp_path / example_name(), label="another_trace")
+    assert not {s["id"] for s in a} & {s["id"] for s in c}
+
+
+def _lever_trace(dest):
+    lever = "split-K reduction across CTAs (atomic contention on the row sum)"
+    commits = [
+        CommitSpec(
+            "V0: baseline",
+            {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()},
+        ),
+        CommitSpec(
+            "v1: committed (+10%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": tracekit.memory(1, 90.0)}
+        ),
+    ]
+    for n in (2, 4, 6):
+        commits.append(
+            CommitSpec(
+                f"dead-end recorded: {lever if n != 4 else lever.upper()}, tile {n}x wider than the row. Next: x",
+                {f"memory/v{n}.json": tracekit.memory(n, 95.0)},
+            )
+        )
+        commits.append(
+            CommitSpec(
+                f"v{n + 1}: committed (+2%)",
+                {"kernel.py": tracekit.kernel(n + 1), f"memory/v{n + 1}.json": tracekit.memory(n + 1, 90.0 - n)},
+            )
+        )
+    build_trace(dest, commits)
+
+
+def test_the_same_lever_failing_three_times_is_one_segment(tmp_path):
+    _lever_trace(tmp_path / "t")
+    antis = [s for s in segments_of(tmp_path / "t") if s["seg_kind"] == "deadend-item"]
+    split_k = [s for s in antis if s["technique"].startswith("split-k")]
+    assert len(split_k) == 1
+    assert [o["version"] for o in split_k[0]["lever"]["occurrences"]] == ["v2", "v4", "v6"]
+    assert len(antis) == 4  # plus three distinct "tile Nx wider" levers
+
+
+def test_fact_precheck_flags_but_never_drops(tmp_path):
+    tracekit.iteration_era(tmp_path / "t")
+    antis = [s for s in segments_of(tmp_path / "t") if s["record_type"] == "anti-strategy"]
+    verdicts = {s["lever"]["text"]: s["lever"]["fact_precheck"]["verdict"] for s in antis}
+    assert verdicts["split-K reduction (atomics, contention)"] == "ok"
+    assert "flag" in verdicts.values()
+
+
+def test_technique_text_strips_grammar_boilerplate():
+    r = {
+        "action_description": None,
+        "action_category": None,
+        "subject": "v6: hoist the weight load above the residual add -> 21.3->21.2us (-0.5%), NO_CHANGE",
+    }
+    assert technique_text(r) == "hoist the weight load above the residual add"
+    assert (
+        slugify("Hoist the Weight load (v6, deadbeef12) above the residual add, then vectorise 16-byte stores")
+        == "hoist-the-weight-load-above-the-residual-add"
+    )
+    assert lever_key("Split-K  reduction, (atomics)") == lever_key("split-k reduction atomics")
+
+
+def test_scrubbed_text_reaches_ids(tmp_path):
+    tracekit.iteration_era(tmp_path / "t")
+    segs = segments_of(tmp_path / "t", scrub=lambda s: s.replace("split-K", "a private identifier"))
+    assert all("split" not in s["id"] for s in segs)
+    assert any("private-identifier" in s["id"] for s in segs)
+
+
+def test_lever_names_in_the_report_are_never_cut_mid_word(tmp_path):
+    from optrace.mine.partition import render_md
+
+    build_example(tmp_path / example_name())
+    rows, profiles, meta, _ = ingest(
+        tmp_path / example_name(), label=None, table=TABLE, over=Overrides(), non_target=DEFAULT_NON_TARGET
+    )
+    segs, steps = build_segments(rows, meta, Thresholds(), same)
+    md = render_md(segs, steps, [p.to_row() if hasattr(p, "to_row") else p for p in profiles], meta)
+    table = md.split("## Failed levers and pitfalls")[1].split("Flagged")[0]
+    cells = [line.split(" | ")[0].removeprefix("| ") for line in table.splitlines()[4:] if line.startswith("| ")]
+    texts = {
+        " ".join(s["lever"]["text"].split()).replace("|", "/") for s in segs if s["record_type"] == "anti-strategy"
+    }
+    assert any(c.endswith(" …") for c in cells)  # the example has levers longer than the column
+    for cell in cells:
+        kept = cell.removesuffix(" …")
+        full = next(t for t in texts if t.startswith(kept))
+        assert len(cell) <= 80 and (full == kept or full[len(kept)] == " "), (cell, full)

@@ -1,0 +1,79 @@
+"""Stage code closures (optrace.run.codedigest): a stage re-runs when a module it runs changes, and only then."""
+
+from __future__ import annotations
+
+from optrace import PACKAGE_DIR
+from optrace.cli import MODULES
+from optrace.run import codedigest
+
+
+def files(command: str) -> set[str]:
+    entry = MODULES[command].partition(".")[2]
+    return {p.relative_to(PACKAGE_DIR).as_posix() for p in codedigest.closure(PACKAGE_DIR, entry)}
+
+
+def test_stages_using_the_store_gates_include_the_modules_that_define_them():
+    for command in ("distill", "validate", "check-store", "gate"):
+        assert {"gates/store/runner.py", "gates/store/model.py", "gates/store/store.py"} <= files(command), command
+
+
+def test_ingest_includes_the_validator_of_its_hardware_table_and_no_gate():
+    ingest = files("ingest")
+    assert {"ingest/hardware.py", "fastschema.py"} <= ingest
+    assert not {f for f in ingest if f.startswith("gates/")}, "editing a gate would re-run every trace's ingest"
+
+
+# --- the imports cache kept across Snakemake starts ---------------------------------------------
+
+def package(root, files):
+    for name, text in files.items():
+        path = root / "optrace" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "optrace"
+
+
+def fresh_run():
+    """What a new controller process starts with: no per-run memo, no cache loaded."""
+    codedigest._imports.cache_clear()
+    codedigest.closure.cache_clear()
+    codedigest._CACHE.clear()
+    codedigest._DIRTY[0] = False
+
+
+def names(pkg, entry):
+    return [str(p.relative_to(pkg)) for p in codedigest.closure(pkg, entry)]
+
+
+def test_the_cache_gives_the_same_closure_and_a_changed_module_is_read_again(tmp_path):
+    pkg = package(tmp_path, {"__init__.py": "", "stage.py": "from .helper import f\n",
+                             "helper.py": "def f():\n    from . import late\n", "late.py": "", "other.py": ""})
+    cache = tmp_path / "cache.json"
+    fresh_run()
+    before = (names(pkg, "stage"), codedigest.digest(pkg, "stage"))
+    assert before[0] == ["__init__.py", "helper.py", "late.py", "stage.py"]  # an import inside a function counts
+    codedigest.save_cache(cache)
+    fresh_run()
+    codedigest.load_cache(cache)
+    assert (names(pkg, "stage"), codedigest.digest(pkg, "stage")) == before
+    assert codedigest._DIRTY == [False]  # nothing was parsed: every file's content was in the cache
+    # an edit that adds an import: its bytes are not in the cache, so it is parsed and the closure grows
+    (pkg / "helper.py").write_text("def f():\n    from . import late, other\n")
+    fresh_run()
+    codedigest.load_cache(cache)
+    assert names(pkg, "stage") == ["__init__.py", "helper.py", "late.py", "other.py", "stage.py"]
+    assert codedigest.digest(pkg, "stage") != before[1]
+
+
+def test_an_unreadable_or_malformed_cache_is_ignored(tmp_path):
+    pkg = package(tmp_path, {"__init__.py": "", "stage.py": "import optrace.helper\n", "helper.py": ""})
+    fresh_run()
+    expected = names(pkg, "stage")
+    for text in ("{not json", '["a list"]', '{"k": "not a list"}', '{"k": [1, 2]}'):
+        (tmp_path / "cache.json").write_text(text)
+        fresh_run()
+        codedigest.load_cache(tmp_path / "cache.json")
+        assert names(pkg, "stage") == expected == ["__init__.py", "helper.py", "stage.py"]
+    fresh_run()
+    codedigest.load_cache(tmp_path / "absent.json")
+    assert names(pkg, "stage") == expected

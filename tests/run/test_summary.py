@@ -1,0 +1,205 @@
+"""The run summary printed at the end of every run (Snakefile onsuccess/onerror -> optrace.run.summary),
+and `snakemake --report`. Real snakemake runs (marked `workflow`), shared across asserts: each costs seconds.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from optrace.example.repo_builder import CommitSpec, build_trace
+from tests.support import tracekit
+from tests.support.workflow import copy_workflow, run_snakemake
+
+EXAMPLE = "007-fused-add-rmsnorm-h4096"
+BAD_ID = "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"
+
+
+def summary_of(res) -> str:
+    out = res.stdout
+    assert "Run summary" in out, res.stderr[-3000:]
+    return out[out.index("Run summary") :]
+
+
+def trace_line(text: str, slug: str) -> str:
+    return next(line for line in text.splitlines() if line.strip().startswith(slug))
+
+
+@pytest.fixture(scope="module")
+def example_runs(tmp_path_factory):
+    """The example end to end, then an agent-style bad record: a plain run, `validate`, and strict."""
+    wd = copy_workflow(tmp_path_factory.mktemp("summary") / "wf")
+    runs = {"clean": run_snakemake(wd, check=False)}
+    runs["clean"].staged = json.loads((wd / "results/staging/staged.json").read_text())["staged"]
+    runs["clean"].report = json.loads((wd / f"results/staging/reports/{EXAMPLE}/validation.json").read_text())
+    bad = wd / "results/distilled" / EXAMPLE / f"{BAD_ID}.json"
+    bad.write_text(json.dumps({"id": BAD_ID}))
+    runs["plain"] = run_snakemake(wd, check=False)
+    runs["validate"] = run_snakemake(wd, "validate", check=False)
+    bad.write_text(json.dumps({"id": BAD_ID, "type": "strategy"}))  # a changed record: the run has work to do
+    runs["strict"] = run_snakemake(wd, "--config", "strict=true", check=False)
+    return wd, runs
+
+
+@pytest.mark.workflow
+def test_a_clean_run_says_what_was_staged_and_where_the_results_are(example_runs):
+    _wd, runs = example_runs
+    res = runs["clean"]
+    assert res.returncode == 0
+    text = summary_of(res)
+    staged, report = res.staged, res.report
+    assert len(staged) > 0
+    line = trace_line(text, EXAMPLE)
+    assert f"{report['counts']['records']} records: {len(staged)} staged, 0 failed validation" in line
+    assert f"{len(report['packets_without_record'])} packets without a record" in line
+    assert f"total: 1 traces (0 failed), {report['counts']['records']} records validated, {len(staged)} staged" in text
+    for label, path in (
+        ("staging README", "results/staging/README.md"),
+        ("validation summary", "results/staging/reports/validation-summary.json"),
+        ("dataset", "results/dataset/README.md"),
+    ):
+        assert any(ln.split() == [*label.split(), path] for ln in text.splitlines()), (label, text)
+    assert "FAIL" not in text and "strict" not in text
+
+
+@pytest.mark.workflow
+def test_a_failing_record_is_named_with_its_first_gate_message_and_does_not_fail_the_run(example_runs):
+    _, runs = example_runs
+    res = runs["plain"]
+    assert res.returncode == 0  # default: agent batches iterate
+    text = summary_of(res)
+    assert "1 failed validation" in trace_line(text, EXAMPLE)
+    fail = next(ln for ln in text.splitlines() if ln.strip().startswith("FAIL "))
+    assert f"FAIL distilled/{EXAMPLE}/{BAD_ID}.json [schema" in fail
+    message = text.splitlines()[text.splitlines().index(fail) + 1].strip()
+    assert message == "$: 'schema' is a required property"
+    assert "strict is off: failing records do not change the exit status" in text
+
+
+@pytest.mark.workflow
+def test_the_validate_target_restages_rewrites_the_readme_and_exits_1(example_runs):
+    wd, runs = example_runs
+    res = runs["validate"]
+    assert res.returncode == 1
+    text = summary_of(res)
+    assert f"FAIL distilled/{EXAMPLE}/{BAD_ID}.json" in text
+    assert "this run exits 1 because a record failed (`snakemake validate`)" in text
+    staged = json.loads((wd / "results/staging/staged.json").read_text())
+    assert BAD_ID in {f["id"] for f in staged["failed"]}
+    assert "1 failed validation" in (wd / "results/staging/README.md").read_text()
+
+
+@pytest.mark.workflow
+def test_strict_makes_a_failing_record_exit_1(example_runs):
+    _, runs = example_runs
+    res = runs["strict"]
+    assert res.returncode == 1
+    text = summary_of(res)
+    assert "1 failed validation" in trace_line(text, EXAMPLE)
+    assert "this run exits 1 because a record failed (strict: true)" in text
+
+
+@pytest.mark.workflow
+def test_a_failed_trace_and_a_partial_target(tmp_path):
+    """`snakemake recon` over a sheet with a trace that states no GPU: the failed trace with its one
+    line, the good one not validated yet, and aggregates not written."""
+    wd = copy_workflow(tmp_path / "wf")
+    tracekit.iteration_era(tmp_path / "kernel_opt_020_ok")
+    build_trace(tmp_path / "kernel_opt_021_nogpu", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0)})])
+    sheet = tmp_path / "traces.tsv"
+    sheet.write_text(
+        f"label\tpath\nkernel_opt_020_ok\t{tmp_path / 'kernel_opt_020_ok'}\n"
+        f"kernel_opt_021_nogpu\t{tmp_path / 'kernel_opt_021_nogpu'}\n"
+    )
+    res = run_snakemake(wd, "recon", "--keep-going", "--config", f"traces={sheet}", check=False)
+    assert res.returncode == 0  # a failed trace is data (#13): its placeholders let the other traces go on
+    text = summary_of(res)
+    failed = trace_line(text, "021-nogpu")
+    assert failed.split("FAILED at ")[1].startswith("ingest: error: ") and "states no GPU" in failed
+    assert "log: results/logs/ingest/021-nogpu.log" in text
+    assert "not validated" in trace_line(text, "020-ok")
+    assert "total: 2 traces (1 failed), 0 records validated" in text
+    assert "results/staging/README.md  (not written)" in text
+
+
+# --- snakemake --report ---------------------------------------------------------------------------
+
+
+def report_items(html: str) -> dict:
+    start = html.index('<script id="results">')
+    body = html[start : html.index("</script>", start)]
+    return json.loads(body[body.index("{") : body.rindex("}") + 1])
+
+
+@pytest.mark.workflow
+def test_the_report_holds_each_traces_plots_and_reports_and_both_readmes(example_runs):
+    import base64
+
+    wd, _ = example_runs
+    res = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--report", "report.html"], cwd=wd, capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    items = report_items((wd / "report.html").read_text())
+    reports = f"results/staging/reports/{EXAMPLE}"
+    expected = {
+        f"{reports}/ladder.svg",
+        f"{reports}/recon.md",
+        f"{reports}/partition.md",
+        "results/staging/README.md",
+        "results/dataset/README.md",
+    }
+    assert set(items) == expected
+    for path, item in items.items():
+        assert len(item["caption"]) > 100, path  # the caption from workflow/report/*.rst
+        data = item["data_uri"].split("base64,", 1)[1]
+        assert base64.b64decode(data) == (wd / path).read_bytes(), path  # the file itself, embedded
+    for name in ("ladder.svg", "recon.md", "partition.md"):
+        assert EXAMPLE in items[f"{reports}/{name}"]["caption"]  # the caption names its trace
+    assert items[f"{reports}/ladder.svg"]["mime_type"] == "image/svg+xml"
+
+
+# --- the module on its own: whatever exists is read, nothing else is assumed -------------------------
+
+
+def places(root):
+    from optrace.run.summary import Places
+
+    return Places(
+        validation_summary=root / "v.json",
+        staged=root / "staged.json",
+        staging_readme=root / "README.md",
+        dataset=root / "dataset/README.md",
+        trace_report=str(root / "reports/{slug}/validation.json"),
+    )
+
+
+def test_an_empty_results_tree_and_a_crashed_job(tmp_path):
+    from optrace.run.summary import StageFiles, collect, exit_status, render
+
+    stages = [
+        StageFiles("ingest", str(tmp_path / "logs/ingest/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))
+    ]
+    log = tmp_path / "logs/ingest/b.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("Traceback (most recent call last):\n  File x\nMemoryError: out of memory\n")
+    result = collect(["a", "b"], stages, places(tmp_path))
+    text = render(result, "`snakemake validate`", need_records=True)
+    assert trace_line(text, "a").split() == [
+        "a",
+        "not",
+        "validated",
+        "(the",
+        "target",
+        "stopped",
+        "before",
+        "validation)",
+    ]
+    assert trace_line(text, "b").split(None, 1)[1] == "FAILED at ingest: MemoryError: out of memory"
+    assert f"{tmp_path / 'README.md'}  (not written)" in text and "no records to validate" in text
+    assert exit_status(result, "`snakemake validate`", need_records=True) == 1
+    assert exit_status(result, "", need_records=False) == 0
+    (tmp_path / "work/b").mkdir(parents=True)
+    (tmp_path / "work/b/meta.json").write_text("{}")  # re-run succeeded: the old log no longer counts
+    assert collect(["b"], stages, places(tmp_path)).failed_traces == []
