@@ -321,6 +321,7 @@ def main(argv=None) -> int:
                 "survivors": [h["what"] for h in hand if not h["killed"]],
             }
             summary[name] = row
+            (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")  # after each module
             mm = (
                 f"{row['killed']}/{row['mutants']} killed ({row['score']:.1%}), {row['survived']} survived, "
                 f"{row['no_tests']} not reached, {row['timeout']} of the killed by timeout, {row['seconds']} s"
@@ -333,7 +334,6 @@ def main(argv=None) -> int:
             )
             for what in row["hand_made"]["survivors"]:
                 print(f"{'':24s} hand-made survivor: {what}")
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     return 0
 
 
