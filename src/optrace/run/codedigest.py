@@ -53,8 +53,11 @@ def load_cache(path: Path) -> None:
     except (OSError, ValueError):
         return  # none yet, or unreadable: every module is parsed, as without a cache
     if isinstance(doc, dict):
-        _CACHE.update((k, v) for k, v in doc.items()
-                      if isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v))
+        _CACHE.update(
+            (k, v)
+            for k, v in doc.items()
+            if isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        )
 
 
 def save_cache(path: Path) -> None:
