@@ -37,7 +37,9 @@ def package(root, files):
 def fresh_run():
     """What a new controller process starts with: no per-run memo, no cache loaded."""
     codedigest._imports.cache_clear()
+    codedigest._module_path.cache_clear()
     codedigest.closure.cache_clear()
+    codedigest.digest.cache_clear()
     codedigest._CACHE.clear()
     codedigest._DIRTY[0] = False
 

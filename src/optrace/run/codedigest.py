@@ -18,6 +18,7 @@ from pathlib import Path
 PACKAGE = "optrace"
 
 
+@cache  # a closure asks for every imported name, most of them more than once
 def _module_path(pkg: Path, dotted: str) -> Path | None:
     base = pkg.joinpath(*dotted.split(".")) if dotted else pkg
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
@@ -119,6 +120,7 @@ def closure(pkg: Path, entry: str) -> tuple[Path, ...]:
     return tuple(sorted(seen))
 
 
+@cache  # a Snakemake start asks for each command's digest per rule: the files do not change meanwhile
 def digest(pkg: Path, entry: str) -> str:
     h = hashlib.sha256()
     for path in closure(pkg, entry):
