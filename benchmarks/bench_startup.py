@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+sys.path.insert(0, str(ROOT / "src"))
 
 from optrace.cli import COMMANDS  # noqa: E402
 

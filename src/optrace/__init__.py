@@ -1,13 +1,14 @@
 """opt-trace-mining: turn GPU-kernel optimization traces into validated knowledge records."""
 
-from importlib.resources import files
 from pathlib import Path
 
 __version__ = "0.1.0"
 
 # Package data ships inside the package (pyproject's package-data), so an installed copy finds it in
-# site-packages and a checkout in src/; an on-disk package's files() is a real directory.
-PACKAGE_DIR = Path(str(files(__name__)))
+# site-packages and a checkout in src/. This is the directory importlib.resources.files("optrace")
+# names for an installed package (tests/workflow/test_install.py checks it on a wheel install), taken
+# without importing importlib.resources: that costs every job ~7 ms of start-up (benchmarks/README.md).
+PACKAGE_DIR = Path(__file__).resolve().parent
 SCHEMAS = PACKAGE_DIR / "schemas"
 DEFAULT_TARGETS = PACKAGE_DIR / "ingest" / "targets.yaml"
 EXAMPLE_SOURCES = PACKAGE_DIR / "example" / "sources"

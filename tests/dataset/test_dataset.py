@@ -308,8 +308,21 @@ def test_scrubbed_sources_get_a_published_key_and_no_private_hash_leaves(tmp_pat
     wd = write_work(tmp_path / "work", t)
     os.environ["DL_TEST"] = str(tmp_path / "denylist.txt")
     try:
-        assert main(["build", str(wd), "--traces", str(trace), "--out-dir", str(tmp_path / "out"),
-                     "--denylist-env", "DL_TEST"]) == 0
+        assert (
+            main(
+                [
+                    "build",
+                    str(wd),
+                    "--traces",
+                    str(trace),
+                    "--out-dir",
+                    str(tmp_path / "out"),
+                    "--denylist-env",
+                    "DL_TEST",
+                ]
+            )
+            == 0
+        )
     finally:
         del os.environ["DL_TEST"]
     written = b"".join(pq.read_table(tmp_path / "out" / FILES[n]).to_pandas().to_csv().encode() for n in BUILT)
@@ -402,7 +415,10 @@ def test_rerun_is_byte_identical_loader_and_readme(tmp_path):
     dirs = [write_work(tmp_path / "work", ingested(tmp_path / n)) for n in names]
     traces = [str(tmp_path / n) for n in names]
     assert main(["build", *map(str, dirs), "--traces", *traces, "--out-dir", str(tmp_path / "one")]) == 0
-    assert main(["build", *map(str, reversed(dirs)), "--traces", *reversed(traces), "--out-dir", str(tmp_path / "two")]) == 0
+    assert (
+        main(["build", *map(str, reversed(dirs)), "--traces", *reversed(traces), "--out-dir", str(tmp_path / "two")])
+        == 0
+    )
     for d in ("one", "two"):
         assert main(["split", str(tmp_path / d), "--test-fraction", "0.5"]) == 0
     for name in (*OUTPUTS, FILES["split"]):
@@ -449,7 +465,10 @@ def assert_every_column_documented(out: Path) -> None:
 def test_load_returns_documented_dtypes(tmp_path):
     tracekit.iteration_era(tmp_path / "kernel_opt_052_tuned", untracked=autotune_files())
     d = write_work(tmp_path / "work", ingested(tmp_path / "kernel_opt_052_tuned"))
-    assert main(["build", str(d), "--traces", str(tmp_path / "kernel_opt_052_tuned"), "--out-dir", str(tmp_path / "out")]) == 0
+    assert (
+        main(["build", str(d), "--traces", str(tmp_path / "kernel_opt_052_tuned"), "--out-dir", str(tmp_path / "out")])
+        == 0
+    )
     frame = load(tmp_path / "out")
     expected = {c.name: {"string": "string", "int64": "Int64", "float64": "Float64"}[c.type] for c in sample_columns()}
     assert {c: str(t) for c, t in frame.dtypes.items() if not c.startswith(AXIS_PREFIX)} == expected
@@ -687,9 +706,33 @@ def test_sheet_contract_rebuild_is_byte_identical(sheet_run, tmp_path):
     cmd = [sys.executable, "-m", "optrace", "dataset"]
     subprocess.run(
         [*cmd, "build", *map(str, reversed(work)), "--traces", *reversed(traces), "--out-dir", str(tmp_path)],
-        check=True, env=env, capture_output=True,
+        check=True,
+        env=env,
+        capture_output=True,
     )
     subprocess.run([*cmd, "split", str(tmp_path), "--test-fraction", "0.2"], check=True, env=env, capture_output=True)
     for name in (*OUTPUTS, FILES["split"]):
         assert (out / name).read_bytes() == (tmp_path / name).read_bytes(), name
     assert read_trace(work[0], traces[0], Scrubber()).sources["kernels"]
+
+
+def test_a_trace_that_cannot_be_read_again_is_left_out_and_the_others_are_built(tmp_path, capsys):
+    from optrace.cli import main as optrace
+
+    work, traces = [], []
+    for name in ("kernel_opt_001_one", "kernel_opt_002_two"):
+        trace = tmp_path / name
+        tracekit.iteration_era(trace)
+        out = tmp_path / "work" / name
+        assert optrace(["ingest", str(trace), "--out-dir", str(out), "--hardware", "H100"]) == 0
+        work.append(out)
+        traces.append(trace)
+    (traces[1] / ".git").rename(tmp_path / "moved-git")  # ingested, then no longer a git repository
+    capsys.readouterr()
+    dataset = tmp_path / "dataset"
+    args = ["dataset", "build", *map(str, work), "--traces", *map(str, traces), "--out-dir", str(dataset)]
+    assert optrace(args) == 0
+    said = capsys.readouterr().out
+    assert f"warning: {work[1].name}: left out: " in said
+    measurements = pd.read_parquet(dataset / FILES["measurements"])
+    assert len(measurements) and set(measurements["trace"]) == {"kernel_opt_001_one"}  # the source label

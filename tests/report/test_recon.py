@@ -4,7 +4,6 @@ import json
 import re
 import subprocess
 import sys
-
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -182,7 +181,7 @@ def test_the_svg_is_well_formed_and_draws_every_point_where_it_belongs(plotted):
 def test_tick_labels_are_plain_numbers(plotted):
     _, _, plot, svg = plotted
     labels = [f"{v:g}" for v in plot.yticks]
-    assert labels and all(re.fullmatch(r"\d+(\.\d+)?", l) for l in labels), labels
+    assert labels and all(re.fullmatch(r"\d+(\.\d+)?", ln) for ln in labels), labels
     assert set(labels) <= set(svg_texts(svg))
 
 
@@ -192,7 +191,7 @@ def test_a_revert_is_drawn_at_the_floor_it_went_back_to_not_as_a_faster_version(
     assert series(plot, "reverted") == [(2.0, floor_at(steps)[2])] == [(2.0, 30.0)]
     # its own (faster) number stays visible only as a dotted stem from the floor
     assert plot.stems == [(2, 30.0, 25.0)]
-    assert 'stroke-dasharray' in svg
+    assert "stroke-dasharray" in svg
 
 
 def test_a_version_without_a_number_is_marked_on_the_axis(plotted):

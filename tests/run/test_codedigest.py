@@ -25,6 +25,7 @@ def test_ingest_includes_the_validator_of_its_hardware_table_and_no_gate():
 
 # --- the imports cache kept across Snakemake starts ---------------------------------------------
 
+
 def package(root, files):
     for name, text in files.items():
         path = root / "optrace" / name
@@ -36,7 +37,9 @@ def package(root, files):
 def fresh_run():
     """What a new controller process starts with: no per-run memo, no cache loaded."""
     codedigest._imports.cache_clear()
+    codedigest._module_path.cache_clear()
     codedigest.closure.cache_clear()
+    codedigest.digest.cache_clear()
     codedigest._CACHE.clear()
     codedigest._DIRTY[0] = False
 
@@ -46,8 +49,16 @@ def names(pkg, entry):
 
 
 def test_the_cache_gives_the_same_closure_and_a_changed_module_is_read_again(tmp_path):
-    pkg = package(tmp_path, {"__init__.py": "", "stage.py": "from .helper import f\n",
-                             "helper.py": "def f():\n    from . import late\n", "late.py": "", "other.py": ""})
+    pkg = package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "stage.py": "from .helper import f\n",
+            "helper.py": "def f():\n    from . import late\n",
+            "late.py": "",
+            "other.py": "",
+        },
+    )
     cache = tmp_path / "cache.json"
     fresh_run()
     before = (names(pkg, "stage"), codedigest.digest(pkg, "stage"))

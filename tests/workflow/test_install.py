@@ -46,13 +46,16 @@ def installed(tmp_path_factory):
 def test_the_installed_package_is_the_one_imported_and_holds_its_data(installed, tmp_path):
     python, purelib, env = installed
     probe = (
-        "import optrace; from optrace.gates.store.schema import CONTRACT; from optrace.distill.distill import BRIEF;"
-        "print(optrace.__file__); print(CONTRACT.is_file(), optrace.DEFAULT_TARGETS.is_file(), BRIEF.is_file(),"
+        "import optrace, importlib.resources, pathlib; from optrace.gates.store.schema import CONTRACT;"
+        "from optrace.distill.distill import BRIEF; print(optrace.__file__);"
+        "print(pathlib.Path(str(importlib.resources.files('optrace'))).resolve() == optrace.PACKAGE_DIR,"
+        "CONTRACT.is_file(),"
+        "optrace.DEFAULT_TARGETS.is_file(), BRIEF.is_file(),"
         "(optrace.EXAMPLE_SOURCES / 'trace.yaml').is_file())"
     )
     out = run(python, "-c", probe, cwd=tmp_path, env=env).stdout.split("\n")
     assert Path(out[0]).is_relative_to(purelib), out[0]
-    assert out[1] == "True True True True"
+    assert out[1] == "True True True True True"
 
 
 def test_the_workflow_and_check_store_run_from_the_installed_package(installed, tmp_path):

@@ -92,8 +92,9 @@ def code_digest(command):
     """
     entry = MODULES[command].partition(".")[2]
     value = f"{codedigest.digest(PKG, entry)}-{codedigest.digest(PKG, '__main__')}"
+    # saved only when this command parsed a module the cache lacked
     if workflow.is_main_process:
-        codedigest.save_cache(IMPORT_CACHE)  # only when this command parsed a module the cache lacked
+        codedigest.save_cache(IMPORT_CACHE)
     return value
 
 

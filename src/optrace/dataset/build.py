@@ -928,8 +928,9 @@ def read_trace(work_dir: Path, trace: str | Path, scrubber: Scrubber, scratch: P
     if "failed" in meta:
         return None
     versions = read_versions(work_dir / "versions.jsonl")
-    return TraceInput(meta, versions, read_jsonl(work_dir / "autotune.jsonl"),
-                      trace_sources(trace, versions, scrubber, scratch))
+    return TraceInput(
+        meta, versions, read_jsonl(work_dir / "autotune.jsonl"), trace_sources(trace, versions, scrubber, scratch)
+    )
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
@@ -972,8 +973,13 @@ def main(argv: list[str]) -> int:
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build", help="measurements, autotune, runs, kernels (.parquet) and README.md")
     b.add_argument("work_dirs", nargs="*", type=Path, help="ingest output directories (work/<slug>)")
-    b.add_argument("--traces", nargs="*", default=[], help="the traces (work tree or .bundle), one per work dir, "
-                   "in the same order: their kernel sources are read from them")
+    b.add_argument(
+        "--traces",
+        nargs="*",
+        default=[],
+        help="the traces (work tree or .bundle), one per work dir, "
+        "in the same order: their kernel sources are read from them",
+    )
     b.add_argument("--out-dir", required=True, type=Path, help="the dataset directory to write")
     b.add_argument("--targets", type=Path, help="hardware table (default: the built-in one)")
     add_denylist_argument(b)
@@ -1010,14 +1016,25 @@ def main(argv: list[str]) -> int:
 
     scrubber = Scrubber.from_env(args.denylist_env)
     if len(args.traces) != len(args.work_dirs):
-        raise InputError("dataset build", f"{len(args.work_dirs)} work dir(s) but {len(args.traces)} trace(s) "
-                         "given; --traces names one trace per work dir")
+        raise InputError(
+            "dataset build",
+            f"{len(args.work_dirs)} work dir(s) but {len(args.traces)} trace(s) "
+            "given; --traces names one trace per work dir",
+        )
     from optrace.ingest.hardware import HardwareTable
 
     table = HardwareTable.load(args.targets)
     thresholds = Thresholds.from_args(args)
-    read = (read_trace(w, t, scrubber, args.out_dir) for w, t in zip(args.work_dirs, args.traces))
-    ds = build([t for t in read if t is not None], thresholds, scrubber, table)
+    inputs, left_out = [], []
+    for work_dir, trace in zip(args.work_dirs, args.traces):
+        try:
+            found = read_trace(work_dir, trace, scrubber, args.out_dir)
+        except InputError as exc:  # one unreadable trace must not cost every other trace its dataset
+            left_out.append(f"{work_dir.name}: left out: {exc.where}: {exc.problem}")
+            continue
+        if found is not None:
+            inputs.append(found)
+    ds = build(inputs, thresholds, scrubber, table)
     write_dataset(ds, args.out_dir, thresholds)
     excluded = sum(sum(s.excluded.values()) for s in ds.summaries.values())
     print(
@@ -1025,7 +1042,7 @@ def main(argv: list[str]) -> int:
         f"({excluded} versions excluded), {len(ds.tables['autotune'])} autotune rows, {len(ds.tables['runs'])} runs, "
         f"{len(ds.tables['kernels'])} kernels, {len(ds.conflicts)} context conflict(s)"
     )
-    for c in ds.conflicts:
+    for c in [*left_out, *ds.conflicts]:
         print(f"  warning: {c}")
     return 0
 

@@ -31,8 +31,13 @@ FLOOR_LINE = ("#555555", "floor (best kept)")
 NO_NUMBER_Y = 0.03  # axes fraction: on the version axis, just clear of its line
 FLOOR_OUTCOMES = ("baseline", "milestone", "mega", "floor", "rebaseline")
 MAX_GAIN_LABELS = 30  # the largest gains are labelled; more would overlap into noise
-TICK_SUBS = ((1,), (1, 2, 5), (1, 2, 3, 5, 7), (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9),
-             (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9))
+TICK_SUBS = (
+    (1,),
+    (1, 2, 5),
+    (1, 2, 3, 5, 7),
+    (1, 1.5, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9),
+)
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,12 @@ def log_ticks(low: float, high: float, want: int = 4) -> list[float]:
     a log axis over 16–42 µs has no power of ten inside it, and 2×10¹-style labels read badly."""
     ticks: list[float] = []
     for subs in TICK_SUBS:
-        ticks = [round(m * 10.0 ** k, 6) for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
-                 for m in subs if low <= m * 10.0 ** k <= high]
+        ticks = [
+            round(m * 10.0**k, 6)
+            for k in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+            for m in subs
+            if low <= m * 10.0**k <= high
+        ]
         if len(ticks) >= want:
             break
     return sorted(set(ticks))
@@ -87,7 +96,7 @@ def version_ticks(low: float, high: float, most: int = 10) -> list[float]:
     while (high - low) / step > most:
         step = step * 5 // 2 if str(step)[0] == "2" else step * 2  # 1, 2, 5, 10, 20, 50, ...
     first = math.ceil(low / step) * step
-    return [float(v) for v in range(int(first), int(math.floor(high)) + 1, step)]
+    return [float(v) for v in range(int(first), math.floor(high) + 1, step)]
 
 
 def floor_at(steps: list[Step]) -> dict[int, float]:
@@ -99,6 +108,11 @@ def floor_at(steps: list[Step]) -> dict[int, float]:
         if floor is not None:
             out[s.n] = floor
     return out
+
+
+def measured(steps: list[Step]) -> list[tuple[float, float]]:
+    """(version number, geomean) of the steps that have a genuine number."""
+    return [(s.n, s.geomean_us) for s in steps if s.geomean_us is not None]
 
 
 def ladder_plot(rows: list[VersionRow], steps: list[Step], title: str) -> Plot:
@@ -114,31 +128,49 @@ def ladder_plot(rows: list[VersionRow], steps: list[Step], title: str) -> Plot:
             groups.setdefault(s.outcome, []).append(s)
     for key, (marker, colour, label) in STYLE.items():
         if pts := groups.get(key):
-            plot.series.append(Series(label, marker, colour, [(s.n, s.geomean_us) for s in pts]))
+            plot.series.append(Series(label, marker, colour, measured(pts)))
     # A revert leaves the kernel at the floor: drawn there, what it measured only dotted. Before any
     # floor exists there is nothing to go back to, so it stands at its own number.
     back = [s for s in groups.get("reverted", []) if s.n in floors or s.geomean_us is not None]
     if back:
         marker, colour, label = REVERTED
-        plot.series.append(Series(label, marker, colour, [(s.n, floors.get(s.n, s.geomean_us)) for s in back]))
+        at: list[tuple[float, float]] = [(s.n, y) for s in back if (y := floors.get(s.n, s.geomean_us)) is not None]
+        plot.series.append(Series(label, marker, colour, at))
         stems = [s for s in back if s.n in floors and s.geomean_us is not None]
-        plot.stems = [(s.n, floors[s.n], s.geomean_us) for s in stems]
+        plot.stems = [(s.n, floors[s.n], y) for s in stems if (y := s.geomean_us) is not None]
         if stems:
-            plot.series.append(Series("measured by a revert", "o", colour, [(s.n, s.geomean_us) for s in stems],
-                                      hollow=True, in_legend=False))
-    floor = [(s.n, s.geomean_us) for s in steps if s.outcome in FLOOR_OUTCOMES and s.geomean_us is not None]
+            plot.series.append(
+                Series(
+                    "measured by a revert",
+                    "o",
+                    colour,
+                    measured(stems),
+                    hollow=True,
+                    in_legend=False,
+                )
+            )
+    floor = measured([s for s in steps if s.outcome in FLOOR_OUTCOMES])
     if floor:
         plot.floor = floor + [(max(s.n for s in steps), floor[-1][1])]
     if missing := [s for s in steps if s.geomean_us is None]:
         marker, colour, label = NO_NUMBER
-        plot.series.append(Series(label, marker, colour, [(s.n, NO_NUMBER_Y) for s in missing], hollow=True,
-                                  on_axis=True))
-    claims = sorted((s for s in steps if s.outcome in CLAIMS and s.improve_pct is not None and s.geomean_us),
-                    key=lambda s: -s.improve_pct)[:MAX_GAIN_LABELS]
-    plot.labels = [Label(f"{s.version} +{s.improve_pct:.1f}%", (s.n, s.geomean_us), (4, 5), STYLE[s.outcome][1])
-                   for s in claims]
-    plot.labels += [Label("final", (s.n, s.geomean_us), (0, -14), size=8, centred=True)
-                    for s in steps if s.final and s.geomean_us is not None]
+        plot.series.append(
+            Series(label, marker, colour, [(s.n, NO_NUMBER_Y) for s in missing], hollow=True, on_axis=True)
+        )
+    claims = sorted(
+        (
+            (s, gain, y)
+            for s in steps
+            if s.outcome in CLAIMS and (gain := s.improve_pct) is not None and (y := s.geomean_us)
+        ),
+        key=lambda c: -c[1],
+    )[:MAX_GAIN_LABELS]
+    plot.labels = [Label(f"{s.version} +{gain:.1f}%", (s.n, y), (4, 5), STYLE[s.outcome][1]) for s, gain, y in claims]
+    plot.labels += [
+        Label("final", (s.n, s.geomean_us), (0, -14), size=8, centred=True)
+        for s in steps
+        if s.final and s.geomean_us is not None
+    ]
     values = [s.geomean_us for s in steps if s.geomean_us] + [g for g in floors.values() if g]
     if values:
         low, high = min(values) / 1.15, max(values) * 1.15
@@ -163,7 +195,7 @@ MARKERS = {  # centred on 0,0; filled from the enclosing group's fill and stroke
     "^": '<path d="M0,-4.6 L4.2,3 L-4.2,3 Z"/>',
     "v": '<path d="M0,4.6 L4.2,-3 L-4.2,-3 Z"/>',
     "X": '<path d="M-4.4,-2.6 L-2.6,-4.4 L0,-1.8 L2.6,-4.4 L4.4,-2.6 L1.8,0 L4.4,2.6 L2.6,4.4 L0,1.8 L-2.6,4.4 '
-         'L-4.4,2.6 L-1.8,0 Z"/>',
+    'L-4.4,2.6 L-1.8,0 Z"/>',
 }
 
 
@@ -194,16 +226,20 @@ class _Axes:
 
 
 def _text(x: float, y: float, text: str, size: float, anchor: str = "start", extra: str = "") -> str:
-    return (f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size * PT)}" text-anchor="{anchor}"{extra}>'
-            f"{_esc(text)}</text>")
+    return (
+        f'<text x="{_n(x)}" y="{_n(y)}" font-size="{_n(size * PT)}" text-anchor="{anchor}"{extra}>{_esc(text)}</text>'
+    )
 
 
 def _marker_group(s: Series, ax: _Axes) -> str:
     paint = f'fill="none" stroke="{s.colour}" stroke-width="1.2"' if s.hollow else f'fill="{s.colour}" stroke="none"'
     clip = "" if s.on_axis else ' clip-path="url(#axes)"'
-    uses = "".join(f'<use xlink:href="#m{"os*D^vX".index(s.marker)}" x="{_n(ax.x(x))}" '
-                   f'y="{_n(ax.y_frac(y) if s.on_axis else ax.y(y))}"/>' for x, y in s.points)
-    return f'<g {paint}{clip}><title>{_esc(s.label)}</title>{uses}</g>'
+    uses = "".join(
+        f'<use xlink:href="#m{"os*D^vX".index(s.marker)}" x="{_n(ax.x(x))}" '
+        f'y="{_n(ax.y_frac(y) if s.on_axis else ax.y(y))}"/>'
+        for x, y in s.points
+    )
+    return f"<g {paint}{clip}><title>{_esc(s.label)}</title>{uses}</g>"
 
 
 def _legend(plot: Plot) -> list[str]:
@@ -215,13 +251,17 @@ def _legend(plot: Plot) -> list[str]:
     row, size = 7 * PT * 1.6, 7 * PT
     width = 34 + max(len(e[3]) for e in entries) * size * 0.55
     left, top = BOX[2] - 6 - width, BOX[1] + 6
-    out = [f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(width)}" height="{_n(row * len(entries) + 8)}" '
-           'fill="#ffffff" fill-opacity="0.8" stroke="#cccccc" rx="3"/>']
+    out = [
+        f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(width)}" height="{_n(row * len(entries) + 8)}" '
+        'fill="#ffffff" fill-opacity="0.8" stroke="#cccccc" rx="3"/>'
+    ]
     for i, (marker, colour, hollow, label) in enumerate(entries):
         cy = top + 4 + row * (i + 0.5)
         if marker == "-":
-            out.append(f'<line x1="{_n(left + 6)}" y1="{_n(cy)}" x2="{_n(left + 26)}" y2="{_n(cy)}" stroke="{colour}" '
-                       'stroke-width="1.25"/>')
+            out.append(
+                f'<line x1="{_n(left + 6)}" y1="{_n(cy)}" x2="{_n(left + 26)}" y2="{_n(cy)}" stroke="{colour}" '
+                'stroke-width="1.25"/>'
+            )
         else:
             paint = f'fill="none" stroke="{colour}" stroke-width="1.2"' if hollow else f'fill="{colour}"'
             out.append(f'<use xlink:href="#m{"os*D^vX".index(marker)}" x="{_n(left + 16)}" y="{_n(cy)}" {paint}/>')
@@ -233,45 +273,75 @@ def render_svg(plot: Plot) -> str:
     """The plot as a standalone SVG document (the same text for the same plot)."""
     ax = _Axes(plot)
     left, top, right, bottom = BOX
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
-           f'width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, sans-serif">',
-           "<defs>" + "".join(f'<g id="m{i}">{MARKERS[m]}</g>' for i, m in enumerate("os*D^vX"))
-           + f'<clipPath id="axes"><rect x="{_n(left)}" y="{_n(top)}" width="{_n(right - left)}" '
-             f'height="{_n(bottom - top)}"/></clipPath></defs>',
-           f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        f'width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="DejaVu Sans, sans-serif">',
+        "<defs>"
+        + "".join(f'<g id="m{i}">{MARKERS[m]}</g>' for i, m in enumerate("os*D^vX"))
+        + f'<clipPath id="axes"><rect x="{_n(left)}" y="{_n(top)}" width="{_n(right - left)}" '
+        f'height="{_n(bottom - top)}"/></clipPath></defs>',
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="#ffffff"/>',
+    ]
     for v in plot.yticks:  # grid, tick marks and labels
         y = ax.y(v)
-        out.append(f'<line x1="{_n(left)}" y1="{_n(y)}" x2="{_n(right)}" y2="{_n(y)}" stroke="#b0b0b0" '
-                   'stroke-opacity="0.3" stroke-width="0.8"/>')
+        out.append(
+            f'<line x1="{_n(left)}" y1="{_n(y)}" x2="{_n(right)}" y2="{_n(y)}" stroke="#b0b0b0" '
+            'stroke-opacity="0.3" stroke-width="0.8"/>'
+        )
         out.append(f'<line x1="{_n(left - 4)}" y1="{_n(y)}" x2="{_n(left)}" y2="{_n(y)}" stroke="#000000"/>')
         out.append(_text(left - 7, y + 4, f"{v:g}", 10, "end"))
     for v in plot.xticks:
         x = ax.x(v)
-        out.append(f'<line x1="{_n(x)}" y1="{_n(top)}" x2="{_n(x)}" y2="{_n(bottom)}" stroke="#b0b0b0" '
-                   'stroke-opacity="0.3" stroke-width="0.8"/>')
+        out.append(
+            f'<line x1="{_n(x)}" y1="{_n(top)}" x2="{_n(x)}" y2="{_n(bottom)}" stroke="#b0b0b0" '
+            'stroke-opacity="0.3" stroke-width="0.8"/>'
+        )
         out.append(f'<line x1="{_n(x)}" y1="{_n(bottom)}" x2="{_n(x)}" y2="{_n(bottom + 4)}" stroke="#000000"/>')
         out.append(_text(x, bottom + 18, f"{v:g}", 10, "middle"))
     if plot.stems:
-        out.append('<path clip-path="url(#axes)" fill="none" stroke="%s" stroke-width="1.25" stroke-dasharray="1.25,2" '
-                   'd="%s"/>' % (REVERTED[1], " ".join(f"M{_n(ax.x(x))},{_n(ax.y(a))}V{_n(ax.y(b))}"
-                                                       for x, a, b in plot.stems)))
+        out.append(
+            '<path clip-path="url(#axes)" fill="none" stroke="{}" stroke-width="1.25" stroke-dasharray="1.25,2" '
+            'd="{}"/>'.format(
+                REVERTED[1], " ".join(f"M{_n(ax.x(x))},{_n(ax.y(a))}V{_n(ax.y(b))}" for x, a, b in plot.stems)
+            )
+        )
     if plot.floor:
         (x0, y0), rest = plot.floor[0], plot.floor[1:]
         # "post": level until the next point's version, then up or down to its latency
         d = f"M{_n(ax.x(x0))},{_n(ax.y(y0))}" + "".join(f"H{_n(ax.x(x))}V{_n(ax.y(y))}" for x, y in rest)
-        out.append(f'<path clip-path="url(#axes)" fill="none" stroke="{FLOOR_LINE[0]}" stroke-width="1.25" d="{d}">'
-                   f"<title>{_esc(FLOOR_LINE[1])}</title></path>")
+        out.append(
+            f'<path clip-path="url(#axes)" fill="none" stroke="{FLOOR_LINE[0]}" stroke-width="1.25" d="{d}">'
+            f"<title>{_esc(FLOOR_LINE[1])}</title></path>"
+        )
     out += [_marker_group(s, ax) for s in plot.series]
     for lab in plot.labels:
         x, y = ax.x(lab.at[0]) + lab.offset[0] * PT, ax.y(lab.at[1]) - lab.offset[1] * PT
-        out.append(_text(x, y, lab.text, lab.size, "middle" if lab.centred else "start",
-                         f' fill="{lab.colour}"' if lab.colour != "#000000" else ""))
-    out.append(f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(right - left)}" height="{_n(bottom - top)}" '
-               'fill="none" stroke="#000000" stroke-width="1"/>')
+        out.append(
+            _text(
+                x,
+                y,
+                lab.text,
+                lab.size,
+                "middle" if lab.centred else "start",
+                f' fill="{lab.colour}"' if lab.colour != "#000000" else "",
+            )
+        )
+    out.append(
+        f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(right - left)}" height="{_n(bottom - top)}" '
+        'fill="none" stroke="#000000" stroke-width="1"/>'
+    )
     out += _legend(plot)
     out.append(_text((left + right) / 2, bottom + 36, "version", 10, "middle"))
-    out.append(_text(18, (top + bottom) / 2, "geomean latency (µs, log scale)", 10, "middle",
-                     f' transform="rotate(-90 18 {_n((top + bottom) / 2)})"'))
+    out.append(
+        _text(
+            18,
+            (top + bottom) / 2,
+            "geomean latency (µs, log scale)",
+            10,
+            "middle",
+            f' transform="rotate(-90 18 {_n((top + bottom) / 2)})"',
+        )
+    )
     out.append(_text((left + right) / 2, top - 10, plot.title, 12, "middle"))
     out.append("</svg>")
     return "\n".join(out) + "\n"

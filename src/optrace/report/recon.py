@@ -18,7 +18,6 @@ from optrace.mine.ladder import CLAIMS, Step, Thresholds, run_ladder
 from optrace.report.ladderplot import ladder_plot, render_svg
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.anonymize import Scrubber
-
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 

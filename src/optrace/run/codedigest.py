@@ -18,6 +18,7 @@ from pathlib import Path
 PACKAGE = "optrace"
 
 
+@cache  # a closure asks for every imported name, most of them more than once
 def _module_path(pkg: Path, dotted: str) -> Path | None:
     base = pkg.joinpath(*dotted.split(".")) if dotted else pkg
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
@@ -53,8 +54,11 @@ def load_cache(path: Path) -> None:
     except (OSError, ValueError):
         return  # none yet, or unreadable: every module is parsed, as without a cache
     if isinstance(doc, dict):
-        _CACHE.update((k, v) for k, v in doc.items()
-                      if isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v))
+        _CACHE.update(
+            (k, v)
+            for k, v in doc.items()
+            if isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+        )
 
 
 def save_cache(path: Path) -> None:
@@ -116,6 +120,7 @@ def closure(pkg: Path, entry: str) -> tuple[Path, ...]:
     return tuple(sorted(seen))
 
 
+@cache  # a Snakemake start asks for each command's digest per rule: the files do not change meanwhile
 def digest(pkg: Path, entry: str) -> str:
     h = hashlib.sha256()
     for path in closure(pkg, entry):

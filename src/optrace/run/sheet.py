@@ -168,28 +168,34 @@ def fingerprint(path: str) -> str:
     for name in FINGERPRINT_FILES:
         _stat_into(h, p, p / name)
     for d in FINGERPRINT_DIRS:
-        for f in _files_below(p / d):
-            _stat_into(h, p, f)
+        for rel, st in _files_below(str(p), d):
+            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()[:16]
 
 
-def _files_below(top: Path) -> list[Path]:
-    """Regular files under `top`, iteratively, symlinks not followed, as deep as ingest reads."""
+def _files_below(base: str, top: str) -> list[tuple[str, os.stat_result]]:
+    """(path relative to `base`, lstat) of the files under `base/top`, iteratively, symlinks not
+    followed, as deep as ingest reads; in path order (part by part, as Path sorts). Every controller
+    start takes this for every trace: strings and DirEntry stats, no Path per file."""
     out, stack = [], [(top, 0)]
     while stack:
         folder, depth = stack.pop()
         try:
-            with os.scandir(folder) as it:
+            with os.scandir(os.path.join(base, folder)) as it:
                 entries = list(it)
         except OSError:
             continue
         for e in entries:
+            rel = f"{folder}/{e.name}"
             if e.is_dir(follow_symlinks=False):
                 if depth + 1 < MAX_WALK_DEPTH:
-                    stack.append((Path(e.path), depth + 1))
-            else:
-                out.append(Path(e.path))
-    return sorted(out)
+                    stack.append((rel, depth + 1))
+                continue
+            try:
+                out.append((rel, e.stat(follow_symlinks=False)))
+            except OSError:
+                continue
+    return sorted(out, key=lambda item: item[0].split("/"))
 
 
 def _stat_into(h: hashlib._Hash, base: Path, path: Path) -> None:
