@@ -305,3 +305,36 @@ def test_scrub_check_missing_file(scrubber, tmp_path, capsys):
 def test_scrub_check_without_paths(capsys):
     assert cli.main(["scrub-check"]) == 2
     assert capsys.readouterr().err == "error: usage: optrace scrub-check PATH...\n"
+
+
+@pytest.mark.parametrize(
+    "name, content, problem",
+    [
+        ("gone.txt", None, "file not found"),
+        ("latin1.txt", b"caf\xe9\n", "not UTF-8 text"),
+        ("adir.txt", "dir", "cannot be read (Is a directory)"),
+    ],
+)
+def test_scrub_check_unreadable_text_file(tmp_path, capsys, name, content, problem):
+    path = tmp_path / name
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_bytes(content)
+    assert cli.main(["scrub-check", str(path)]) == 2
+    assert capsys.readouterr().err == f"error: {path}: {problem}\n"
+
+
+def test_scrub_check_reads_utf8_text(tmp_path, capsys):
+    path = tmp_path / "notes.md"
+    path.write_text("caf\u00e9 at /home/b\u00f6b\n", encoding="utf-8")
+    assert cli.main(["scrub-check", str(path)]) == 1
+    assert capsys.readouterr().out == f"{path}: local path '/home/b\u00f6b'\n"
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_scrub_check_help(flag, capsys):
+    assert cli.main(["scrub-check", flag]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: optrace scrub-check PATH...\n\n")
+    assert "exit 0 clean, 1 leaks, 2 usage or an unreadable file" in out

@@ -72,6 +72,12 @@ SHAPES = [
     ("hyphenated subdomain", "write to jo@mail.my-corp.com", "my-corp.com"),  # the whole domain, not `@mail.my`
     ("hyphens in several labels", "write to jo@eu-west.mail.my-corp.co.uk", "corp.co.uk"),
     ("spelled-out e-mail", "write to bob at example dot com", "example dot com"),
+    ("spelled-out e-mail in capitals", "write to bob AT example DOT com", "example"),
+    ("parenthesised e-mail", "write to bob (at) example (dot) com", "example"),
+    ("bracketed e-mail, no spaces", "write to bob[at]example[dot]org", "example"),
+    ("e-mail opening the text", "bob@corp.io wrote it", "corp.io"),
+    ("handle of a fediverse account", "follow @bob@mastodon.social", "mastodon"),
+    ("e-mail after a long run of dashes", "-" * 300 + "bob@corp.io", "bob@corp"),
     ("bracketed e-mail", "write to bob [at] example [dot] org", "example"),
     ("upper-case markdown page", "see NOTES.MD", "NOTES"),
     ("markdown page, mixed case", "see docs/Plan.Md today", "Plan"),
@@ -94,6 +100,7 @@ BENIGN = [
     "sm_90 with bf16 inputs and BLOCK_128 tiles",
     "the v_proj and q_proj weights",
     "17.9 us -> 14.6 us (+18.6%), 1.662843e-02 error, 4096x4096, 12345678",
+    "exponents: 1.2345678e5, 12345678e-3 and 12345678E+03 s",
     "CUDA version 12.4 and Triton v3.1",
     "vectorized v4 loads, ld.global.v4.f32, float4 v2, v2 f16 pairs",
     "results cached in ~/.cache/triton",
@@ -117,6 +124,20 @@ def test_a_glued_version_loses_only_its_number(scrubber):
     assert (
         scrubber.text("tried kernel_v7, then pack_v4(x) and v7_fast") == "tried kernel_vN, then pack_vN(x) and vN_fast"
     )
+
+
+def test_a_hash_after_numbers_is_still_found():
+    """Numbers, fractions, exponents and record-id tails before a hash are skipped, not the end of the scan."""
+    for before in ("12345678", "1.2345678e5", "12345678e-3", "nvidia.h100.gluon.rmsnorm.num-warps-4-a66e116"):
+        assert [leak.token for leak in find_leaks(f"{before} then abc1234f")] == ["abc1234f"], before
+
+
+def test_the_gate_spares_all_letter_hex_words_the_scrubber_removes(scrubber):
+    """Prose words like `defaced` are no hash to the gate; the scrubber drops an all-letter lower-case
+    hex run (`deadbeef`) anyway, but keeps a shouted word (`DEFACED`)."""
+    assert find_leaks("the buffer was defaced") == []
+    assert scrubber.text("run deadbeef crashed") == "run an identifier crashed"
+    assert scrubber.text("the buffer was DEFACED") == "the buffer was DEFACED"
 
 
 def test_record_id_tail_is_no_hash():

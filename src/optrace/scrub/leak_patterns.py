@@ -48,7 +48,8 @@ EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVW
 # "alice at example dot com", "bob [at] corp (dot) io": spelled-out e-mails; the last label must be a
 # common top-level domain, so "looked at the dot product" is prose.
 # Every gap is bounded, so a long run of spaces costs nothing.
-_AT = r"(?<!\w)(?:[\[({<][ \t]{0,3}at[ \t]{0,3}[\])}>]|at(?=[ \t]))[ \t]{0,3}"
+# A bracketed `[at]` may be glued to the local part (`bob[at]corp[dot]com`); a bare `at` is a word.
+_AT = r"(?:[\[({<][ \t]{0,3}at[ \t]{0,3}[\])}>]|(?<!\w)at(?=[ \t]))[ \t]{0,3}"
 _DOT = r"(?:[ \t]{0,3}[\[({<][ \t]{0,3}dot[ \t]{0,3}[\])}>][ \t]{0,3}|[ \t]{1,3}dot[ \t]{1,3})"
 SPELLED_EMAIL = re.compile(
     rf"{_AT}[\w-]{{1,63}}(?:{_DOT}[\w-]{{1,63}}){{0,4}}{_DOT}"
@@ -116,9 +117,9 @@ record_ids = _matches(RECORD_ID)
 
 def _email_local_start(text: str, end: int) -> int | None:
     """Start of the local part ending at `end` (an e-mail's `@`), None when there is none."""
+    # A run longer than LOOKBACK still ends in an address (`----bob@corp.com` with any number of
+    # dashes), and one after an `@` is a handle's (`@bob@mastodon.social`): neither is spared.
     start = _run_start(text, end, EMAIL_LOCAL_CHARS)
-    if start > 0 and (text[start - 1] in EMAIL_LOCAL_CHARS or text[start - 1] == "@"):
-        return None  # a run longer than any local part
     while start < end and text[start] in ".+-":
         start += 1  # a local part starts with a letter or digit: `+@gluon.jit` is a diff line
     return start if start < end else None
