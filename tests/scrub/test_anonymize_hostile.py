@@ -184,6 +184,17 @@ EVASIONS = [
     ("concatenated string literals", "'ali' + 'ce'"),
     ("circled letters", "\u24d0\u24db\u24d8\u24d2\u24d4"),
     ("small capitals", "\u1d00\u029f\u026a\u1d04\u1d07"),
+    ("enclosing mark inside", "ali\u20ddce"),
+    ("blank letter inside", "ali\u3164ce"),
+    ("named unicode escape", "\\N{LATIN SMALL LETTER A}lice"),
+    ("octal escape", "\\141lice"),
+    ("long unicode escape", "\\U00000061lice"),
+    ("URL-encoded UTF-8", "%C3%A1lice"),
+    ("base64 without padding", "YWxpY2U"),
+    ("URL-safe base64", "YWxpY2U-Pj4="),
+    ("base32", "MFWGSY3F"),
+    ("padded base32", "MFWGSY3FHY7D4==="),
+    ("upper-case hex", "616C696365"),
 ]
 
 
@@ -198,6 +209,34 @@ def test_every_spelling_is_denied_scrubbed_and_gated(scrubber, spelling):
     record["payload"]["goal"] += " " + text
     messages = anonymization.check(RecordView(record, "r.json"), GateContext(denylist=denylist_pattern(TERMS)))
     assert any("denylisted term #" in m for m in messages), messages
+
+
+@pytest.mark.parametrize("escape", ["\\UFFFFFFFF", "\\N{NO SUCH CHARACTER}"])
+def test_an_escape_naming_no_character_stays_as_written(scrubber, escape):
+    text = f"bad {escape} escape near alice"
+    assert scrubber.text(text) == f"bad {escape} escape near a private identifier"
+
+
+def test_a_separator_in_a_term_may_be_a_space_but_a_term_split_into_words_is_prose():
+    deny = Denylist(TERMS)
+    assert deny.contains("mail from corp example today")  # the term's own `.` written as a space
+    assert not deny.contains("al ice") and not deny.contains("ali ce")  # documented: two words of prose
+
+
+def test_letter_spacing_needs_three_letters():
+    assert Denylist(("bob",)).contains("signed b o b today")
+    assert not Denylist(("bo",)).contains("grid b o today")  # two spaced letters are too common to deny
+
+
+def test_at_most_half_of_a_term_may_be_written_in_digits():
+    deny = Denylist(("oils",))
+    assert deny.contains("the 01ls run") and deny.contains("the 0i1s run")  # two of four
+    assert not deny.contains("the 011s run") and not deny.contains("the 0115 run")  # three or four: a number
+
+
+def test_the_longest_term_wins_and_spans_come_left_to_right():
+    assert Denylist(("ali", "alice")).spans("x alice y") == [(2, 7)]
+    assert Denylist(("alice", "icebox")).spans("x YWxpY2U= alice") == [(2, 10), (11, 16)]  # encoded, then plain
 
 
 def test_a_denylisted_domain_takes_the_whole_host_name(scrubber):

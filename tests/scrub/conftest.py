@@ -1,0 +1,13 @@
+import pytest
+
+from optrace.scrub import leak_patterns
+
+
+@pytest.fixture(autouse=True)
+def fresh_denylists():
+    """Every test compiles and folds anew: a Denylist remembers what it matched (`Denylist.spans`) and
+    compiled lists are shared (`compile_denylist`), so without this a test may read an earlier test's
+    answer instead of computing its own (mutation testing forks after a first run and would then call
+    a broken matcher fine; docs/mutation.md)."""
+    for cached in (leak_patterns.compile_denylist, leak_patterns._fold_char, leak_patterns._compat_char):
+        cached.cache_clear()
