@@ -104,6 +104,16 @@ PROSE = [
         "17.9 us -> 14.6 us (+18.6%) with BLOCK=8192, 1.662843e-02 error, 4096x4096, 12345678",
     ),
     ("software versions stay", "Triton v3.1 and CUDA 12.4", "Triton v3.1 and CUDA 12.4"),
+    ("abbreviated version", "as ver. 7 showed", "as an earlier step showed"),
+    ("abbreviated version in capitals", "as VER. 7 showed", "as an earlier step showed"),
+    ("a version after V100", "V100 beat v7 there", "V100 beat an earlier step there"),
+    ("an id and a spelled-out version", "v3, then version 5", "an earlier step, then an earlier step"),
+    ("versions in capitals", "VERSIONS 3 AND 5 regressed", "earlier steps regressed"),
+    ("a list keeps its `the`", "the v3 and v5 kernels", "the earlier steps kernels"),
+    ("a list drops its `a`", "a v3 and v5 kernel", "earlier steps kernel"),
+    ("12 hex digits are a commit, 13 an identifier", "abcdef123456 and abcdef1234567", "a commit and an identifier"),
+    ("file URL", "see file:///home/bob/x now", "see a local path now"),
+    ("paths after a path that repeats", "at /home/u/home/v and /home/bob", "at a local path and a local path"),
     # tidy
     ("whitespace", "  two  spaces\tand   more  \n  indented line  ", "two spaces\tand more\n  indented line"),
     (
@@ -129,6 +139,28 @@ def test_denylist_matches_any_substring(scrubber):
 
 def test_none_stays_none(scrubber):
     assert scrubber.text(None) is None
+    assert scrubber.private(None) is None
+
+
+def test_private_json_scrubs_keys_and_values_and_keeps_the_rest(scrubber):
+    value = {"alice-run": ["on Alice", 3, None], "n": 3, "v3": "v3"}
+    assert scrubber.private_json(value) == {
+        "a private identifier": ["on a private identifier", 3, None],
+        "n": 3,
+        "v3": "v3",
+    }
+
+
+def test_when_every_replacement_holds_a_term_the_term_still_goes():
+    assert Scrubber(("private", "name")).text("ask private now") == "ask now"
+    code = Scrubber(("act", "anon", "priv", "xx", "q")).code("def act_fn(x):\n    return x\n", "triton")
+    assert code == "def __fn(x):\n    return x\n"
+
+
+def test_a_replacement_that_forms_a_term_with_its_neighbours_is_cleared():
+    scrubber = Scrubber(("ean",))
+    out = scrubber.text("see e(bob@corp.io)")  # "e(" + "an address" spells the term
+    assert out and not scrubber.leaks(out) and "bob" not in out
 
 
 # --- shape labels ---------------------------------------------------------------------------------
@@ -247,6 +279,17 @@ def test_leaks_name_each_match_left_to_right(scrubber):
     ]
 
 
+def test_leaks_in_a_full_width_spelling_quote_the_text_as_written(scrubber):
+    assert scrubber.leaks("mail bob\uff20corp\uff0ecom now") == ["e-mail address 'bob\uff20corp\uff0ecom'"]
+
+
+def test_code_leaks_name_a_denied_term_in_a_comment_once(scrubber):
+    assert scrubber.code_leaks("x = 1  # alice at /home/bob\n", "triton") == [
+        "local path '/home/bob'",
+        "denylisted term #2",
+    ]
+
+
 def test_from_env_without_the_variable_has_no_denylist():
     assert Scrubber.from_env(environ={}).denylist == ()
 
@@ -292,6 +335,17 @@ def test_scrub_check_leaking_files(scrubber, tmp_path, capsys):
         f"{code}: local path '/home/bob'",
         f"{diff}: version id 'v7'",
         f"{notes}: markdown page 'REPORT.md'",
+    ]
+
+
+def test_scrub_check_reads_json_lines_in_document_order(scrubber, tmp_path, capsys):
+    path = tmp_path / "rows.JSONL"
+    path.write_text(json.dumps({"a": ["v3", "/home/bob/x"]}) + "\n" + json.dumps({UUID_B: 1}) + "\n")
+    assert cli.main(["scrub-check", str(path)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path}: version id 'v3'",
+        f"{path}: local path '/home/bob'",
+        f"{path}: uuid '{UUID_B}'",
     ]
 
 

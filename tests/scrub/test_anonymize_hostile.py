@@ -16,7 +16,15 @@ from optrace.gates.store import anonymization, specimens
 from optrace.gates.store.model import GateContext, RecordView
 from optrace.report import recon
 from optrace.scrub.anonymize import Scrubber
-from optrace.scrub.leak_patterns import Denylist, compile_denylist, denylist_pattern, find_leaks
+from optrace.scrub.leak_patterns import (
+    Denylist,
+    code_language,
+    compile_denylist,
+    denylist_pattern,
+    find_cross_references,
+    find_leaks,
+    prose_spans,
+)
 
 
 def contains_denied(text: str, terms) -> bool:
@@ -138,6 +146,28 @@ def test_the_gate_spares_all_letter_hex_words_the_scrubber_removes(scrubber):
     assert find_leaks("the buffer was defaced") == []
     assert scrubber.text("run deadbeef crashed") == "run an identifier crashed"
     assert scrubber.text("the buffer was DEFACED") == "the buffer was DEFACED"
+
+
+def test_cross_references_are_pages_store_paths_and_record_ids():
+    text = "see docs/guide/x.md, records/strategy/r.json and nvidia.h100.gluon.rmsnorm.num-warps-4-a66e116"
+    assert [(leak.kind, leak.token) for leak in find_cross_references(text)] == [
+        ("markdown page", "docs/guide/x.md"),
+        ("store path", "records/strategy/r.json"),
+        ("record id", "nvidia.h100.gluon.rmsnorm.num-warps-4-a66e116"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "dsl, prose",
+    [
+        ("cuda", ["// b"]),  # C++: a `#` line is the preprocessor's
+        ("triton", ["# tile"]),  # Python: `//` is floor division
+        ("other", ["// b", "# tile"]),  # unknown: both
+    ],
+)
+def test_the_gates_read_each_dsl_s_comments(dsl, prose):
+    code = "n = a // b\n# tile\n"
+    assert [code[a:b] for a, b in prose_spans(code, code_language(dsl))] == prose
 
 
 def test_record_id_tail_is_no_hash():
