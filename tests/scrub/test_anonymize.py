@@ -113,6 +113,10 @@ PROSE = [
     ("a list drops its `a`", "a v3 and v5 kernel", "earlier steps kernel"),
     ("12 hex digits are a commit, 13 an identifier", "abcdef123456 and abcdef1234567", "a commit and an identifier"),
     ("file URL", "see file:///home/bob/x now", "see a local path now"),
+    ("a path glued to a non-ASCII word", "in caf\u00e9/home/bob/x", "in a local path"),
+    ("a path after a dash", "sent\u2014/home/bob/x", "sent\u2014a local path"),
+    ("a page with its relative directories", "see ../../docs/x.md now", "see a document now"),
+    ("a rooted page ending a sentence", "see /notes.md.", "see a document."),
     ("paths after a path that repeats", "at /home/u/home/v and /home/bob", "at a local path and a local path"),
     # tidy
     ("whitespace", "  two  spaces\tand   more  \n  indented line  ", "two spaces\tand more\n  indented line"),
