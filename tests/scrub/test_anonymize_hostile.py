@@ -148,6 +148,12 @@ def test_the_gate_spares_all_letter_hex_words_the_scrubber_removes(scrubber):
     assert scrubber.text("the buffer was DEFACED") == "the buffer was DEFACED"
 
 
+def test_the_gate_quotes_a_disguised_leak_as_written():
+    assert [(leak.kind, leak.token, leak.start) for leak in find_leaks("mail bob\uff20corp\uff0ecom now")] == [
+        ("e-mail address", "bob\uff20corp\uff0ecom", 5)
+    ]
+
+
 def test_cross_references_are_pages_store_paths_and_record_ids():
     text = "see docs/guide/x.md, records/strategy/r.json and nvidia.h100.gluon.rmsnorm.num-warps-4-a66e116"
     assert [(leak.kind, leak.token) for leak in find_cross_references(text)] == [
