@@ -2,7 +2,7 @@
 
 Every stage is also runnable as `python -m optrace.<module>`. Bad input ends with one line on stderr
 naming the file and the problem (exit 2), never a traceback. A command's module is imported only when
-that command runs, so a job pays only for what its stage uses (no pandas or matplotlib in ingest).
+that command runs, so a job pays only for what its stage uses (no pandas or pyarrow in ingest).
 """
 
 from __future__ import annotations

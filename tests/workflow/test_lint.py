@@ -19,7 +19,6 @@ CONDA_NAME = {
     "jsonschema": "jsonschema",
     "pandas": "pandas",
     "pyarrow": "pyarrow",
-    "matplotlib": "matplotlib-base",
     "pyyaml": "pyyaml",
 }
 CONTROLLER_ONLY = {"snakemake", "pygments"}

@@ -14,7 +14,7 @@ rule promote:
         ENV
     params:
         optrace=OPTRACE,
-        staging=lambda wildcards, input: str(Path(input.index).parent.parent),
+        staging=input_folder("index", 2),
         store=config["live_store"],
         code=code_digest("gate"),
     shell:

@@ -1,5 +1,6 @@
 # Helpers shared by the rule files (config validation, the trace list, path helpers, per-stage code digests).
 import hashlib
+import inspect
 import os
 import shlex
 import sys
@@ -98,6 +99,14 @@ def code_digest(command):
     return value
 
 
+def job_function(func):
+    """Mark a param or input function: Snakemake inspects such a function's signature for every job
+    it makes (~30 us each, thousands per start of a 100-trace sheet); one carrying its signature is
+    inspected once."""
+    func.__signature__ = inspect.signature(func)
+    return func
+
+
 def results(path):
     return f"{RESULTS}/{path}"
 
@@ -122,15 +131,38 @@ def benchmarks(path):
 
 def folder_of(name):
     """A param: the folder of the declared output `name` (a stage writes its siblings there)."""
-    return lambda wildcards, output: str(Path(output[name]).parent)
+    return job_function(lambda wildcards, output: str(Path(output[name]).parent))
 
 
 def root_above(name, levels):
     """A param: the results root, `levels` folders above the declared output `name` (a stage that
     reads several of its folders is given the root its outputs lie under)."""
-    return lambda wildcards, output: str(Path(output[name]).parents[levels - 1])
+    return job_function(
+        lambda wildcards, output: str(Path(output[name]).parents[levels - 1])
+    )
 
 
+def input_folder(name, levels=1):
+    """A param: the folder `levels` above the declared input `name` (a stage reads its siblings)."""
+    return job_function(
+        lambda wildcards, input: str(Path(input[name]).parents[levels - 1])
+    )
+
+
+def input_folders(name):
+    """A param: the folder of each file of the declared input list `name`."""
+    return job_function(
+        lambda wildcards, input: [str(Path(f).parent) for f in input[name]]
+    )
+
+
+@job_function
+def distill_command(wildcards):
+    """The agent command template: a function, so its {packet} is not taken for a wildcard."""
+    return config["distill"]["command"]
+
+
+@job_function
 def guarded(wildcards, output):
     """The command prefix of every per-trace stage: optrace.run.pertrace runs it, and a trace that
     fails writes placeholders carrying its one-line reason, so the aggregates still run for the others.
@@ -141,6 +173,7 @@ def guarded(wildcards, output):
     return f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label {label} --outputs {outs} --"
 
 
+@job_function
 def trace_path(wildcards):
     return TRACES[wildcards.slug].path
 
@@ -152,6 +185,7 @@ def tracked_trace(t):
     return t.path if t.path.endswith(".bundle") else None
 
 
+@job_function
 def trace_inputs(wildcards):
     tracked = tracked_trace(TRACES[wildcards.slug])
     return {"trace": tracked} if tracked else {}
@@ -165,6 +199,7 @@ def all_trace_inputs(wildcards):
 _FINGERPRINTS = {}
 
 
+@job_function
 def trace_fingerprint(wildcards):
     """Once per trace and run: ingest's and packets' params share it (it stats every file of memory/)."""
     t = TRACES[wildcards.slug]
@@ -174,6 +209,7 @@ def trace_fingerprint(wildcards):
     return _FINGERPRINTS[t.slug]
 
 
+@job_function
 def ingest_args(wildcards):
     t = TRACES[wildcards.slug]
     args = [f"--label {shell_quote(t.label)}"]
@@ -200,14 +236,17 @@ def ladder_args():
     )
 
 
+@job_function
 def live_store_inputs(wildcards):
     return {"live_index": LIVE_INDEX} if LIVE_INDEX else {}
 
 
+@job_function
 def live_store_arg(wildcards, input):
     return f"--live-store {shell_quote(input.live_index)}" if LIVE_INDEX else ""
 
 
+@job_function
 def distilled_digest(wildcards):
     """Names, sizes and mtimes of the trace's record files (optrace.distill.records): a new or changed
     record re-runs this trace's validation and nothing else."""

@@ -31,7 +31,7 @@ rule dataset_build:
         ENV
     params:
         optrace=OPTRACE,
-        work_dirs=lambda wildcards, input: [str(Path(m).parent) for m in input.meta],
+        work_dirs=input_folders("meta"),
         traces=[TRACES[slug].path for slug in SLUGS],
         out_dir=folder_of("runs"),
         ladder=ladder_args(),

@@ -17,10 +17,10 @@ rule distill_trace:
     threads: 4 if config["distill"]["mode"] == "agent" else 1
     params:
         guard=guarded,
-        packets=lambda wildcards, input: str(Path(input.manifest).parent),
+        packets=input_folder("manifest"),
         results=root_above("report", 4),
         mode=config["distill"]["mode"],
-        command=lambda wildcards: config["distill"]["command"],  # a function: its {packet} is no wildcard
+        command=distill_command,
         batch_size=config["distill"]["batch_size"],
         code=code_digest("distill"),
     shell:

@@ -14,7 +14,7 @@ rule packets_trace:
     params:
         guard=guarded,
         trace=trace_path,
-        work_dir=lambda wildcards, input: str(Path(input.segments).parent),
+        work_dir=input_folder("segments"),
         out_dir=folder_of("manifest"),
         fingerprint=trace_fingerprint,
         denylist_env=config["denylist_env"],

@@ -26,7 +26,7 @@ rule recon_trace:
         ENV
     params:
         guard=guarded,
-        work_dir=lambda wildcards, input: str(Path(input.meta).parent),
+        work_dir=input_folder("meta"),
         out_dir=folder_of("json"),
         ladder=ladder_args(),
         live_store=live_store_arg,
