@@ -1,18 +1,28 @@
-"""Established-fact triage phrases: does a failed-lever text carry a checkable condition and a cause?
-
-Used by partition to flag (never drop) anti-strategy segments, so the distiller knows which packets
-are too thin to become an established fact. The phrases that mark an outcome rather than a cause are
-the store gate's own (gates.store.established_fact.NON_MECHANISM): one list, two users.
+"""The phrases that say whether a text states a fact: a checkable condition, a cause, an outcome that is
+no cause, an absolute latency. One list for every user: the store gates (established-fact,
+self-contained), the drafter that must satisfy them, and partition's triage, which flags (never drops)
+anti-strategy segments too thin to become an established fact. It imports no gate, so a stage that
+only triages or drafts does not load the gates.
 """
 
 from __future__ import annotations
 
 import re
 
-from optrace.gates.store.established_fact import NON_MECHANISM
 from optrace.rows import Precheck
 
 MIN_CLAIM_CHARS = 12
+MIN_MECHANISM_CHARS = 40
+# an outcome, not a cause: the union of the store's and the admission gate's lists
+NON_MECHANISM = re.compile(
+    r"no improvement (?:found|over)|flat[- ]within[- ]noise|within noise"
+    r"|all (?:\w+\s+){0,3}(?:approaches|trials|variants|attempts) (?:tested|were|failed|flat)"
+    r"|tested \d+ approaches|reverted to an earlier|hw floor (?:confirmed|reconfirmed)|no kernel change"
+    r"|sanity[_ ]bench|stall[_ ]count|consecutive (?:dead-end|stall|revert)",
+    re.I,
+)
+# a latency in absolute units, which means nothing without its hardware and shape (self-contained)
+ABSOLUTE_LATENCY = re.compile(r"[\d.]+\s*(?:us|µs|μs|ms)\b", re.I)
 CONDITION_RE = re.compile(
     r"\bsm_?\d{2,3}\b|\b(?:b200|b300|gb200|h100|h200|h20|a100|mi300x|mi308x|mi355x|l20n?|blackwell|hopper|ampere|cdna[34])\b"
     r"|\b[MNK]\s*[=<>≤≥]\s*\d+|\b(?:small|large|tiny)-[mnk]\b|\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b"

@@ -10,8 +10,8 @@ import pytest
 from optrace.cli import main as optrace
 from optrace.distill.drafter import ARCH_ISA, UNRANKED, draft_record, read_code
 from optrace.example.embedded import build_example, example_name
+from optrace.facts import ABSOLUTE_LATENCY
 from optrace.gates.store import GateContext, check_record
-from optrace.gates.store.self_contained import ABSOLUTE_LATENCY
 from tests.support import tracekit
 from tests.support.schemas import load_schema
 

@@ -25,9 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from optrace.facts import MECHANISM_RE
-from optrace.gates.store.established_fact import MIN_MECHANISM_CHARS, NON_MECHANISM
-from optrace.gates.store.self_contained import ABSOLUTE_LATENCY
+from optrace.facts import ABSOLUTE_LATENCY, MECHANISM_RE, MIN_MECHANISM_CHARS, NON_MECHANISM
 from optrace.jsonio import read_json
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"

@@ -23,20 +23,11 @@ from __future__ import annotations
 
 import re
 
+from optrace.facts import MECHANISM_RE, MIN_MECHANISM_CHARS, NON_MECHANISM
 from optrace.gates.store.model import Gate, GateContext, RecordView, obj, text
 
 CONDITION_KEYS = ("sm_arch", "shape_regime", "dtype", "toolchain")
 INCONCLUSIVE_VERDICTS = ("unknown", "unstable")
-MIN_MECHANISM_CHARS = 40
-NON_MECHANISM = re.compile(
-    r"no improvement (?:found|over)|flat[- ]within[- ]noise|within noise"
-    r"|all (?:\w+\s+){0,3}(?:approaches|trials|variants|attempts) (?:tested|were|failed|flat)"
-    r"|tested \d+ approaches|reverted to an earlier|hw floor (?:confirmed|reconfirmed)|no kernel change"
-    r"|sanity[_ ]bench|stall[_ ]count|consecutive (?:dead-end|stall|revert)",
-    re.I,
-)
-
-
 PLACEHOLDER = re.compile(r"^\s*(?:unknown|n/?a|none|null|any|all|\*|tbd|various|unspecified|-+|\?+)\s*$", re.I)
 SPECULATION = re.compile(
     r"\b(?:may|might|maybe|possibly|perhaps|probably|likely|presumably|seems?|appears? to"
@@ -53,8 +44,6 @@ MINED_NON_MECHANISM = re.compile(
 
 
 def mined_problems(fact: dict) -> list[str]:
-    from optrace.facts import MECHANISM_RE  # facts builds on this module's NON_MECHANISM: imported late
-
     where = "payload.established_fact"
     condition = c if isinstance(c := fact.get("condition"), dict) else {}
     out = [

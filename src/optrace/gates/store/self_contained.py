@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from optrace.facts import ABSOLUTE_LATENCY
 from optrace.gates.store.model import Gate, GateContext, RecordView, obj, text
 
-ABSOLUTE_LATENCY = re.compile(r"[\d.]+\s*(?:us|µs|μs|ms)\b", re.I)
 TIME_UNIT = re.compile(r"^\s*(?:us|µs|μs|ms|s|sec|ns|cycles?)\s*$", re.I)
 LINEAGE_TYPES = ("strategy", "reference-kernel")
 DIFF_FORMAT_PREFIX = "unified-diff"
