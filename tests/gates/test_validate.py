@@ -229,17 +229,51 @@ def fake_report(slug: str, rows: list[tuple[str, str, str]]) -> dict:
     }
 
 
-def test_the_summary_fails_every_record_whose_episode_another_trace_claims():
+def test_an_episode_two_traces_share_passes_and_is_listed():
+    """Two runs that found one lever on one operator: admission confirms or conflicts, nothing fails."""
+    key = "hopper|triton|f|t|operator"
+    a = fake_report("a", [("x.json", "x", key), ("y.json", "y", "k-y")])
+    b = fake_report("b", [("z.json", "z", key)])
+    summary = summarize([("a.json", a), ("b.json", b)])
+    jsonschema.validate(summary, summary_schema())
+    assert (summary["records"], summary["passed"], summary["failed"]) == (3, 3, 0)
+    assert summary["cross_trace_duplicate_ids"] == []
+    assert summary["shared_episodes"] == [
+        {
+            "episode_key": key,
+            "records": [
+                {"slug": "a", "path": "distilled/a/x.json", "id": "x"},
+                {"slug": "b", "path": "distilled/b/z.json", "id": "z"},
+            ],
+        }
+    ]
+    assert "1 episodes are held by records of several traces" in validate.format_summary(summary)
+
+
+def test_an_id_two_traces_claim_fails_both_records():
+    """Two records of one id would be one file in the store: both fail, whatever their episodes."""
     a = fake_report("a", [("x.json", "x", "hopper|triton|f|t|operator"), ("y.json", "y", "k-y")])
-    b = fake_report("b", [("z.json", "z", "hopper|triton|f|t|operator")])
+    b = fake_report("b", [("x.json", "x", "hopper|triton|f|u|operator")])
     summary = summarize([("a.json", a), ("b.json", b)])
     jsonschema.validate(summary, summary_schema())
     assert (summary["records"], summary["passed"], summary["failed"]) == (3, 1, 2)
     failing = {r["path"]: r for r in summary["by_record"] if r["status"] == "FAIL"}
-    assert set(failing) == {"distilled/a/x.json", "distilled/b/z.json"}
+    assert set(failing) == {"distilled/a/x.json", "distilled/b/x.json"}
     assert failing["distilled/a/x.json"]["failed"] == ["store-overlap"]
-    assert "also claimed by distilled/b/z.json" in failing["distilled/a/x.json"]["messages"][0]
-    assert len(summary["cross_trace_overlaps"]) == 2
+    assert "id 'x' is also claimed by distilled/b/x.json" in failing["distilled/a/x.json"]["messages"][0]
+    assert len(summary["cross_trace_duplicate_ids"]) == 2 and summary["shared_episodes"] == []
+
+
+def test_a_duplicate_episode_within_one_trace_still_fails_in_the_summary():
+    """The trace's report failed both holders (one run is no confirmation of itself); the summary keeps that
+    and lists no cross-trace share for it."""
+    key = "hopper|triton|f|t|operator"
+    a = fake_report("a", [("x.json", "x", key), ("y.json", "y", key)])
+    for rec in a["records"]:
+        rec["status"], rec["failed"] = "FAIL", ["store-overlap"]
+        rec["gates"]["store-overlap"] = {"status": "FAIL", "messages": [f"{rec['path']}: episode_key {key!r} ..."]}
+    summary = summarize([("a.json", a)])
+    assert summary["failed"] == 2 and summary["shared_episodes"] == []
 
 
 def test_a_report_of_the_wrong_shape_is_one_clear_line(tmp_path):
