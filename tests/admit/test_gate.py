@@ -672,3 +672,19 @@ def test_a_match_of_unknown_direction_is_left_to_review(own_store, tmp_path, cap
     flat["worth"]["gain"]["basis"] = "measured"
     _rc, out = in_process(capsys, "match", "--input", write(tmp_path / "f.json", flat), "--store", own_store)
     assert out["action"] == "review" and out["target"] == strategy()["id"]
+
+
+def test_a_repeat_mark_is_the_same_technique_for_closeness():
+    """`tma_row_loads#2` (a trace's second episode of that lever) ranks the store's `tma_row_loads` record
+    before other techniques of the same type, though it is not the same episode."""
+    repeat = anti_strategy()
+    repeat["episode_key"] = repeat["episode_key"].replace("tma_row_loads", "tma_row_loads#2")
+    same, other = anti_strategy(), variant(anti_strategy(), "0a0a0a")
+    other["episode_key"] = other["episode_key"].replace("tma_row_loads", "another_lever")
+    entries = {r["id"]: r for r in (other, same)}
+    catalogue = storematch.Catalogue(entries)
+    assert [e["id"] for e in catalogue.candidates({**repeat, "id": "x"})] == [same["id"], other["id"]]
+    assert (
+        catalogue.episode_matches(repeat) == []
+        and storematch.match_confidence(repeat["episode_key"], same["episode_key"]) == 0.8
+    )
