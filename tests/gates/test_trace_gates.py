@@ -193,6 +193,34 @@ def test_the_name_scan_skips_only_positions_no_name_can_start_at():
         ]
 
 
+def test_packet_facts_read_lazily_are_the_whole_packets():
+    # PacketFacts reads the target and operator first and the whole packet only when they fall short:
+    # its answers must be those of the whole packet's names and phrases, for names anywhere in it
+    names = ["h100", "a800", "hopper", "ampere", "bf16", "fp8", "triton", "cutlass", "gemm", "softmax"]
+    phrases = ["any gpu", "portable", "cross-vendor"]
+    rng = random.Random(11)
+    for _ in range(300):
+        pick = lambda pool, k: " and ".join(rng.sample(pool, k))  # noqa: E731
+        data = {
+            "target": {"scope": {"arch": pick(names, rng.randint(0, 2))}},
+            "agent_facing": {
+                "operator": {"gpu": pick(names, rng.randint(0, 2))},
+                "notes": [pick(names + phrases, rng.randint(0, 3))],
+            },
+        }
+        packet = Packet("p", data, pick(names, rng.randint(0, 1)) or None)
+        texts = [data["target"]["scope"]["arch"], data["agent_facing"]["operator"]["gpu"]]
+        texts += data["agent_facing"]["notes"] + ["operator", "gpu", "notes", "scope", "arch"]
+        texts += [packet.code] if packet.code else []
+        whole_names = set().union(*(layout.text_facts(t)[0] for t in texts))
+        whole_wide = set().union(*(layout.text_facts(t)[1] for t in texts))
+        facts = layout.PacketFacts(packet)
+        stated = frozenset(rng.sample([n.replace("-", "") for n in names], 3))
+        widening = frozenset(layout.text_facts(rng.choice(phrases))[1])
+        assert facts.unnamed(stated) == stated - whole_names
+        assert facts.unclaimed(widening) == widening - whole_wide
+
+
 def test_a_record_filed_under_another_trace_fails_layout(bench):
     def move(row):
         row[0] = row[0].replace(f"distilled/{bench.slug}/", "distilled/other-trace/")

@@ -34,6 +34,7 @@ a trace gate):
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -152,20 +153,52 @@ def text_facts(text: str) -> tuple[frozenset[str], frozenset[str]]:
     )
 
 
-def packet_texts(packet: Packet) -> list[str]:
-    texts = [t for _, t in strings(packet.agent_facing)] + [t for _, t in strings(packet.target)]
-    return texts + ([packet.code] if packet.code else [])
-
-
-def packet_facts(packet: Packet) -> tuple[set[str], set[str]]:
-    """(hardware/dtype/DSL names, scope-widening phrases) the packet's texts state."""
+def _facts_of(texts: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
     names: set[str] = set()
     wide: set[str] = set()
-    for t in packet_texts(packet):
+    for t in texts:
         found, widening = text_facts(t)
         names |= found
         wide |= widening
-    return names, wide
+    return frozenset(names), frozenset(wide)
+
+
+class PacketFacts:
+    """The hardware/dtype/DSL names and scope-widening phrases the packet's texts state, read lazily: the
+    target and the operator (a few short texts that repeat across a trace's packets) name what an honest
+    record names, and only a name or phrase they do not state needs the whole packet. Exact either way:
+    those texts are part of the packet, so what they state the packet states."""
+
+    def __init__(self, packet: Packet):
+        self.packet = packet
+        self._near: tuple[frozenset[str], frozenset[str]] | None = None
+        self._all: tuple[frozenset[str], frozenset[str]] | None = None
+
+    def _whole(self) -> tuple[frozenset[str], frozenset[str]]:
+        if self._all is None:
+            p = self.packet
+            texts = [t for _, t in strings(p.agent_facing)] + [t for _, t in strings(p.target)]
+            self._all = _facts_of(texts + ([p.code] if p.code else []))
+        return self._all
+
+    def _known(self) -> tuple[frozenset[str], frozenset[str]]:
+        if self._near is None:
+            p = self.packet
+            near = [t for _, t in strings(p.target)] + [t for _, t in strings(obj(p.agent_facing, "operator"))]
+            self._near = _facts_of(near)
+        return self._near
+
+    def unnamed(self, stated: frozenset[str]) -> set[str]:
+        """The names in `stated` the packet never names."""
+        if stated <= self._known()[0]:
+            return set()
+        return set(stated - self._whole()[0])
+
+    def unclaimed(self, widening: frozenset[str]) -> set[str]:
+        """The scope-widening phrases in `widening` the packet never claims."""
+        if widening <= self._known()[1]:
+            return set()
+        return set(widening - self._whole()[1])
 
 
 def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
@@ -220,16 +253,16 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
     for key, value in measured_on.items():
         if key not in MEASURED_ON_KEYS or value != wanted[key]:
             out.append(f"evidence.summary.measured_on.{key}: {value!r} is not the packet's {wanted.get(key)!r}")
-    known, wide = packet_facts(packet)
+    facts = PacketFacts(packet)
     for path, text in strings(record):
         if path in PROVENANCE_BOUND:
             continue
         stated, widening = text_facts(text)  # most strings name nothing: two empty sets, no set arithmetic
-        alien = sorted(stated - known) if stated else ()
+        alien = sorted(facts.unnamed(stated)) if stated else ()
         if alien:
             where = ".".join(map(str, path)) or "<top>"
             out.append(f"{where}: names {', '.join(alien)}, which the packet never names")
-        widened = widening - wide if widening else ()
+        widened = facts.unclaimed(widening) if widening else ()
         if widened and path[:2] != ("evidence", "raw"):
             out.append(
                 f"{'.'.join(map(str, path)) or '<top>'}: {sorted(widened)[0]!r} claims a scope wider than "
