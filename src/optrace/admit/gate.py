@@ -164,7 +164,7 @@ def direction_rule(mine: str, holders: list[tuple[str, str]], holding: str = "th
     elif along:
         (target, theirs), action, why = along[0], "confirm", f"{holding} points the same way"
     else:
-        (target, theirs), action, why = holders[0], "review", f"{holding} is there but a direction is unknown"
+        (target, theirs), action, why = holders[0], "review", f"{holding} or this record has no known direction"
     return {"action": action, "target": target, "match_confidence": 1.0, "reason": f"{why} ({mine} vs {theirs})"}
 
 

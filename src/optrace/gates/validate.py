@@ -398,10 +398,9 @@ def validate_trace(
 # --- all traces ----------------------------------------------------------------------------------
 
 
-def shared_episodes(rows: list[tuple[str, dict]]) -> list[dict]:
+def shared_episodes(rows: list[tuple[str, dict]], claims: list[Claim]) -> list[dict]:
     """Episodes held by records of more than one trace: the same lever found by several runs, which
     admission confirms or conflicts (never a validation failure; within a trace a duplicate fails)."""
-    claims = [Claim(rec["path"], rec["id"], rec["episode_key"]) for _, rec in rows]
     slug_of = {rec["path"]: slug for slug, rec in rows}
     id_of = {rec["path"]: rec["id"] for _, rec in rows}
     return [
@@ -457,7 +456,7 @@ def summarize(reports: list[tuple[str, dict]]) -> dict:
         "failed": failed,
         "traces": traces,
         "cross_trace_duplicate_ids": cross_trace,
-        "shared_episodes": shared_episodes(rows),
+        "shared_episodes": shared_episodes(rows, claims),
         "by_record": records,
     }
 

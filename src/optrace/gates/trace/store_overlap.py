@@ -17,9 +17,8 @@ Against the live store (when `live_store` is configured): an id it holds for ANO
 that record is a confirm or a conflict, which `optrace gate match` proposes and the staging README
 lists, so it must be staged; and an id it holds for the same episode is the record already admitted
 (re-running after `gate commit-all` must not fail what was just admitted). The reference checked ids
-against the live store only, merely noted episode keys, never looked across the records it was about
-to stage, and failed nothing for a shared episode because it never deduplicated one (each insert then
-minted a second record of one episode).
+against the live store only, merely noted episode keys, and never looked across the records it was
+about to stage.
 """
 
 from __future__ import annotations
