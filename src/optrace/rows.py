@@ -167,6 +167,20 @@ class SegmentRow(TypedDict):
     lever: NotRequired[Lever]
 
 
+REPEAT_MARK = "#"  # `<technique>#<n>`: the n-th segment of one trace whose episode has that technique
+
+
+def without_repeat(technique: str) -> str:
+    """An episode key's technique part without its repeat mark (partition's `#2`, the shipped store's `#section`)."""
+    return technique.split(REPEAT_MARK, 1)[0]
+
+
+def episode_technique(episode_key: str) -> str | None:
+    """The technique of `<arch>|<dsl>|<family>|<technique>[#<n>]|<level>`; None when the key is not of that form."""
+    parts = episode_key.split("|")
+    return (without_repeat(parts[3]) or None) if len(parts) == 5 else None
+
+
 # --- packets/<slug>/<seg_id>.json -----------------------------------------------------------------
 
 

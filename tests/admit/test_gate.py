@@ -500,6 +500,62 @@ def test_match_all_then_commit_all_continues_past_a_refusal(own_store, tmp_path,
     assert outcomes[fresh["id"]] == "refused" and outcomes[confirm["id"]] == "already-counted"
 
 
+def _one_episode_batch(staging: Path) -> tuple[dict, dict, dict]:
+    """Three staged records of one new episode, as traces that found one lever give them: a strategy, the
+    same lever kept by another run (same direction), and one where it failed (opposite direction)."""
+    first, again, failed = (
+        variant(strategy(), "111111"),
+        variant(strategy(), "222222"),
+        variant(anti_strategy(), "333333"),
+    )
+    key = strategy()["episode_key"].replace("online_softmax", "batch_episode")
+    for name, rec in (("c", first), ("b", again), ("a", failed)):  # file order is not commit order
+        rec["episode_key"] = key
+        write(staging / f"{name}.json", rec)
+    return first, again, failed
+
+
+@pytest.mark.parametrize("group", [gate.GROUP, 1], ids=["one-transaction", "a-transaction-each"])
+def test_a_batch_inserts_an_episode_once_and_confirms_or_conflicts_the_rest(
+    own_store, tmp_path, capsys, monkeypatch, group
+):
+    monkeypatch.setattr(gate, "GROUP", group)  # 1: the target is committed by an earlier transaction
+    staging = tmp_path / "staging" / "records"
+    staging.mkdir(parents=True)
+    first, again, failed = _one_episode_batch(staging)
+    out_file = tmp_path / "staging" / "reports" / "match.json"
+    rc = gate.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(out_file)])
+    assert rc == 0
+    proposals = json.loads(out_file.read_text())["proposals"]
+    assert [(p["id"], p["action"], p["target"]) for p in proposals] == [
+        (first["id"], "insert", None),
+        (again["id"], "confirm", first["id"]),
+        (failed["id"], "conflict", first["id"]),
+    ]
+    assert "inserted first" in proposals[1]["reason"] and proposals[2]["episode_key_matches"] == [first["id"]]
+    capsys.readouterr()
+    rc, out = in_process(capsys, "commit-all", "--proposals", out_file, "--store", own_store)
+    assert rc == 0 and out["counts"] == {"confirmed": 1, "conflict-filed": 1, "inserted": 1}, out
+    index = index_of(own_store)
+    assert index["count"] == 3 and first["id"] in {e["id"] for e in index["records"]}
+    entry = next(e for e in index["records"] if e["id"] == first["id"])
+    stored = json.loads((own_store / entry["path"]).read_text())
+    assert stored["worth"]["track"]["counters"]["verified_effective"] == 1
+    assert stored["worth"]["track"]["confirm_keys"] == [f"{first['id']}:{again['id']}"]
+    conflict = json.loads((own_store / out["outcomes"][2]["path"]).read_text())
+    assert conflict["existing_record_id"] == first["id"] and conflict["match_confidence"] == 1.0
+    assert check_store_fails(own_store) == {} and stray_files(own_store) == []
+
+
+def test_an_episode_the_live_store_holds_is_confirmed_by_every_record_of_the_batch(own_store, tmp_path, capsys):
+    staging = tmp_path / "staging" / "records"
+    staging.mkdir(parents=True)
+    for tail in ("444444", "555555"):
+        write(staging / f"{tail}.json", variant(strategy(), tail))
+    report = gate.match_files(gate.GateStore(own_store), gate.staged_files(tmp_path / "staging"), 0, str)
+    assert [(p["action"], p["target"]) for p in report["proposals"]] == [("confirm", strategy()["id"])] * 2
+
+
 def test_store_root_comes_from_config_live_store(own_store, tmp_path, capsys):
     config = tmp_path / "c.yaml"
     config.write_text(f"live_store: {own_store}\n")
@@ -616,3 +672,19 @@ def test_a_match_of_unknown_direction_is_left_to_review(own_store, tmp_path, cap
     flat["worth"]["gain"]["basis"] = "measured"
     _rc, out = in_process(capsys, "match", "--input", write(tmp_path / "f.json", flat), "--store", own_store)
     assert out["action"] == "review" and out["target"] == strategy()["id"]
+
+
+def test_a_repeat_mark_is_the_same_technique_for_closeness():
+    """`tma_row_loads#2` (a trace's second episode of that lever) ranks the store's `tma_row_loads` record
+    before other techniques of the same type, though it is not the same episode."""
+    repeat = anti_strategy()
+    repeat["episode_key"] = repeat["episode_key"].replace("tma_row_loads", "tma_row_loads#2")
+    same, other = anti_strategy(), variant(anti_strategy(), "0a0a0a")
+    other["episode_key"] = other["episode_key"].replace("tma_row_loads", "another_lever")
+    entries = {r["id"]: r for r in (other, same)}
+    catalogue = storematch.Catalogue(entries)
+    assert [e["id"] for e in catalogue.candidates({**repeat, "id": "x"})] == [same["id"], other["id"]]
+    assert (
+        catalogue.episode_matches(repeat) == []
+        and storematch.match_confidence(repeat["episode_key"], same["episode_key"]) == 0.8
+    )

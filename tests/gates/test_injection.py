@@ -52,6 +52,23 @@ def test_the_case_fires_exactly_its_gate_on_a_real_passing_record(outcomes, case
     assert outcome.failed == (case.gate,) and outcome.named, outcome
 
 
+@pytest.mark.parametrize(
+    "name,kinds",
+    [
+        ("episode_key another record of the trace holds", {"episode_key"}),
+        ("id another record of the trace claims", {"id", "episode_key"}),  # the copy holds both
+    ],
+)
+def test_a_within_trace_duplicate_fails_for_what_is_duplicated(bench, name, kinds):
+    case = next(c for c in TRACE_INJECTIONS if c.gate == "store-overlap" and c.name == name)
+    planted = injection.plant(bench, case)
+    assert planted is not None
+    verdicts = injection.validate_records(planted.bench, planted.records, planted.live)
+    messages = verdicts[planted.i].gates["store-overlap"][1]
+    assert all("is also claimed by" in m for m in messages), messages
+    assert {m.split(": ", 1)[1].split(" ", 1)[0] for m in messages} == kinds
+
+
 def test_covered_gates_are_all_defined_gates(outcomes):
     assert covered_gates(list(outcomes.values())) == set(ALL_GATES)
 

@@ -18,7 +18,7 @@ from optrace.gates.trace import ALL_GATES, LiveStore, Packet, TraceContext, fini
 from optrace.gates.trace.fabrication import Pool, tokens
 from optrace.gates.trace.injection import mine_example, validate_records, workbench
 from optrace.gates.trace.layout import staged_path, store_path
-from optrace.gates.trace.store_overlap import Claim, overlaps
+from optrace.gates.trace.store_overlap import Claim, holders, overlaps
 
 
 @pytest.fixture(scope="module")
@@ -683,17 +683,32 @@ def test_a_held_episode_or_the_already_admitted_record_passes_for_gate_match(ben
         assert failing_after(bench, lambda b, r, rec: r == rel, lambda row: None, live=live) == {}
 
 
-def test_every_holder_of_a_duplicate_claim_fails():
+def test_within_a_trace_every_holder_of_a_duplicate_id_or_episode_fails():
+    """One trace's claims: partition gives every segment its own episode, so a second holder of one is a
+    record that took another's episode, and a repeat of a lever within one run is no confirmation of it."""
     claims = [
         Claim("distilled/a/x.json", "x", "k1"),
         Claim("distilled/a/y.json", "y", "k1"),
-        Claim("distilled/b/x.json", "x", "k2"),
-        Claim("distilled/b/z.json", "z", "k3"),
+        Claim("records/strategy/x.json", "x", "k2"),
+        Claim("distilled/a/z.json", "z", "k3"),
     ]
     found = overlaps(claims, LiveStore())
-    assert set(found) == {"distilled/a/x.json", "distilled/a/y.json", "distilled/b/x.json"}
+    assert set(found) == {"distilled/a/x.json", "distilled/a/y.json", "records/strategy/x.json"}
     assert any("episode_key 'k1' is also claimed by distilled/a/y.json" in m for m in found["distilled/a/x.json"])
-    assert any("id 'x' is also claimed by distilled/a/x.json" in m for m in found["distilled/b/x.json"])
+    assert any("id 'x' is also claimed by distilled/a/x.json" in m for m in found["records/strategy/x.json"])
+
+
+def test_across_traces_only_a_duplicate_id_fails():
+    """The summary's rule: a shared episode is admission's confirm or conflict, a shared id is one file."""
+    claims = [
+        Claim("distilled/a/x.json", "x", "k1"),
+        Claim("distilled/b/y.json", "y", "k1"),
+        Claim("distilled/b/x.json", "x", "k2"),
+    ]
+    found = overlaps(claims, LiveStore(), kinds=("id",))
+    assert set(found) == {"distilled/a/x.json", "distilled/b/x.json"}
+    assert not any("episode_key" in m for msgs in found.values() for m in msgs)
+    assert holders(claims, "episode_key") == {"k1": ["distilled/a/x.json", "distilled/b/y.json"]}
 
 
 # --- malformed records: a FAIL with the path, never a traceback ------------------------------------

@@ -159,3 +159,89 @@ def test_lever_names_in_the_report_are_never_cut_mid_word(tmp_path):
         kept = cell.removesuffix(" …")
         full = next(t for t in texts if t.startswith(kept))
         assert len(cell) <= 80 and (full == kept or full[len(kept)] == " "), (cell, full)
+
+
+# --- episode keys: unique within a trace ------------------------------------------------------------
+
+LEVER = "split-K reduction across CTAs"
+
+
+def _repeat_trace(dest, *steps):
+    """A baseline, then one commit per step: ("kept", n, geomean), ("failed", n), or ("noted", n, geomean,
+    pitfall) (a kept step of another lever whose memory records a pitfall); every lever but that is LEVER."""
+    lever = {"action_category": "tiling", "action_description": LEVER}
+    commits = [
+        CommitSpec(
+            "V0: baseline",
+            {"kernel.py": tracekit.kernel(0), "memory/v0.json": tracekit.memory(0, 100.0), **tracekit.meta_files()},
+        )
+    ]
+    for kind, n, *rest in steps:
+        if kind == "failed":
+            files = {f"memory/v{n}.json": tracekit.memory(n, 99.0, optimization=lever)}
+            commits.append(CommitSpec(f"dead-end recorded: {LEVER}. Next: x", files))
+            continue
+        extra = {"optimization": lever} if kind == "kept" else {"pitfalls_and_fixes": [rest[1]]}
+        files = {"kernel.py": tracekit.kernel(n), f"memory/v{n}.json": tracekit.memory(n, rest[0], **extra)}
+        commits.append(CommitSpec(f"v{n}: committed (+10%)", files))
+    build_trace(dest, commits)
+
+
+def _lever_segments(path):
+    return sorted(
+        (s for s in segments_of(path) if s["technique"] == "split-k-reduction-across-ctas"), key=lambda s: s["n"]
+    )
+
+
+def _keys(segs):
+    return [(s["record_type"], s["version"], s["episode_key"]) for s in segs]
+
+
+BASE = "hopper|triton|softmax|split_k_reduction_across_ctas|operator"
+
+
+def test_a_lever_kept_then_failed_later_is_two_episodes_the_later_marked(tmp_path):
+    _repeat_trace(tmp_path / "t", ("kept", 1, 90.0), ("failed", 2))
+    first = _lever_segments(tmp_path / "t")
+    assert _keys(first) == [("strategy", "v1", BASE), ("anti-strategy", "v2", BASE.replace("ctas|", "ctas#2|"))]
+    assert _keys(_lever_segments(tmp_path / "t")) == _keys(first)  # the same trace, the same keys
+    assert [s["id"] for s in _lever_segments(tmp_path / "t")] == [s["id"] for s in first]
+    assert all(s["technique"] == "split-k-reduction-across-ctas" for s in first)  # the technique is unmarked
+
+
+def test_version_order_decides_which_one_is_marked_whatever_the_kind(tmp_path):
+    _repeat_trace(tmp_path / "t", ("failed", 1), ("kept", 2, 90.0))
+    assert _keys(_lever_segments(tmp_path / "t")) == [
+        ("anti-strategy", "v1", BASE),
+        ("strategy", "v2", BASE.replace("ctas|", "ctas#2|")),
+    ]
+
+
+def test_a_lever_kept_twice_and_three_times_counts_up(tmp_path):
+    _repeat_trace(tmp_path / "t", ("kept", 1, 90.0), ("kept", 2, 80.0), ("kept", 3, 70.0))
+    segs = _lever_segments(tmp_path / "t")
+    assert [s["episode_key"] for s in segs] == [BASE] + [BASE.replace("ctas|", f"ctas#{n}|") for n in (2, 3)]
+    assert len({s["id"] for s in segs}) == 3 and all(s["record_type"] == "strategy" for s in segs)
+
+
+def test_a_curated_pitfall_of_a_kept_lever_is_its_own_episode(tmp_path):
+    """A pitfall the run wrote down about a lever it kept earlier names the same technique."""
+    pitfall = {"pitfall": f"{LEVER} (atomics serialise on the row sum)", "fix": "reduce per CTA first"}
+    _repeat_trace(tmp_path / "t", ("kept", 1, 90.0), ("noted", 2, 80.0, pitfall))
+    segs = _lever_segments(tmp_path / "t")
+    assert [(s["seg_kind"], s["episode_key"]) for s in segs] == [
+        ("milestone", BASE),
+        ("curated-pitfall", BASE.replace("ctas|", "ctas#2|")),
+    ]
+
+
+def test_every_segment_of_a_trace_holds_its_own_episode(tmp_path):
+    """The trace kits repeat a step's wording (`step N change`): strategies, dead ends and a mega
+    snapshot's reference kernel share techniques, and every one of them still gets its own episode."""
+    marked = set()
+    for build in (tracekit.iteration_era, tracekit.skill_era, tracekit.long_horizon_era):
+        build(tmp_path / build.__name__)
+        segs = segments_of(tmp_path / build.__name__)
+        assert len({s["episode_key"] for s in segs}) == len(segs), build.__name__
+        marked |= {s["record_type"] for s in segs if "#" in s["episode_key"]}
+    assert marked == {"strategy", "anti-strategy", "reference-kernel"}

@@ -130,3 +130,19 @@ def test_denylisted_trace_label_never_reaches_the_readme(workdir, tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     readme = (workdir / "results/staging/README.md").read_text()
     assert "fused_add_rmsnorm_h4096" not in readme and "a private identifier" in readme
+
+
+def test_the_readme_lists_episodes_several_traces_found():
+    from optrace.publish.readme import shared_episode_section
+
+    key = "hopper|triton|norm|split_k|operator"
+    index = [
+        {"id": "nvidia.h100.triton.norm.split-k-s111111", "type": "strategy", "episode_key": key},
+        {"id": "nvidia.h100.triton.norm.other-s222222", "type": "strategy", "episode_key": key.replace("split_k", "x")},
+        {"id": "nvidia.h100.triton.norm.split-k-a333333", "type": "anti-strategy", "episode_key": key},
+    ]
+    lines = shared_episode_section(index)
+    assert "## Episodes several traces found" in lines
+    rows = [line for line in lines if line.startswith("| `hopper")]
+    assert rows == [f"| `{key}` | `…{index[0]['id']}` (strategy), `…{index[2]['id']}` (anti-strategy) |"]
+    assert shared_episode_section(index[:2]) == []

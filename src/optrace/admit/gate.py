@@ -20,6 +20,8 @@ opt-trace-1.0 profile that every mined record satisfies, a safe store path and a
 says what the record says. Direction rule: no exact episode_key match -> insert; a match in the same
 direction -> confirm; in the opposite direction (strategy against anti-strategy, or gains of opposite
 sign; magnitude alone never conflicts) -> conflict; a match whose direction is unknown -> review.
+`match --all` proposes in commit order (type, then id) and applies the rule within the batch too: a
+record whose episode an earlier record of the batch inserts confirms or conflicts with that record.
 The rank is always computed (never the caller's), feedback counters start at zero, and a confirm
 counts once per (target, incoming) pair. The caller's input file is only ever read.
 """
@@ -153,6 +155,19 @@ def conflict_errors():
 # --- direction and matching ------------------------------------------------------------------------
 
 
+def direction_rule(mine: str, holders: list[tuple[str, str]], holding: str = "the record holding this episode") -> dict:
+    """Confirm, conflict or review against the records (id, direction) that hold the record's episode."""
+    against = [h for h in holders if opposite(mine, h[1])]
+    along = [h for h in holders if mine != "unknown" and h[1] == mine]
+    if against:
+        (target, theirs), action, why = against[0], "conflict", f"{holding} points the opposite way"
+    elif along:
+        (target, theirs), action, why = along[0], "confirm", f"{holding} points the same way"
+    else:
+        (target, theirs), action, why = holders[0], "review", f"{holding} or this record has no known direction"
+    return {"action": action, "target": target, "match_confidence": 1.0, "reason": f"{why} ({mine} vs {theirs})"}
+
+
 def propose(record: dict, catalogue: Catalogue) -> dict:
     """The direction rule over exact episode_key matches."""
     rid = record.get("id")
@@ -163,24 +178,28 @@ def propose(record: dict, catalogue: Catalogue) -> dict:
             "match_confidence": 1.0,
             "reason": "a record with this id is already in the store",
         }
-    mine = record_direction(record)
     matches = [catalogue.entries[m] for m in catalogue.episode_matches(record)]
     if not matches:
         return {"action": "insert", "target": None, "match_confidence": None, "reason": "no record holds this episode"}
-    against = [m for m in matches if opposite(mine, entry_direction(m))]
-    along = [m for m in matches if mine != "unknown" and entry_direction(m) == mine]
-    if against:
-        target, action, why = against[0], "conflict", "the record holding this episode points the opposite way"
-    elif along:
-        target, action, why = along[0], "confirm", "the record holding this episode points the same way"
-    else:
-        target, action, why = matches[0], "review", "a record holds this episode but a direction is unknown"
-    return {
-        "action": action,
-        "target": target["id"],
-        "match_confidence": 1.0,
-        "reason": f"{why} ({mine} vs {entry_direction(target)})",
-    }
+    return direction_rule(record_direction(record), [(m["id"], entry_direction(m)) for m in matches])
+
+
+def within_batch(proposals: list[dict]) -> None:
+    """In commit order, a record whose episode an EARLIER proposal of the batch inserts is proposed as a
+    confirm or conflict of that record (by the same direction rule as against the store), so commit-all
+    inserts the first and confirms or conflicts the rest: two traces that found one lever are one
+    record confirmed once, not two records of one episode (which insert refuses)."""
+    first: dict[str, tuple[str, str]] = {}  # episode_key -> (id, direction) of the batch's insert
+    for p in proposals:
+        if p["action"] != "insert":
+            continue
+        if p["episode_key"] not in first:
+            first[p["episode_key"]] = (p["id"], p["direction"])
+            continue
+        if first[p["episode_key"]][0] == p["id"]:
+            continue  # the same id twice: insert refuses the second (a record cannot confirm itself)
+        p.update(direction_rule(p["direction"], [first[p["episode_key"]]], "the record of this batch inserted first"))
+        p["episode_key_matches"] = [first[p["episode_key"]][0]]
 
 
 def match_one(
@@ -253,6 +272,7 @@ def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_
         match_one(shown_path(p), data, error, catalogue, known, denylist, max_candidates) for p, data, error in loaded
     ]
     proposals.sort(key=lambda r: (TYPE_ORDER.get(r.get("type", ""), 9), r.get("id") or "", r["input"]))
+    within_batch(proposals)
     counts = Counter(r["action"] for r in proposals)
     return {
         "schema": MATCH_SCHEMA,
@@ -552,10 +572,12 @@ def readme_section(staging: Path, index_path: Path) -> str:
     out = [
         "## Admission into the live store",
         "",
-        f"Against {report['store_records']} live records: {counts}. Proposals only: `snakemake promote` writes "
+        f"Against {report['store_records']} live records: {counts}. A target is a live record, or a staged "
+        "record of this batch that commits first (an episode several traces found is inserted once and "
+        "confirmed or contradicted by the others). Proposals only: `snakemake promote` writes "
         "them to reports/match.json and `optrace gate commit-all --proposals reports/match.json` executes them.",
         "",
-        "| record | type | proposed | live record | why |",
+        "| record | type | proposed | target | why |",
         "|---|---|---|---|---|",
     ]
     for p in report["proposals"]:

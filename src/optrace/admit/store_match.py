@@ -10,6 +10,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
+from optrace.rows import without_repeat
+
 
 def _get(value: Any, *keys: str) -> dict:
     for key in keys:
@@ -89,14 +91,15 @@ class Catalogue:
 
 
 def closeness(record: dict, entry: dict) -> tuple:
-    """Sort key, closest first: same episode, same technique, same type, same dsl, shared tags."""
+    """Sort key, closest first: same episode, same technique (a repeat mark `#<n>` aside: `tiling#2` is
+    the second episode of `tiling` in one trace), same type, same dsl, shared tags."""
     mine, theirs = key_parts(record.get("episode_key")), key_parts(entry.get("episode_key"))
     tags = set(_get(record, "retrieval").get("technique_tags") or ()) & set(
         _get(entry, "retrieval").get("technique_tags") or ()
     )
     return (
         mine != theirs,
-        mine[3] != theirs[3],
+        without_repeat(mine[3]) != without_repeat(theirs[3]),
         record.get("type") != entry.get("type"),
         scope_of(record).get("dsl") != scope_of(entry).get("dsl"),
         -len(tags),

@@ -27,6 +27,7 @@ from typing import Any
 
 from optrace.facts import ABSOLUTE_LATENCY, MECHANISM_RE, MIN_MECHANISM_CHARS, NON_MECHANISM
 from optrace.jsonio import read_json
+from optrace.rows import episode_technique
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 SOURCE_FORMAT = "source (verbatim)"
@@ -412,9 +413,10 @@ def operator_name(packet: dict) -> str:
 
 
 def technique(packet: dict) -> str:
-    """The technique part of the episode key (`<arch>|<dsl>|<family>|<technique>|<level>`), as a tag; a
-    reference kernel's key starts with the kind of snapshot (`final_`, `snapshot_`), which is no technique."""
-    name = tag(packet["target"]["episode_key"].split("|")[3])
+    """The technique part of the episode key (`<arch>|<dsl>|<family>|<technique>[#<n>]|<level>`), as a
+    tag; a trace's repeat mark `#<n>` and a reference kernel's snapshot kind (`final_`, `snapshot_`) are
+    no technique."""
+    name = tag(episode_technique(packet["target"]["episode_key"]) or "")
     if packet.get("record_type") == "reference-kernel":
         name = re.sub(r"^(?:final|snapshot)-", "", name)
     return name

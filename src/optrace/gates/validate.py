@@ -6,7 +6,7 @@ content-hash cache; a summary over all traces; and the injection tests that prov
            even when records fail: failing records are data, and the other traces' reports must still
            be written; exit 2 on unusable input)
     optrace validate summary REPORT... --out FILE
-        -> merges the reports and adds the overlaps across traces (exit 0)
+        -> merges the reports, fails ids claimed by several traces, lists their shared episodes (exit 0)
     optrace validate check SUMMARY
         -> prints the summary; exit 1 when any record fails or there is no record at all
     optrace validate record FILE [--results R --slug S]
@@ -60,6 +60,7 @@ from optrace.gates.trace import (
     Packet,
     RecordVerdict,
     finish,
+    holders,
     judge,
     load_live_store,
     overlaps,
@@ -73,7 +74,7 @@ from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern,
 MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
 
 REPORT_SCHEMA = "optrace-validation-1"
-SUMMARY_SCHEMA = "optrace-validation-summary-1"
+SUMMARY_SCHEMA = "optrace-validation-summary-2"
 CACHE_NAME = "validation-cache.json"
 CACHE_FORMAT = 2
 CACHE_KEY_ENV = "OPTRACE_CACHE_KEY"  # path of the cache's HMAC key file; default below
@@ -397,10 +398,24 @@ def validate_trace(
 # --- all traces ----------------------------------------------------------------------------------
 
 
+def shared_episodes(rows: list[tuple[str, dict]], claims: list[Claim]) -> list[dict]:
+    """Episodes held by records of more than one trace: the same lever found by several runs, which
+    admission confirms or conflicts (never a validation failure; within a trace a duplicate fails)."""
+    slug_of = {rec["path"]: slug for slug, rec in rows}
+    id_of = {rec["path"]: rec["id"] for _, rec in rows}
+    return [
+        {"episode_key": key, "records": [{"slug": slug_of[p], "path": p, "id": id_of[p]} for p in paths]}
+        for key, paths in sorted(holders(claims, "episode_key").items())
+        if len({slug_of[p] for p in paths}) > 1
+    ]
+
+
 def summarize(reports: list[tuple[str, dict]]) -> dict:
-    """Merge (path, report) pairs; a record whose id or episode another trace also claims fails store-overlap."""
+    """Merge (path, report) pairs; a record whose id another trace also claims fails store-overlap (the two
+    would be one file), an episode several traces hold is listed in `shared_episodes`."""
     rows = [(r["slug"], rec) for _, r in reports for rec in r["records"]]
-    across = overlaps([Claim(rec["path"], rec["id"], rec["episode_key"]) for _, rec in rows], LiveStore())
+    claims = [Claim(rec["path"], rec["id"], rec["episode_key"]) for _, rec in rows]
+    across = overlaps(claims, LiveStore(), kinds=("id",))
     records, cross_trace = [], []
     for slug, rec in rows:
         known = set(rec["gates"]["store-overlap"]["messages"])
@@ -440,7 +455,8 @@ def summarize(reports: list[tuple[str, dict]]) -> dict:
         "passed": len(records) - failed,
         "failed": failed,
         "traces": traces,
-        "cross_trace_overlaps": cross_trace,
+        "cross_trace_duplicate_ids": cross_trace,
+        "shared_episodes": shared_episodes(rows, claims),
         "by_record": records,
     }
 
@@ -462,6 +478,11 @@ def format_summary(summary: dict) -> str:
         lines += [f"    {m}" for m in r["messages"][:3]]
     if len(failing) > SHOWN_FAILURES:
         lines.append(f"... and {len(failing) - SHOWN_FAILURES} more failing records (see the summary file)")
+    if summary["shared_episodes"]:
+        lines.append(
+            f"{len(summary['shared_episodes'])} episodes are held by records of several traces: "
+            "admission confirms or conflicts the later ones with the first (optrace gate match)"
+        )
     if not summary["records"]:
         lines.append(
             "FAIL no records to validate: distill first (snakemake distill), or write records into "
@@ -550,7 +571,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     tr.add_argument("--live-store", type=Path, help="the live store's records/index.json")
     add_denylist_argument(tr)
     tr.add_argument("--out", type=Path, help="report path (default: staging/reports/<slug>/validation.json)")
-    su = sub.add_parser("summary", help="merge the traces' reports and check overlaps across traces")
+    su = sub.add_parser("summary", help="merge the traces' reports; check ids and list episodes across traces")
     su.add_argument("reports", type=Path, nargs="*", help="per-trace validation.json reports")
     su.add_argument("--out", type=Path, required=True, help="validation-summary.json to write")
     ch = sub.add_parser("check", help="print a summary; exit 1 when any record fails")

@@ -7,7 +7,8 @@
 
 Ids are content-derived: `<vendor>.<product|arch>.<dsl>.<operator_slug>.<technique>-<marker><hash6>`,
 the hash over (trace label, segment kind, anchor, technique). The same trace gives the same ids on
-every run, whatever a live store holds. Technique text is scrubbed before it becomes an id, so no
+every run, whatever a live store holds. Episode keys are `<arch>|<dsl>|<operator>|<technique>|operator`,
+unique within the trace: a later segment of a technique an earlier one holds gets `<technique>#2`, `#3`. Technique text is scrubbed before it becomes an id, so no
 denylisted term or path can reach an id, an episode key or a file name.
 """
 
@@ -25,7 +26,17 @@ from pathlib import Path
 from optrace.facts import precheck
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
 from optrace.mine.ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
-from optrace.rows import Experiment, Measured, Occurrence, RecordType, SegmentRow, SplitBy, VersionRow, read_versions
+from optrace.rows import (
+    REPEAT_MARK,
+    Experiment,
+    Measured,
+    Occurrence,
+    RecordType,
+    SegmentRow,
+    SplitBy,
+    VersionRow,
+    read_versions,
+)
 from optrace.scrub.leak_patterns import add_denylist_argument
 
 MAX_TECHNIQUE_CHARS = 48
@@ -413,6 +424,21 @@ def reference_segments(
     return out
 
 
+def distinct_episodes(segments: list[SegmentRow]) -> None:
+    """Give every segment of the trace its own episode_key, in place: the 2nd, 3rd, ... segment (in
+    version order, any kind) of a key an earlier one holds gets `<technique>#2`, `#3`, ... A lever kept
+    at one version and failed at a later one (or kept twice) is two records of one run, not a confirm:
+    admitting the repeat as one would count a single run twice in `verified_effective`. The numbering
+    depends on the trace alone, so the same trace gives the same keys whatever the store holds."""
+    held: Counter[str] = Counter()
+    for seg in sorted(segments, key=lambda s: s["n"]):  # stable: one version's segments keep build order
+        key = seg["episode_key"]
+        held[key] += 1
+        if held[key] > 1:
+            arch, dsl, operator, technique, level = key.split("|")
+            seg["episode_key"] = "|".join((arch, dsl, operator, f"{technique}{REPEAT_MARK}{held[key]}", level))
+
+
 def build_segments(
     rows: list[VersionRow], meta: dict, t: Thresholds, scrub: Callable[[str], str]
 ) -> tuple[list[SegmentRow], list[Step]]:
@@ -430,6 +456,7 @@ def build_segments(
         + pitfall_segments(ctx, rows, taken, scrub)
         + reference_segments(ctx, by_version, steps, scrub)
     )
+    distinct_episodes(segments)
     ids = Counter(s["id"] for s in segments)
     dupes = [i for i, c in ids.items() if c > 1]
     if dupes:  # content hashes collide only if the same content appears twice: a bug, not bad input

@@ -46,6 +46,30 @@ def _histogram(title: str, counts: Counter) -> list[str]:
     return out + [""]
 
 
+def shared_episode_section(index: list[dict]) -> list[str]:
+    """Markdown for the episodes several staged records hold. A trace holds each episode once (partition
+    numbers a repeat `#2`, validation fails a duplicate), so these are levers several traces found."""
+    holders: dict[str, list[dict]] = {}
+    for e in index:
+        holders.setdefault(e["episode_key"], []).append(e)
+    shared = sorted((key, entries) for key, entries in holders.items() if len(entries) > 1)
+    if not shared:
+        return []
+    out = [
+        "",
+        "## Episodes several traces found",
+        "",
+        "Not duplicates: admission (`optrace gate match --all`) inserts the first in commit order and "
+        "confirms it with the others that point the same way, or files a conflict for those that do not.",
+        "",
+        "| episode | records |",
+        "|---|---|",
+    ]
+    for key, entries in shared:
+        out.append(f"| `{key}` | " + ", ".join(f"`…{e['id'][-40:]}` ({e['type']})" for e in entries) + " |")
+    return out
+
+
 WROTE = {"drafted", "agent-wrote", "skipped-exists"}
 
 
@@ -115,6 +139,7 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
             f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {basis} "
             f"| {rec['evidence']['raw'].get('version') or '—'} |"
         )
+    out += shared_episode_section(index)
     if failed_traces:
         out += [
             "",

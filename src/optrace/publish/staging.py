@@ -28,7 +28,7 @@ from optrace.gates.validate import read_bytes
 from optrace.jsonio import read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
-from optrace.rows import PacketRow, VersionRow, read_packet, read_versions
+from optrace.rows import PacketRow, VersionRow, episode_technique, read_packet, read_versions
 
 RECORD_KEY_ORDER = (
     "schema",
@@ -72,7 +72,7 @@ def record_prior(record: dict, packet: PacketRow, trace: dict, baseline_us: floa
         geo = packet["agent_facing"]["measurements"]["geomean_us"]
         if baseline_us and geo:
             prior["best_speedup_x"] = round(baseline_us / geo, 4)
-    technique = record["episode_key"].split("|")[3] if record["episode_key"].count("|") == 4 else None
+    technique = episode_technique(record["episode_key"])  # the technique, not the trace's repeat mark
     if technique:
         prior["technique"] = technique
     return prior

@@ -10,7 +10,7 @@ ncu_attribution, lineage, store_overlap), in the store gates' style and on their
 
 from optrace.gates.trace.model import TRACE_GATES, Evidence, Packet, TraceContext, trace_context
 from optrace.gates.trace.runner import ALL_GATES, Judged, RecordVerdict, finish, judge
-from optrace.gates.trace.store_overlap import Claim, LiveStore, load_live_store, overlaps
+from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, load_live_store, overlaps
 
 __all__ = [
     "ALL_GATES",
@@ -23,6 +23,7 @@ __all__ = [
     "RecordVerdict",
     "TraceContext",
     "finish",
+    "holders",
     "judge",
     "load_live_store",
     "overlaps",

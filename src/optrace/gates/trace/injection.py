@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import io
 import json
 import tempfile
@@ -237,6 +238,43 @@ def _no_capture(p: Planted) -> bool:
     return not has_usable_capture(p.evidence)
 
 
+def _episode_parts(record: dict) -> list[str]:
+    key = record.get("episode_key")
+    return key.split("|") if isinstance(key, str) else []
+
+
+def _twin_scope(p: Planted) -> bool:
+    """Another record of the trace whose episode differs from this one's in the technique only."""
+    mine = _episode_parts(p.record)
+    return any(
+        k != p.i and len(theirs := _episode_parts(rec)) == 5 and theirs != mine and theirs[:3] == mine[:3]
+        for k, (_, rec) in enumerate(p.records)
+    )
+
+
+def _episode_of_another_record(p: Planted) -> None:
+    """What a partition that gave two segments one episode would yield: the record and its packet's
+    target take another record's episode, so only the duplicate can fail."""
+    mine = _episode_parts(p.record)
+    key = next(
+        rec["episode_key"]
+        for k, (_, rec) in enumerate(p.records)
+        if k != p.i and _episode_parts(rec) != mine and _episode_parts(rec)[:3] == mine[:3]
+    )
+    p.record["episode_key"] = key
+    packet = p.bench.packet_of(p.records[p.i][0])
+    data = {**packet.data, "target": {**packet.target, "episode_key": key}}
+    packets = {**p.bench.packets, p.record["id"]: dataclasses.replace(packet, data=data)}
+    p.bench = dataclasses.replace(p.bench, packets=packets)
+
+
+def _filed_twice(p: Planted) -> None:
+    """The record a second time, at its store path: one id claimed by two files of the trace."""
+    path = staged_path(p.bench.packet_of(p.records[p.i][0]))
+    assert path is not None  # a drafted packet's target always has a store path
+    p.records.append([path, copy.deepcopy(p.record)])
+
+
 def _live_store_holds_id(p: Planted) -> None:
     p.live = LiveStore({p.record["id"]: "hopper|triton|misc|another_lever|operator"})
 
@@ -345,6 +383,10 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
         _no_capture,
         _append_to_goal(lambda p: "Nsight Compute shows it."),
     ),
+    TraceInjection(
+        "store-overlap", "episode_key another record of the trace holds", _twin_scope, _episode_of_another_record
+    ),
+    TraceInjection("store-overlap", "id another record of the trace claims", _any, _filed_twice),
     TraceInjection("store-overlap", "id the live store holds for another episode", _any, _live_store_holds_id),
     TraceInjection(
         "store-overlap", "id the live store holds with no episode", _any, _live_store_holds_id_without_episode
@@ -384,7 +426,7 @@ def run_trace_injection(bench: Workbench, injection: TraceInjection) -> store_in
     planted = plant(bench, injection)
     if planted is None:
         return store_injection.Outcome(injection, None)
-    verdicts = validate_records(bench, planted.records, planted.live)
+    verdicts = validate_records(planted.bench, planted.records, planted.live)
     target = verdicts[planted.i]
     named = target.gates[injection.gate][0] == FAIL
     return store_injection.Outcome(injection, target.judged.relpath, tuple(failing_gates(verdicts)), named)

@@ -1,15 +1,24 @@
-"""Gate `store-overlap`: a new record claims an id and an episode no other record holds.
+"""Gate `store-overlap`: a new record claims an id no other record holds, and an episode no other record
+of its trace holds.
 
-Claims are checked against the live store's index (when `live_store` is configured) and across the
-whole staging area: within a trace by the trace's validation, across traces by the validation summary
-(ids are content-derived, so two traces collide only on episodes: the same lever on the same operator
-and arch). Against the live store: an id it holds for ANOTHER episode fails (staging or admitting it
-would overwrite a different record). An episode it holds is not a failure: that record is a confirm or
-a conflict, which `optrace gate match` proposes and the staging README lists, so it must be staged; and
-an id it holds for the same episode is the record already admitted (re-running after `gate commit-all`
-must not fail what was just admitted). Every holder of a duplicate inside staging fails, so a verdict
-never depends on which trace was validated first. The reference checked ids against the live store only,
-merely noted episode keys, and never looked across the records it was about to stage.
+Within a trace (the trace's validation) no id and no episode_key is claimed twice, and every holder of
+a duplicate fails, so a verdict never depends on the order records were read in. Partition gives each
+segment of a trace its own episode (a repeated lever's later segment is `<technique>#2`, ...), so a
+duplicate episode there is a record that took another's episode: one run counted twice would inflate
+`verified_effective` if admission took it for a confirm.
+
+Across traces (`optrace validate summary`) a duplicate id fails (the two records would be one file),
+but a shared episode does not: two runs that found the same lever on the same operator and arch are
+the store's confirm (same direction) or conflict (opposite direction). `optrace gate match` proposes
+that, batch-aware, and the summary lists the shared episodes.
+
+Against the live store (when `live_store` is configured): an id it holds for ANOTHER episode fails
+(staging or admitting it would overwrite a different record). An episode it holds is not a failure:
+that record is a confirm or a conflict, which `optrace gate match` proposes and the staging README
+lists, so it must be staged; and an id it holds for the same episode is the record already admitted
+(re-running after `gate commit-all` must not fail what was just admitted). The reference checked ids
+against the live store only, merely noted episode keys, and never looked across the records it was
+about to stage.
 """
 
 from __future__ import annotations
@@ -51,11 +60,23 @@ def load_live_store(index_path: str | os.PathLike) -> LiveStore:
     return LiveStore({i: k if isinstance(k, str) else None for i, k in rows if isinstance(i, str)})
 
 
-def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
-    """Messages per claiming record path: an id the live store holds for another episode, or an id or
-    episode claimed twice in staging."""
+CLAIM_KINDS = ("id", "episode_key")
+
+
+def holders(claims: list[Claim], kind: str) -> dict[str, list[str]]:
+    """Record paths per claimed value of `kind` ("id" or "episode_key"), for values claimed more than once."""
     out: dict[str, list[str]] = defaultdict(list)
-    holders: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for c in claims:
+        value = getattr(c, kind)
+        if value is not None:
+            out[value].append(c.relpath)
+    return {value: paths for value, paths in out.items() if len(paths) > 1}
+
+
+def overlaps(claims: list[Claim], live: LiveStore, kinds: tuple[str, ...] = CLAIM_KINDS) -> dict[str, list[str]]:
+    """Messages per claiming record path: an id the live store holds for another episode, or a value of
+    `kinds` claimed twice among `claims` (one trace's records: ids and episodes; all traces: ids)."""
+    out: dict[str, list[str]] = defaultdict(list)
     for c in claims:
         if (
             c.id is not None
@@ -66,16 +87,16 @@ def overlaps(claims: list[Claim], live: LiveStore) -> dict[str, list[str]]:
                 f"{c.relpath}: id {c.id!r} is already in the live store for episode "
                 f"{live.episode_of[c.id]!r}, not {c.episode_key!r}: it would overwrite that record"
             )
-        for kind, value in (("id", c.id), ("episode_key", c.episode_key)):
-            if value is not None:
-                holders[kind, value].append(c.relpath)
-    for (kind, value), paths in holders.items():
-        for path in paths if len(paths) > 1 else ():
-            others = ", ".join(p for p in paths if p != path)
-            out[path].append(f"{path}: {kind} {value!r} is also claimed by {others}")
+    for kind in kinds:
+        for value, paths in holders(claims, kind).items():
+            for path in paths:
+                others = ", ".join(p for p in paths if p != path)
+                out[path].append(f"{path}: {kind} {value!r} is also claimed by {others}")
     return dict(out)
 
 
 GATE: Gate[Evidence] = Gate(
-    "store-overlap", "no id the live store holds for another episode; no id or episode_key claimed twice in staging"
+    "store-overlap",
+    "no id the live store holds for another episode; no id claimed twice in staging; "
+    "no episode_key claimed twice within a trace",
 )
