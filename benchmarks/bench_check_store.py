@@ -36,7 +36,8 @@ def wall_runs(store: Path, runs: int) -> list[float]:
 
 
 def in_process(store: Path, runs: int) -> dict[str, float]:
-    from optrace.gates.store import load_store, run_gates
+    from optrace.gates.store.runner import run_gates
+    from optrace.gates.store.store import load_store
 
     phases: dict[str, list[float]] = {"load records + index": [], "9 gates": []}
     for _ in range(runs):

@@ -22,7 +22,8 @@ import pytest
 from optrace.admit import gate
 from optrace.admit import store_match as storematch
 from optrace.admit.live_store import INTENT_NAME, LOCK_NAME, PAUSE_ENV
-from optrace.gates.store import FAIL, run_store_gates
+from optrace.gates.store.model import FAIL
+from optrace.gates.store.runner import run_store_gates
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
 from tests.support.paths import ROOT, SHARED_DATA
 from tests.support.schemas import load_schema

@@ -15,9 +15,10 @@ from decimal import Decimal
 import pytest
 
 from optrace.gates.store.store import parse_json_bytes
-from optrace.gates.trace import LiveStore, judge
 from optrace.gates.trace.fabrication import Pool
 from optrace.gates.trace.injection import validate_records
+from optrace.gates.trace.runner import judge
+from optrace.gates.trace.store_overlap import LiveStore
 
 TRACES = ("example", "fib")
 CRASH = re.compile(r"could not read this record")

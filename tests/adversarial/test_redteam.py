@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from optrace.gates.store.store import parse_json_bytes
-from optrace.gates.trace import LiveStore
 from optrace.gates.trace.fabrication import Pool
 from optrace.gates.trace.injection import validate_records, workbench
+from optrace.gates.trace.store_overlap import LiveStore
 
 from .b200_trace import NAME as B200_NAME
 from .b200_trace import build_b200_trace

@@ -13,7 +13,8 @@ import pytest
 from optrace.distill.distill import record_path, render_command
 from optrace.errors import InputError
 from optrace.example.embedded import build_example, example_name
-from optrace.gates.store import GateContext, check_record
+from optrace.gates.store.model import GateContext
+from optrace.gates.store.runner import check_record
 from tests.distill.test_drafter import STORE_KEYS, mine, store_relpath, unexplained_numbers
 from tests.support.paths import FIXTURES
 from tests.support.schemas import assert_valid, load_schema

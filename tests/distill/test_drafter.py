@@ -11,7 +11,8 @@ from optrace.cli import main as optrace
 from optrace.distill.drafter import ARCH_ISA, UNRANKED, draft_record, read_code
 from optrace.example.embedded import build_example, example_name
 from optrace.facts import ABSOLUTE_LATENCY
-from optrace.gates.store import GateContext, check_record
+from optrace.gates.store.model import GateContext
+from optrace.gates.store.runner import check_record
 from tests.support import tracekit
 from tests.support.schemas import load_schema
 

@@ -10,7 +10,7 @@ import pytest
 from optrace.errors import InputError
 from optrace.gates import validate
 from optrace.gates.store import injection as store_injection
-from optrace.gates.trace import ALL_GATES, injection
+from optrace.gates.trace import injection
 from optrace.gates.trace.injection import (
     TRACE_INJECTIONS,
     TraceInjection,
@@ -22,6 +22,7 @@ from optrace.gates.trace.injection import (
     run_trace_injection,
     workbench,
 )
+from optrace.gates.trace.runner import ALL_GATES
 
 CASES = [*store_injection.INJECTIONS, *TRACE_INJECTIONS]
 

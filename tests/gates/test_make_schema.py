@@ -14,8 +14,8 @@ from optrace import SCHEMAS
 from optrace.errors import InputError
 from optrace.fastschema import compile_schema
 from optrace.gates import make_schema as ms
-from optrace.gates.store import load_store
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
+from optrace.gates.store.store import load_store
 from tests.support.paths import SHARED_DATA
 
 STORE = SHARED_DATA / "upstream-store"

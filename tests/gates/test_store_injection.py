@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from optrace.errors import InputError
-from optrace.gates.store import GATES, load_store
 from optrace.gates.store.injection import INJECTIONS, Injection, plant, run_injection, run_injections, specimen_store
-from optrace.gates.store.store import Store
+from optrace.gates.store.model import GATES
+from optrace.gates.store.store import Store, load_store
 from optrace.publish import check_store
 from tests.support.paths import SHARED_DATA
 

@@ -14,11 +14,14 @@ from decimal import Decimal
 
 import pytest
 
-from optrace.gates.trace import ALL_GATES, LiveStore, Packet, TraceContext, finish, judge, layout, numbers
+from optrace.gates.store.store import store_path
+from optrace.gates.trace import layout, numbers
 from optrace.gates.trace.fabrication import Pool, tokens
 from optrace.gates.trace.injection import mine_example, validate_records, workbench
-from optrace.gates.trace.layout import staged_path, store_path
-from optrace.gates.trace.store_overlap import Claim, holders, overlaps
+from optrace.gates.trace.layout import staged_path
+from optrace.gates.trace.model import Packet, TraceContext
+from optrace.gates.trace.runner import ALL_GATES, finish, judge
+from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, overlaps
 
 
 @pytest.fixture(scope="module")

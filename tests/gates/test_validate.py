@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 from optrace.gates import validate
-from optrace.gates.trace import ALL_GATES
 from optrace.gates.trace.injection import SLUG, mine_example, workbench
+from optrace.gates.trace.runner import ALL_GATES
 from optrace.gates.validate import CACHE_NAME, TracePaths, summarize, validate_trace
 from tests.support.schemas import assert_valid, load_schema
 from tests.support.workflow import run_snakemake
@@ -99,7 +99,7 @@ def test_a_changed_record_or_packet_is_judged_again(results, mined):
 
 def test_a_change_to_the_gates_invalidates_every_entry(results, monkeypatch):
     report, _ = run(results)
-    monkeypatch.setattr(validate, "gate_code_digest", lambda: "edited")
+    monkeypatch.setattr(validate, "package_digest", lambda pkg: "edited")
     assert run(results)[1] == report["counts"]["records"]
 
 
@@ -401,6 +401,56 @@ def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(re
     staged = stage(results, [SLUG], summary, baseline_geomean)
     assert any(f["path"].endswith(victim.name) and f["gates"] == [CHANGED] for f in staged["failed"])
     assert not any(s["id"] + ".json" == victim.name for s in staged["staged"])
+
+
+def _staged(results: Path, monkeypatch) -> tuple[dict, dict[str, bytes], int]:
+    """(staged.json's content, every staging file's bytes, how many traces were restaged) of one stage."""
+    from optrace.publish import staging
+
+    calls = []
+    real = staging.stage_trace
+    monkeypatch.setattr(staging, "stage_trace", lambda *a: calls.append(a[1]) or real(*a))
+    report, _ = run(results)
+    summary = staging.stage(results, [SLUG], summarize([("r", report)]), staging.baseline_geomean)
+    root = results / "staging" / "records"
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
+    return summary, files, len(calls)
+
+
+def test_a_remembered_trace_is_not_restaged_and_stages_the_same_bytes(results, monkeypatch):
+    from optrace.publish.staging import MEMO_NAME
+
+    first, files, restaged = _staged(results, monkeypatch)
+    assert restaged == 1 and len(files) > 5 and first["staged"]
+    again, files_again, restaged = _staged(results, monkeypatch)
+    assert restaged == 0 and again == first and files_again == files
+    (results / "staging" / MEMO_NAME).write_text("{not json")  # a damaged memo is no memo
+    fresh, files_fresh, restaged = _staged(results, monkeypatch)
+    assert restaged == 1 and fresh == first and files_fresh == files
+    from optrace.publish import staging
+
+    monkeypatch.setattr(staging, "package_digest", lambda pkg: "edited code")  # other code: other copies
+    assert _staged(results, monkeypatch)[2] == 1
+
+
+def test_a_remembered_trace_whose_copy_or_inputs_changed_is_restaged(results, monkeypatch):
+    first, files, _ = _staged(results, monkeypatch)
+    copy = results / "staging" / "records" / first["staged"][0]["path"].removeprefix("records/")
+    copy.write_bytes(copy.read_bytes().replace(b'"score"', b'"score" ', 1))  # a staged copy edited by hand
+    again, files_again, restaged = _staged(results, monkeypatch)
+    assert restaged == 1 and files_again == files and again == first
+    packet = next((results / "packets" / SLUG).glob("strategy-*.json"))
+    packet.write_text(packet.read_text() + "\n")  # the same measurements, other bytes: inputs changed
+    assert _staged(results, monkeypatch)[2] == 1
+    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+
+    summary = summarize([("r", run(results)[0])])
+    stage(results, [SLUG], summary, baseline_geomean)  # remembered with the bytes this verdict judged
+    victim = results / "distilled" / SLUG / f"{first['staged'][0]['id']}.json"
+    victim.write_bytes(victim.read_bytes().replace(b'"active"', b'"ACTIVE"', 1))  # edited after validation
+    staged = stage(results, [SLUG], summary, baseline_geomean)
+    assert [f["gates"] for f in staged["failed"] if f["id"] == first["staged"][0]["id"]] == [[CHANGED]]
+    assert first["staged"][0]["id"] not in {s["id"] for s in staged["staged"]}
 
 
 # --- a long synthetic run repeats levers: each repeat is its own episode -------------------------------

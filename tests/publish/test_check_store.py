@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from optrace.gates.store import GATES, GateContext, check_record, load_store, run_gates, run_store_gates
+from optrace.gates.store.model import GATES, GateContext
+from optrace.gates.store.runner import check_record, run_gates, run_store_gates
 from optrace.gates.store.specimens import anti_strategy, index_for, reference_kernel, specimen_records, strategy
+from optrace.gates.store.store import load_store
 from optrace.publish import check_store
 from optrace.scrub.leak_patterns import DENYLIST_ENV, denylist_pattern
 from tests.support.paths import SHARED_DATA

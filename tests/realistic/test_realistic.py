@@ -579,7 +579,9 @@ def test_the_lineage_gate_checks_the_parent_against_the_trace_itself(mined):
     cannot vouch for a strategy, whatever the record says."""
     import copy
 
-    from optrace.gates.trace import LiveStore, Packet, finish, judge, trace_context
+    from optrace.gates.trace.model import Packet, trace_context
+    from optrace.gates.trace.runner import finish, judge
+    from optrace.gates.trace.store_overlap import LiveStore
 
     m = mined["sgemm_ladder"]
     work = m.results / "work" / m.slug

@@ -67,8 +67,8 @@ def test_the_self_check_refuses_unusable_input_in_one_line(mined, tmp_path):
 
 
 def test_the_worked_example_of_the_brief_is_a_passing_drafted_record(tmp_path):
-    from optrace.gates.trace import LiveStore
     from optrace.gates.trace.injection import mine_example, validate_records, workbench
+    from optrace.gates.trace.store_overlap import LiveStore
 
     example = PACKAGE_DIR / "distill" / "brief_example.json"
     brief = example.with_name("brief.md").read_text()

@@ -13,8 +13,16 @@ def files(command: str) -> set[str]:
 
 
 def test_stages_using_the_store_gates_include_the_modules_that_define_them():
-    for command in ("distill", "validate", "check-store", "gate"):
+    for command in ("validate", "check-store", "gate"):
         assert {"gates/store/runner.py", "gates/store/model.py", "gates/store/store.py"} <= files(command), command
+
+
+def test_distill_includes_the_phrases_its_drafts_must_satisfy_and_no_gate():
+    # the drafter writes to the gates' phrase lists (optrace.facts) but runs no gate: editing a gate must not
+    # re-run an agent's distillation (validation re-judges the records)
+    distill = files("distill")
+    assert {"distill/drafter.py", "facts.py"} <= distill
+    assert not {f for f in distill if f.startswith("gates/")}, distill
 
 
 def test_ingest_includes_the_validator_of_its_hardware_table_and_no_gate():

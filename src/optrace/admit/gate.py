@@ -53,15 +53,12 @@ from optrace.admit.store_match import (
 )
 from optrace.errors import InputError
 from optrace.fastschema import compile_file
-from optrace.gates.store import GATES, GateContext, RecordView
-from optrace.gates.store.model import obj
+from optrace.gates.store.model import GATES, GateContext, RecordView, obj
 from optrace.gates.store.runner import check_view
 from optrace.gates.store.schema import errors_of as schema_errors
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes, record_relpaths, store_path
 from optrace.gates.trace.corpus_profile import narrowings
-from optrace.gates.trace.layout import store_path
 from optrace.gates.trace.model import PROFILE
-from optrace.gates.validate import read_bytes
 from optrace.jsonio import read_json, write_text_atomic
 from optrace.publish.staging import index_entry, scored_with, store_json
 from optrace.publish.worth import COUNTERS

@@ -39,7 +39,6 @@ import hmac
 import json
 import os
 import secrets
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,27 +47,15 @@ from typing import Any, TypeGuard
 from optrace import PACKAGE_DIR
 from optrace.distill.records import record_names
 from optrace.errors import InputError
-from optrace.gates.store import FAIL, PASS
+from optrace.gates.store.model import FAIL, PASS
 from optrace.gates.store.runner import GATE_DEFS as STORE_GATE_DEFS
 from optrace.gates.store.schema import CONTRACT
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
-from optrace.gates.trace import (
-    ALL_GATES,
-    Claim,
-    Judged,
-    LiveStore,
-    Packet,
-    RecordVerdict,
-    finish,
-    holders,
-    judge,
-    load_live_store,
-    overlaps,
-    trace_context,
-)
-from optrace.gates.trace.model import PROFILE, TraceContext
-from optrace.gates.trace.runner import TRACE_GATE_DEFS
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes
+from optrace.gates.trace.model import PROFILE, Packet, TraceContext, trace_context
+from optrace.gates.trace.runner import ALL_GATES, TRACE_GATE_DEFS, Judged, RecordVerdict, finish, judge
+from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, load_live_store, overlaps
 from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_text_atomic
+from optrace.run.codedigest import package_digest
 from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern, read_denylist
 
 MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
@@ -123,32 +110,7 @@ def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:
     }
 
 
-def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
-    """(bytes, None) or (None, why not); a symbolic link is not followed and only a regular file is read
-    (records come from agents: a FIFO named *.json would block the open, then the read, forever)."""
-    try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return None, "not a regular file; not read"
-            size = st.st_size
-            if size > cap:
-                return None, f"{size} bytes, over the {cap}-byte limit; not read"
-            return fh.read(), None
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror})"
-
-
 # --- the cache -----------------------------------------------------------------------------------
-
-
-def gate_code_digest() -> str:
-    """The package's whole source: editing any module invalidates the cache. A superset of what the gates
-    run, read without parsing (a closure would cost every validation job an AST pass per module)."""
-    h = hashlib.sha256()
-    for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        h.update(path.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def context_digest(parts: list[bytes]) -> bytes:
@@ -316,7 +278,12 @@ class TraceRun:
         except OSError as exc:
             raise InputError(exc.filename, f"cannot be read ({exc.strerror})") from None
         return context_digest(
-            [gate_code_digest().encode(), self.paths.slug.encode(), "\0".join(self.denylist_terms).encode(), *parts]
+            [
+                package_digest(PACKAGE_DIR).encode(),
+                self.paths.slug.encode(),
+                "\0".join(self.denylist_terms).encode(),
+                *parts,
+            ]
         )
 
     def parse_packet(self, target: tuple[str, str | None], data: bytes, code: bytes) -> Packet:

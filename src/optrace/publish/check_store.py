@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from optrace.gates.store import FAIL, GATES, load_store, run_gates
-from optrace.gates.store.model import GateResult
+from optrace.gates.store.model import FAIL, GATES, GateResult
+from optrace.gates.store.runner import run_gates
+from optrace.gates.store.store import load_store
 from optrace.scrub.leak_patterns import read_denylist
 
 DEFAULT_SHOWN = 12  # messages printed per failing gate unless --all

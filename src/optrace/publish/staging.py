@@ -9,6 +9,13 @@ Stage copies exactly the bytes that were validated: it reads each passing record
 stages it only when the sha256 of those bytes is the one the validation summary names; a record
 edited after validation (same size, mtime restored or not) is listed as failed (`changed-since-
 validation`), never staged.
+
+A trace whose inputs are unchanged is not restaged: `staging/.stage-memo.json` remembers each trace's
+share (the copies' hashes, its index and staged.json entries) under a digest of the package's code, the
+trace's versions and packets and, per passed record, the verdict's sha256 and the bytes the file holds now
+(`trace_key`). A share is reused only while every copy it names is on disk with the remembered bytes;
+anything else, a damaged memo included, restages the trace. So an agent batch in one trace of a
+100-trace sheet restages that trace alone (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -19,16 +26,16 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+from optrace import PACKAGE_DIR
 from optrace.errors import InputError
 from optrace.gates.store.index import expected_entry
 from optrace.gates.store.model import RecordView
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
-from optrace.gates.trace.layout import store_path
-from optrace.gates.validate import read_bytes
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes, store_path
 from optrace.jsonio import read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 from optrace.rows import PacketRow, VersionRow, episode_technique, read_packet, read_versions
+from optrace.run.codedigest import package_digest
 
 RECORD_KEY_ORDER = (
     "schema",
@@ -45,6 +52,8 @@ RECORD_KEY_ORDER = (
 SEARCH_FIELDS = ("goal", "technique", "what", "summary", "lesson", "attempted", "change", "mechanism")
 MAX_SEARCH_CHARS = 2000
 MAX_TITLE_CHARS = 160
+MAX_MEMO_INPUT_BYTES = 1 << 30  # the memo key hashes versions.jsonl and packets whole; their own stages bound them
+BaselineOf = Callable[[list[VersionRow]], float | None]
 
 
 def store_json(record: dict) -> str:
@@ -149,62 +158,148 @@ def split_by_verdict(summary: dict) -> tuple[dict[str, list[tuple]], list[dict]]
     return passed, failed
 
 
-def stage(
-    results: Path, slugs: list[str], summary_in: dict, baseline_of: Callable[[list[VersionRow]], float | None]
-) -> dict:
+MEMO_NAME = ".stage-memo.json"  # beside records/: never staged, never listed
+MEMO_FORMAT = 1
+
+
+def _digest(path: Path) -> bytes:
+    data, error = read_bytes(path, MAX_MEMO_INPUT_BYTES)
+    return hashlib.sha256(data if data is not None else f"\0{error}".encode()).digest()
+
+
+def trace_key(results: Path, slug: str, passed: list[tuple], code: str) -> str:
+    """A digest of everything one trace's share of the staging area is made from: the package's code, the
+    trace's versions (its baseline and kept ratio), its packets (manifest and measurements) and, per passed
+    record, the verdict's hash next to the hash of the bytes the file holds now."""
+    h = hashlib.sha256(f"{MEMO_FORMAT}\0{code}\0{slug}\0".encode())
+    h.update(_digest(results / "work" / slug / "versions.jsonl"))
+    packets = results / "packets" / slug
+    for name in sorted(p.name for p in packets.glob("*.json")) if packets.is_dir() else ():
+        h.update(name.encode() + b"\0" + _digest(packets / name))
+    for path, sha256, rid in passed:
+        h.update(f"{path}\0{sha256}\0{rid}\0".encode() + _digest(results / path))
+    return h.hexdigest()
+
+
+def stage_trace(results: Path, slug: str, passed: list[tuple], baseline_of: BaselineOf) -> dict:
+    """One trace's share: the texts to write ({relpath: sha256}), its staged, index and failed entries."""
+    share: dict = {"files": {}, "staged": [], "entries": [], "failed": [], "failed_trace": None}
+    rows = read_versions(results / "work" / slug / "versions.jsonl")
+    manifest = read_json(results / "packets" / slug / "manifest.json")
+    if isinstance(manifest.get("failed"), dict):  # optrace.run.pertrace's placeholder: listed, not staged
+        f = manifest["failed"]
+        share["failed_trace"] = {"trace": slug, "stage": f.get("stage"), "reason": f.get("reason")}
+        return share
+    packets = {p["id"]: p["seg_id"] for p in manifest["packets"]}
+    trace, baseline_us = trace_prior(rows), baseline_of(rows)  # the trace's, once: it runs the ladder
+    for path, sha256, rid in passed:
+        record = validated_record(results, path, sha256)
+        if record is None:
+            share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": [CHANGED]})
+            continue
+        packet = read_packet(results / "packets" / slug / f"{packets[record['id']]}.json")
+        scored = score(record, record_prior(record, packet, trace, baseline_us))
+        rel = store_path(scored["type"], scored["retrieval"]["scope"], scored["id"])
+        if rel is None:  # validation binds the scope to the packet; a name that could climb is never written
+            share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": ["layout"]})
+            continue
+        text = store_json(scored)
+        target = results / "staging" / rel
+        if not target.exists() or target.read_text(encoding="utf-8") != text:
+            write_text_atomic(target, text)
+        share["files"][rel] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        share["entries"].append(index_text(index_entry(scored, rel)))
+        rank = scored["worth"]["rank"]
+        share["staged"].append(
+            {
+                "trace": slug,
+                "id": scored["id"],
+                "path": rel,
+                "type": scored["type"],
+                "score": rank["score"],
+                "tier": rank["tier"],
+            }
+        )
+    return share
+
+
+# records/index.json is written as json.dumps(index, indent=1) writes it, from each entry's own text: an
+# entry is encoded once, when its trace is staged, and a remembered trace's entries are not encoded again.
+INDEX_ENTRY_INDENT = "  "  # an entry sits two levels deep: {"records": [ {...} ]}
+
+
+def index_text(entry: dict) -> tuple[str, str]:
+    """(id, the entry as the index holds it)."""
+    text = json.dumps(entry, ensure_ascii=False, indent=1).replace("\n", "\n" + INDEX_ENTRY_INDENT)
+    return entry["id"], INDEX_ENTRY_INDENT + text
+
+
+def index_json(entries: list[tuple[str, str]]) -> str:
+    head = {"schema": "clean-1.3", "generated_by": "optrace stage", "builder_version": BUILDER_VERSION}
+    head_text = json.dumps({**head, "count": len(entries)}, ensure_ascii=False, indent=1)
+    body = ",\n".join(text for _, text in sorted(entries, key=lambda e: e[0])) if entries else None
+    records = f'"records": [\n{body}\n ]' if body is not None else '"records": []'
+    return f"{head_text[:-2]},\n {records}\n}}\n"
+
+
+def still_staged(staging: Path, files: dict[str, str]) -> bool:
+    """Every file of a remembered share is on disk with the bytes the memo says were written."""
+    for rel, sha256 in files.items():
+        data, _ = read_bytes(staging / rel, MAX_RECORD_BYTES)
+        if data is None or hashlib.sha256(data).hexdigest() != sha256:
+            return False
+    return True
+
+
+def load_memo(path: Path) -> dict[str, dict]:
+    """slug -> its remembered share; {} for a missing or damaged memo (the stage then starts over)."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    traces = doc.get("traces") if isinstance(doc, dict) and doc.get("format") == MEMO_FORMAT else None
+    return traces if isinstance(traces, dict) else {}
+
+
+def remembered(memo: dict[str, dict], slug: str, key: str, staging: Path) -> dict | None:
+    share = memo.get(slug)
+    if not (isinstance(share, dict) and share.get("key") == key and isinstance(share.get("files"), dict)):
+        return None
+    return share if still_staged(staging, share["files"]) else None
+
+
+def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of: BaselineOf) -> dict:
+    """Stage every trace's passed records. A trace whose inputs (trace_key) and staged files are what the
+    memo remembers is not restaged: an agent batch in one trace restages that trace alone."""
     staging = results / "staging"
     passed, failed = split_by_verdict(summary_in)
     entries, summary, keep = [], {"staged": [], "failed": failed, "failed_traces": []}, set()
+    memo, new_memo = load_memo(staging / MEMO_NAME), {}
+    changed = memo.keys() != set(slugs)
+    code = package_digest(PACKAGE_DIR)
     for slug in slugs:
-        rows = read_versions(results / "work" / slug / "versions.jsonl")
-        manifest = read_json(results / "packets" / slug / "manifest.json")
-        if isinstance(manifest.get("failed"), dict):  # optrace.run.pertrace's placeholder: listed, not staged
-            f = manifest["failed"]
-            summary["failed_traces"].append({"trace": slug, "stage": f.get("stage"), "reason": f.get("reason")})
-            continue
-        packets = {p["id"]: p["seg_id"] for p in manifest["packets"]}
-        trace = trace_prior(rows)
-        for path, sha256, rid in passed.get(slug, []):
-            record = validated_record(results, path, sha256)
-            if record is None:
-                failed.append({"trace": slug, "path": path, "id": rid, "gates": [CHANGED]})
-                continue
-            packet = read_packet(results / "packets" / slug / f"{packets[record['id']]}.json")
-            scored = score(record, record_prior(record, packet, trace, baseline_of(rows)))
-            rel = store_path(scored["type"], scored["retrieval"]["scope"], scored["id"])
-            if rel is None:  # validation binds the scope to the packet; a name that could climb is never written
-                failed.append({"trace": slug, "path": path, "id": rid, "gates": ["layout"]})
-                continue
-            target = staging / rel
-            text = store_json(scored)
-            if not target.exists() or target.read_text(encoding="utf-8") != text:
-                write_text_atomic(target, text)
-            keep.add(rel)
-            entries.append(index_entry(scored, rel))
-            summary["staged"].append(
-                {
-                    "trace": slug,
-                    "id": scored["id"],
-                    "path": rel,
-                    "type": scored["type"],
-                    "score": scored["worth"]["rank"]["score"],
-                    "tier": scored["worth"]["rank"]["tier"],
-                }
-            )
+        mine = passed.get(slug, [])
+        key = trace_key(results, slug, mine, code)
+        share = remembered(memo, slug, key, staging)
+        if share is None:
+            share = {**stage_trace(results, slug, mine, baseline_of), "key": key}
+            changed = True
+        new_memo[slug] = share
+        if share["failed_trace"] is not None:
+            summary["failed_traces"].append(share["failed_trace"])
+        failed.extend(share["failed"])
+        keep.update(share["files"])
+        entries.extend(share["entries"])
+        summary["staged"].extend(share["staged"])
     records_dir = staging / "records"
     for stale in records_dir.rglob("*.json") if records_dir.exists() else []:
         rel = stale.relative_to(staging).as_posix()
         if rel != "records/index.json" and rel not in keep:
             stale.unlink()
-    entries.sort(key=lambda e: e["id"])
-    index = {
-        "schema": "clean-1.3",
-        "generated_by": "optrace stage",
-        "builder_version": BUILDER_VERSION,
-        "count": len(entries),
-        "records": entries,
-    }
-    write_text_atomic(records_dir / "index.json", json.dumps(index, ensure_ascii=False, indent=1) + "\n")
+    write_text_atomic(records_dir / "index.json", index_json(entries))
+    if changed:  # key order kept (no sort): a remembered index entry must be written as a computed one is
+        memo_text = json.dumps({"format": MEMO_FORMAT, "traces": new_memo}, ensure_ascii=False, separators=(",", ":"))
+        write_text_atomic(staging / MEMO_NAME, memo_text + "\n")
     summary["staged"].sort(key=lambda s: s["id"])
     summary["failed"].sort(key=lambda s: (s["trace"], s["path"]))
     return summary

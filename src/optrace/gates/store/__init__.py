@@ -6,24 +6,7 @@
 
 One module per gate (schema, ids, anonymization, raw_isolation, relations, index, self_contained,
 cross_reference, established_fact); each message names the record's path relative to the store root.
+
+The package imports nothing: a stage that needs one gate's patterns, the store reader or the model
+does not load every gate (each name is imported from the module that defines it, e.g. optrace.gates.store.runner).
 """
-
-from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, GateContext, GateResult, RecordView
-from optrace.gates.store.runner import check_record, context_for, run_gates, run_store_gates
-from optrace.gates.store.store import Store, load_store
-
-__all__ = [
-    "FAIL",
-    "GATES",
-    "PASS",
-    "SKIP",
-    "GateContext",
-    "GateResult",
-    "RecordView",
-    "Store",
-    "check_record",
-    "context_for",
-    "load_store",
-    "run_gates",
-    "run_store_gates",
-]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -154,6 +155,43 @@ def parse_json_bytes(data: bytes, max_string: int | None = MAX_STRING_CHARS) -> 
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
     problem = shape_problem(value, max_string, surrogates=SURROGATE_ESCAPE.search(raw) is not None)
     return (None, f"not a record: {problem}") if problem else (value, None)
+
+
+def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
+    """(bytes, None) or (None, why not); a symbolic link is not followed and only a regular file is read
+    (records come from agents: a FIFO named *.json would block the open, then the read, forever)."""
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                return None, "not a regular file; not read"
+            size = st.st_size
+            if size > cap:
+                return None, f"{size} bytes, over the {cap}-byte limit; not read"
+            return fh.read(), None
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror})"
+
+
+NO_FAMILY = "misc"  # the store's directory for records without an operator family
+SAFE_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # a directory or file name that cannot climb or hide
+
+
+def store_path(record_type: object, scope: dict, record_id: object) -> str | None:
+    """records/<type>/<vendor>/<arch>/<dsl>/<operator_family | misc>/<id>.json, the one layout staging,
+    validation and admission share; None when a part is not a safe name (`..`, `/`, a dot file)."""
+    parts = [
+        record_type,
+        scope.get("vendor"),
+        scope.get("arch"),
+        scope.get("dsl"),
+        scope.get("operator_family") or NO_FAMILY,
+        record_id,
+    ]
+    safe = [p for p in parts if isinstance(p, str) and SAFE_SEGMENT.match(p)]
+    if len(safe) != len(parts):
+        return None
+    return f"records/{'/'.join(safe[:-1])}/{record_id}.json"
 
 
 def read_json_file(path: str, cap: int) -> tuple[Any, str | None]:

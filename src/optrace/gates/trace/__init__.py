@@ -6,26 +6,7 @@
 One module per gate (profile, layout, verbatim, fabrication = no-fabrication, provenance,
 ncu_attribution, lineage, store_overlap), in the store gates' style and on their types (gates.store.model).
 `optrace validate` (optrace.gates.validate) runs them per trace with a content-hash cache.
+
+The package imports nothing: a stage that needs one gate's patterns, the store reader or the model
+does not load every gate (each name is imported from the module that defines it, e.g. optrace.gates.trace.runner).
 """
-
-from optrace.gates.trace.model import TRACE_GATES, Evidence, Packet, TraceContext, trace_context
-from optrace.gates.trace.runner import ALL_GATES, Judged, RecordVerdict, finish, judge
-from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, load_live_store, overlaps
-
-__all__ = [
-    "ALL_GATES",
-    "TRACE_GATES",
-    "Claim",
-    "Evidence",
-    "Judged",
-    "LiveStore",
-    "Packet",
-    "RecordVerdict",
-    "TraceContext",
-    "finish",
-    "holders",
-    "judge",
-    "load_live_store",
-    "overlaps",
-    "trace_context",
-]

@@ -26,9 +26,9 @@ from optrace.cli import main as optrace
 from optrace.distill.drafter import draft_record
 from optrace.errors import InputError
 from optrace.example.embedded import build_example, example_name
-from optrace.gates.store import FAIL, run_gates
 from optrace.gates.store import injection as store_injection
-from optrace.gates.store.model import obj
+from optrace.gates.store.model import FAIL, obj
+from optrace.gates.store.runner import run_gates
 from optrace.gates.store.specimens import index_for
 from optrace.gates.store.store import IndexFile, RecordFile, Store
 from optrace.gates.trace.fabrication import Pool

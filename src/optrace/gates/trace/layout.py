@@ -44,11 +44,11 @@ from optrace.distill.drafter import (  # the ISA of an arch: the drafter's fallb
     edit_scope,
 )
 from optrace.gates.store.model import Gate, RecordView, obj
+from optrace.gates.store.store import store_path
 from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import collapsed, folded, strings
 from optrace.gates.trace.numbers import normalize, number_tokens
 
-NO_FAMILY = "misc"  # the store's directory for records without an operator family
 PRODUCT = r"[abhlv]\d{2,3}[a-z]?|g[bh]\d{3}|rtx\s?\d{4}(?:\s?ti)?|mi\d{3}[a-z]?|t4|p100"
 ARCH = (
     r"hopper|blackwell(?:-ultra|-geforce)?|ampere|ada|lovelace|volta|turing|pascal|maxwell|kepler|rubin|grace|thor"
@@ -89,26 +89,6 @@ WIDENING_LOWER = re.compile(WIDENING.pattern)
 SCOPE_WORDS = re.compile(rf"\b(?:{PRODUCT}|{ARCH}|{ISA})\b", re.I)
 MEASURED_ON_KEYS = ("gpu", "harness", "track")
 PROVENANCE_BOUND = frozenset(("evidence", "raw", k) for k in ("git_commit", "source_repo", "version"))  # provenance's
-
-
-SAFE_SEGMENT = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # a directory or file name that cannot climb or hide
-
-
-def store_path(record_type: object, scope: dict, record_id: object) -> str | None:
-    """records/<type>/<vendor>/<arch>/<dsl>/<operator_family | misc>/<id>.json, the one layout staging,
-    validation and admission share; None when a part is not a safe name (`..`, `/`, a dot file)."""
-    parts = [
-        record_type,
-        scope.get("vendor"),
-        scope.get("arch"),
-        scope.get("dsl"),
-        scope.get("operator_family") or NO_FAMILY,
-        record_id,
-    ]
-    safe = [p for p in parts if isinstance(p, str) and SAFE_SEGMENT.match(p)]
-    if len(safe) != len(parts):
-        return None
-    return f"records/{'/'.join(safe[:-1])}/{record_id}.json"
 
 
 def staged_path(packet: Packet) -> str | None:

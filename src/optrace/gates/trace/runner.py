@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from optrace.gates.store import FAIL, GATES, PASS, SKIP, GateContext, RecordView, check_record, relations
-from optrace.gates.store.model import obj
-from optrace.gates.store.runner import applicable, check_view, run_check
+from optrace.gates.store import relations
+from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, GateContext, RecordView, obj
+from optrace.gates.store.runner import applicable, check_record, check_view, run_check
 from optrace.gates.trace import corpus_profile as profile
 from optrace.gates.trace import fabrication, layout, lineage, ncu_attribution, provenance, store_overlap, verbatim
 from optrace.gates.trace.model import TRACE_GATES, Evidence, Packet, TraceContext
