@@ -203,3 +203,33 @@ def test_an_empty_results_tree_and_a_crashed_job(tmp_path):
     (tmp_path / "work/b").mkdir(parents=True)
     (tmp_path / "work/b/meta.json").write_text("{}")  # re-run succeeded: the old log no longer counts
     assert collect(["b"], stages, places(tmp_path)).failed_traces == []
+
+
+def test_the_summary_reads_the_validation_summary_while_it_is_current(tmp_path):
+    # one file instead of every trace's report, and no gate code in the Snakemake controller; a report
+    # newer than the summary (the summary job did not run after it) sends it back to the reports
+    import os
+
+    from optrace.gates.validate import summarize, trace_report
+    from optrace.run.summary import collect
+
+    where = places(tmp_path)
+    reports = {}
+    for slug in ("a", "b"):
+        path = tmp_path / f"reports/{slug}/validation.json"
+        path.parent.mkdir(parents=True)
+        reports[slug] = trace_report(slug, [], [f"seg-{slug}"])
+        path.write_text(json.dumps(reports[slug]))
+        os.utime(path, (1000, 1000))
+    merged = summarize([(f"reports/{s}/validation.json", r) for s, r in reports.items()])
+    merged["traces"][0]["packets_without_record"] = 7  # what only the summary says
+    where.validation_summary.write_text(json.dumps(merged))
+    os.utime(where.validation_summary, (2000, 2000))
+    got = {t.slug: t.without_record for t in collect(["a", "b"], [], where).traces}
+    assert got == {"a": 7, "b": 1}
+    os.utime(tmp_path / "reports/b/validation.json", (3000, 3000))  # validated again since
+    got = {t.slug: t.without_record for t in collect(["a", "b"], [], where).traces}
+    assert got == {"a": 1, "b": 1}
+    where.validation_summary.write_text('{"schema": "something else", "traces": [], "by_record": []}')
+    os.utime(where.validation_summary, (4000, 4000))
+    assert {t.slug: t.without_record for t in collect(["a", "b"], [], where).traces} == {"a": 1, "b": 1}

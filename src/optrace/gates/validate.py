@@ -47,6 +47,7 @@ from typing import Any, TypeGuard
 from optrace import PACKAGE_DIR
 from optrace.distill.records import record_names
 from optrace.errors import InputError
+from optrace.gates import REPORT_SCHEMA, SUMMARY_SCHEMA
 from optrace.gates.store.model import FAIL, PASS
 from optrace.gates.store.runner import GATE_DEFS as STORE_GATE_DEFS
 from optrace.gates.store.schema import CONTRACT
@@ -60,8 +61,6 @@ from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern,
 
 MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
 
-REPORT_SCHEMA = "optrace-validation-1"
-SUMMARY_SCHEMA = "optrace-validation-summary-2"
 CACHE_NAME = "validation-cache.json"
 CACHE_FORMAT = 2
 CACHE_KEY_ENV = "OPTRACE_CACHE_KEY"  # path of the cache's HMAC key file; default below

@@ -45,7 +45,8 @@ def upstream_failure(meta: Path) -> dict | None:
 
 
 def placeholder(path: Path, slug: str, failed: dict) -> str:
-    """What a failed trace leaves at one declared output: enough shape for the aggregates to read."""
+    """What a failed trace leaves at one declared output: enough shape for the aggregates to read. JSON
+    ones are written compact: the run summary recognises a placeholder by its `"failed":{`."""
     name = path.name
     if name.endswith(".jsonl"):
         return ""

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from optrace.gates import SUMMARY_SCHEMA
+
 MAX_REASON_CHARS = 300
 
 
@@ -78,6 +80,24 @@ def _read(path: Path) -> Any:
         return None
 
 
+PLACEHOLDER_MARK = b'"failed":{'  # optrace.run.pertrace writes its placeholders compact: this is in each
+
+
+def _placeholder(path: Path) -> Any:
+    """The document at `path` when it can be a pertrace placeholder; a real output (most of them, some
+    large) is not parsed."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if PLACEHOLDER_MARK not in data:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
 def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | None:
     """('<stage>: <line>', its log) for the first stage of the trace whose job failed, else None.
 
@@ -90,7 +110,7 @@ def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | No
         # a trace that failed under --keep-going leaves optrace.run.pertrace's placeholders: its outputs
         # exist and carry `failed` (the failing stage and its one-line reason)
         for out in outputs:
-            doc = _read(out) if out.suffix == ".json" and out.is_file() else None
+            doc = _placeholder(out) if out.suffix == ".json" else None
             failed = doc.get("failed") if isinstance(doc, dict) else None
             if isinstance(failed, dict):
                 return f"{failed.get('stage')}: error: {str(failed.get('reason'))[:MAX_REASON_CHARS]}", log
@@ -112,29 +132,62 @@ def _first_failure(record: dict) -> tuple[str, str]:
     return f"FAIL {path} [{', '.join(record.get('failed') or [])}]", messages[0].removeprefix(f"{path}: ")
 
 
-def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSummary:
-    """Read what exists. The validation summary is used when it is at least as new as every trace's
-    report (it adds overlaps across traces); otherwise the per-trace reports are read directly."""
-    from optrace.gates.validate import read_report, summarize  # the same merge the workflow's summary job does
+def current_summary(path: Path, report_time: dict[str, float]) -> dict | None:
+    """The validation summary when it is at least as new as every trace's report (the workflow's summary
+    job wrote it from exactly those), restricted to the traces that have a report; else None."""
+    try:
+        fresh = path.stat().st_mtime >= max(report_time.values(), default=0.0)
+    except OSError:
+        return None
+    doc = _read(path) if fresh else None
+    if not (isinstance(doc, dict) and doc.get("schema") == SUMMARY_SCHEMA):
+        return None
+    traces, by_record = doc.get("traces"), doc.get("by_record")
+    if not (isinstance(traces, list) and isinstance(by_record, list)):
+        return None
+    keep = report_time.keys()
+    return {
+        "traces": [t for t in traces if isinstance(t, dict) and t.get("slug") in keep],
+        "by_record": [r for r in by_record if isinstance(r, dict) and r.get("slug") in keep],
+    }
+
+
+def merged_reports(report_paths: dict[str, Path]) -> dict:
+    """The per-trace reports merged as the workflow's summary job merges them (when its summary is stale)."""
+    from optrace.gates.validate import read_report, summarize  # the gates' code: only on this path
 
     reports = []
-    for slug in slugs:
-        path = Path(places.trace_report.format(slug=slug))
+    for path in report_paths.values():
         try:
             reports.append((str(path), read_report(path)))
         except Exception:  # missing or unreadable: this trace was not validated
             continue
     try:
-        merged = summarize(reports)
+        return summarize(reports)
     except (KeyError, TypeError, AttributeError):
-        merged = {"traces": [], "by_record": []}
+        return {"traces": [], "by_record": []}
+
+
+def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSummary:
+    """Read what exists. The validation summary is used when it is at least as new as every trace's
+    report (it adds overlaps across traces); otherwise the per-trace reports are read directly."""
+    report_paths = {slug: Path(places.trace_report.format(slug=slug)) for slug in slugs}
+    report_time = {}
+    for slug, path in report_paths.items():
+        try:
+            report_time[slug] = path.stat().st_mtime
+        except OSError:  # missing: this trace was not validated
+            continue
+    merged = current_summary(places.validation_summary, report_time) or merged_reports(
+        {s: report_paths[s] for s in report_time}
+    )
     by_slug = {t["slug"]: t for t in merged["traces"]}
+    report_time = {s: t for s, t in report_time.items() if s in by_slug}  # reports that could be read
     failing: dict[str, list[dict]] = {}
     for rec in merged["by_record"]:
         if rec["status"] != "PASS":
             failing.setdefault(rec["slug"], []).append(rec)
 
-    report_time = {r["slug"]: Path(p).stat().st_mtime for p, r in reports}
     staged_doc = _read(places.staged)
     staged_by_slug: dict[str, int] = {}
     staged_time = -1.0  # no staging: older than any report
