@@ -96,7 +96,7 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
     staging = results / "staging"
     index = read_json(staging / "records" / "index.json")["records"]
     summary = read_json(staging / "staged.json")
-    records = {e["id"]: read_json(staging / e["path"]) for e in index}
+    staged = {s["id"]: s for s in summary["staged"]}  # what stage wrote of each copy (the README reads none)
     staged_by_trace = Counter(s["trace"] for s in summary["staged"])
     failed_by_trace = Counter(f["trace"] for f in summary["failed"])
     failed_traces = {f["trace"]: f for f in summary.get("failed_traces", [])}
@@ -131,13 +131,12 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for e in index:
-        rec = records[e["id"]]
-        gain = rec["worth"]["gain"]
-        pct = f"{gain['pct']:+.2f}%" if gain.get("pct") is not None else _first_regression(gain)
-        basis = (rec["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "—")
+        s = staged[e["id"]]
+        regression = s["first_regression"]
+        pct = f"{s['gain_pct']:+.2f}%" if s["gain_pct"] is not None else " ".join(map(str, regression or ["—"]))
         out.append(
-            f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {basis} "
-            f"| {rec['evidence']['raw'].get('version') or '—'} |"
+            f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {s['basis'] or '—'} "
+            f"| {s['version'] or '—'} |"
         )
     out += shared_episode_section(index)
     if failed_traces:
@@ -168,19 +167,12 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
         for e in index
     )
     tiers = Counter(e["tier"] for e in index)
-    bases = Counter(
-        (records[e["id"]]["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis", "none") for e in index
-    )
+    bases = Counter(staged[e["id"]]["basis"] or "none" for e in index)
     out += ["", "## Histograms", ""] + _histogram("type / arch / dsl / family", cells) + _histogram("tier", tiers)
     out += _histogram("bottleneck evidence basis", bases)
     out += ["## Ladders", ""] + [f"![{slug} ladder](reports/{slug}/ladder.svg)" for slug in good] + [""]
     out += [HOW_TO_READ, TRUST]
     return "\n".join(out)
-
-
-def _first_regression(gain: dict) -> str:
-    regs = gain.get("regressions") or []
-    return f"{regs[0]['metric']} {regs[0].get('delta_pct', '')}" if regs else "—"
 
 
 def main(argv: list[str]) -> int:

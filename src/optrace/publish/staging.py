@@ -209,17 +209,7 @@ def stage_trace(results: Path, slug: str, passed: list[tuple], baseline_of: Base
             write_text_atomic(target, text)
         share["files"][rel] = hashlib.sha256(text.encode("utf-8")).hexdigest()
         share["entries"].append(index_text(index_entry(scored, rel)))
-        rank = scored["worth"]["rank"]
-        share["staged"].append(
-            {
-                "trace": slug,
-                "id": scored["id"],
-                "path": rel,
-                "type": scored["type"],
-                "score": rank["score"],
-                "tier": rank["tier"],
-            }
-        )
+        share["staged"].append(staged_entry(slug, scored, rel))
     return share
 
 
@@ -240,6 +230,25 @@ def index_json(entries: list[tuple[str, str]]) -> str:
     body = ",\n".join(text for _, text in sorted(entries, key=lambda e: e[0])) if entries else None
     records = f'"records": [\n{body}\n ]' if body is not None else '"records": []'
     return f"{head_text[:-2]},\n {records}\n}}\n"
+
+
+def staged_entry(slug: str, scored: dict, rel: str) -> dict:
+    """staged.json's line for one copy: where it is, its rank, and what the staging README shows of it
+    (so the README reads no copy)."""
+    gain, rank = scored["worth"]["gain"], scored["worth"]["rank"]
+    regressions = gain.get("regressions") or []
+    return {
+        "trace": slug,
+        "id": scored["id"],
+        "path": rel,
+        "type": scored["type"],
+        "score": rank["score"],
+        "tier": rank["tier"],
+        "gain_pct": gain.get("pct"),
+        "first_regression": [regressions[0]["metric"], regressions[0].get("delta_pct", "")] if regressions else None,
+        "basis": (scored["evidence"]["summary"].get("bottleneck_evidence") or {}).get("basis"),
+        "version": scored["evidence"]["raw"].get("version"),
+    }
 
 
 def still_staged(staging: Path, files: dict[str, str]) -> bool:
