@@ -68,10 +68,13 @@ def write(path: Path, record) -> Path:
     return path
 
 
-def variant(record: dict, tail: str, pct: float | None = None) -> dict:
-    """The same episode under another content hash (another trace's run of the same lever)."""
+def variant(record: dict, tail: str, pct: float | None = None, same_run: bool = False) -> dict:
+    """The same episode under another content hash: another trace's run of the same lever (its own commit),
+    or, `same_run`, the same run's evidence again (a trace listed twice under two names)."""
     rec = copy.deepcopy(record)
     rec["id"] = rec["id"][:-6] + tail
+    if not same_run:
+        rec["evidence"]["raw"]["git_commit"] = (tail * 7)[:40]
     if pct is not None:
         gain = rec["worth"]["gain"]
         gain["pct"] = gain["metrics"][0]["delta_pct"] = pct
@@ -689,3 +692,26 @@ def test_a_repeat_mark_is_the_same_technique_for_closeness():
         catalogue.episode_matches(repeat) == []
         and storematch.match_confidence(repeat["episode_key"], same["episode_key"]) == 0.8
     )
+
+
+def test_the_same_runs_evidence_again_is_not_an_independent_confirmation(own_store, tmp_path, capsys):
+    # a trace listed twice (or copied under another name) gives records with other ids but the same
+    # commits: counted, it would confirm itself. Refused by commit confirm, sent to review by the batch
+    s = strategy()
+    copy_of_it = write(tmp_path / "copy.json", variant(s, "dddddd", same_run=True))
+    rc, out = in_process(capsys, "commit", "confirm", "--input", copy_of_it, "--target", s["id"], "--store", own_store)
+    assert rc == 1 and "not an independent confirmation" in out["messages"][0]
+    entry = next(e for e in index_of(own_store)["records"] if e["id"] == s["id"])
+    assert json.loads((own_store / entry["path"]).read_text())["worth"]["track"]["counters"]["verified_effective"] == 0
+    staging = tmp_path / "staging" / "records"
+    staging.mkdir(parents=True)
+    other_run, its_copy = variant(s, "eeeeee"), variant(s, "ffffff")
+    its_copy["evidence"]["raw"]["git_commit"] = other_run["evidence"]["raw"]["git_commit"]
+    for rec in (other_run, its_copy):
+        write(staging / f"{rec['id'][-6:]}.json", rec)
+    report = gate.match_files(gate.GateStore(own_store), gate.staged_files(tmp_path / "staging"), 0, str)
+    assert [(p["id"], p["action"], p["target"]) for p in report["proposals"]] == [
+        (other_run["id"], "confirm", s["id"]),
+        (its_copy["id"], "review", other_run["id"]),
+    ]
+    assert "one run counted twice" in report["proposals"][1]["reason"]

@@ -181,13 +181,35 @@ def propose(record: dict, catalogue: Catalogue) -> dict:
     return direction_rule(record_direction(record), [(m["id"], entry_direction(m)) for m in matches])
 
 
+def evidence_commit(record: dict) -> str | None:
+    """The trace commit a mined record's evidence is (evidence.raw.git_commit, bound to the trace by the
+    provenance gate); None for a curated record."""
+    commit = obj(record, "evidence", "raw").get("git_commit")
+    return commit if isinstance(commit, str) and commit else None
+
+
 def within_batch(proposals: list[dict]) -> None:
     """In commit order, a record whose episode an EARLIER proposal of the batch inserts is proposed as a
     confirm or conflict of that record (by the same direction rule as against the store), so commit-all
     inserts the first and confirms or conflicts the rest: two traces that found one lever are one
-    record confirmed once, not two records of one episode (which insert refuses)."""
+    record confirmed once, not two records of one episode (which insert refuses). A record whose evidence
+    is a commit an earlier record of the episode already cites is the same run again (a trace listed
+    twice, a copy under another name): it goes to review, never counted as an independent confirmation."""
     first: dict[str, tuple[str, str]] = {}  # episode_key -> (id, direction) of the batch's insert
+    cited: dict[tuple[str, str], str] = {}  # (episode_key, commit) -> the id that cited it first
     for p in proposals:
+        key, commit = p.get("episode_key"), p.get("evidence_commit")
+        if key is not None and commit is not None:
+            if (key, commit) in cited and cited[key, commit] != p["id"]:
+                p.update(
+                    action="review",
+                    target=cited[key, commit],
+                    match_confidence=1.0,
+                    reason=f"the same evidence (commit {commit[:12]}) as {cited[key, commit]}: one run counted twice "
+                    "is not an independent confirmation",
+                )
+                continue
+            cited.setdefault((key, commit), p["id"])
         if p["action"] != "insert":
             continue
         if p["episode_key"] not in first:
@@ -234,6 +256,7 @@ def match_one(
         "type": record["type"],
         "episode_key": record["episode_key"],
         "direction": record_direction(record),
+        "evidence_commit": evidence_commit(record),
         **propose(record, catalogue),
         "episode_key_matches": catalogue.episode_matches(record),
         "candidates_count": len(candidates),
@@ -370,6 +393,14 @@ def commit_confirm(txn: Transaction, record: Any, target: str, denylist: Denylis
     mine, theirs = record_direction(record), record_direction(existing)
     if opposite(mine, theirs):
         raise Refused([f"{record['id']!r} points {mine} and {target!r} {theirs}: that is a conflict, not a confirm"])
+    commit = evidence_commit(record)
+    if commit is not None and commit == evidence_commit(existing):
+        raise Refused(
+            [
+                f"{record['id']!r} is evidence from commit {commit[:12]}, which {target!r} was mined from: the same "
+                "run again is not an independent confirmation"
+            ]
+        )
     track = full_track(obj(existing, "worth").get("track"))
     key = f"{target}:{record['id']}"
     if key in track["confirm_keys"]:
