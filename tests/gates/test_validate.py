@@ -453,6 +453,29 @@ def test_a_remembered_trace_whose_copy_or_inputs_changed_is_restaged(results, mo
     assert first["staged"][0]["id"] not in {s["id"] for s in staged["staged"]}
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda memo: "[" * 100_000,  # nested past the recursion limit
+        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "staged": "x"}}}),
+        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "entries": [[1, 2]]}}}),
+        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "files": {"a": 1}}}}),
+        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "failed_trace": 3}}}),
+        lambda memo: json.dumps({**memo, "traces": {SLUG: None}}),
+        lambda memo: json.dumps({**memo, "traces": []}),
+    ],
+    ids=["deep", "staged-not-a-list", "entry-not-text", "hash-not-text", "failed-trace-not-an-object", "null", "list"],
+)
+def test_a_damaged_memo_restages_the_trace_and_never_crashes(results, monkeypatch, damage):
+    from optrace.publish.staging import MEMO_NAME
+
+    first, files, _ = _staged(results, monkeypatch)
+    memo_path = results / "staging" / MEMO_NAME
+    memo_path.write_text(damage(json.loads(memo_path.read_text())))
+    again, files_again, restaged = _staged(results, monkeypatch)
+    assert restaged == 1 and again == first and files_again == files
+
+
 # --- a long synthetic run repeats levers: each repeat is its own episode -------------------------------
 
 

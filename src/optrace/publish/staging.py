@@ -25,6 +25,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from optrace import PACKAGE_DIR
 from optrace.errors import InputError
@@ -264,15 +265,31 @@ def load_memo(path: Path) -> dict[str, dict]:
     """slug -> its remembered share; {} for a missing or damaged memo (the stage then starts over)."""
     try:
         doc = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     traces = doc.get("traces") if isinstance(doc, dict) and doc.get("format") == MEMO_FORMAT else None
     return traces if isinstance(traces, dict) else {}
 
 
+def _share_shaped(share: Any) -> TypeGuard[dict]:
+    """A share as stage_trace makes it (the memo is a file anyone with the results tree can edit)."""
+    return (
+        isinstance(share, dict)
+        and isinstance(share.get("key"), str)
+        and isinstance(share.get("files"), dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in share["files"].items())
+        and all(
+            isinstance(share.get(k), list) and all(isinstance(x, dict) for x in share[k]) for k in ("staged", "failed")
+        )
+        and isinstance(share.get("entries"), list)
+        and all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in share["entries"])
+        and (share.get("failed_trace") is None or isinstance(share.get("failed_trace"), dict))
+    )
+
+
 def remembered(memo: dict[str, dict], slug: str, key: str, staging: Path) -> dict | None:
     share = memo.get(slug)
-    if not (isinstance(share, dict) and share.get("key") == key and isinstance(share.get("files"), dict)):
+    if not (_share_shaped(share) and share["key"] == key):
         return None
     return share if still_staged(staging, share["files"]) else None
 
