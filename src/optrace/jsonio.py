@@ -94,6 +94,16 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
     write_lines_atomic(path, (_dumps(r) + "\n" for r in rows))
 
 
+def load_or_none(path: str | os.PathLike) -> Any:
+    """The JSON document in a file the project wrote itself (a cache, a memo, a lock's record), or None when
+    it cannot be read or parsed: missing, not UTF-8, malformed, or nested past the parser's depth (such a
+    file is one anyone with the results tree can edit, and its reader then starts over)."""
+    try:
+        return json.loads(Path(path).read_bytes())
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
 def read_json(path: str | os.PathLike) -> Any:
     try:
         with open(path, encoding="utf-8") as fh:
@@ -102,6 +112,8 @@ def read_json(path: str | os.PathLike) -> Any:
         raise InputError(path, "file not found") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(path, f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(path, "not valid JSON (nested too deeply to parse)") from None
 
 
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
@@ -114,6 +126,8 @@ def read_jsonl(path: str | os.PathLike) -> list[Any]:
                         rows.append(json.loads(line))
                     except json.JSONDecodeError as exc:
                         raise InputError(f"{path}:{lineno}", f"not valid JSON ({exc.msg})") from None
+                    except RecursionError:
+                        raise InputError(f"{path}:{lineno}", "not valid JSON (nested too deeply to parse)") from None
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     return rows

@@ -79,7 +79,7 @@ def structured_report(stdout: str) -> dict | None:
         if line.startswith(REPORT_MARK):
             try:
                 data = json.loads(line[len(REPORT_MARK) :])
-            except ValueError:
+            except (ValueError, RecursionError):  # an agent's line, nested past the parser's depth too
                 return None
             if not isinstance(data, dict):
                 return None

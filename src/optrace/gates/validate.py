@@ -36,7 +36,6 @@ import argparse
 import dataclasses
 import hashlib
 import hmac
-import json
 import os
 import secrets
 import sys
@@ -55,7 +54,7 @@ from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_b
 from optrace.gates.trace.model import PROFILE, Packet, TraceContext, trace_context
 from optrace.gates.trace.runner import ALL_GATES, TRACE_GATE_DEFS, Judged, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, load_live_store, overlaps
-from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_text_atomic
+from optrace.jsonio import dumps_compact, load_or_none, read_json, read_jsonl, write_text_atomic
 from optrace.run.codedigest import package_digest
 from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern, read_denylist
 
@@ -169,10 +168,7 @@ class Cache:
 
 def load_cache(path: Path) -> Cache:
     """Anything unreadable or of another format is simply a cold cache."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return Cache({})
+    data = load_or_none(path)
     if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("entries"), dict):
         return Cache({})
     facts = data.get("facts")

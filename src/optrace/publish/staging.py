@@ -32,7 +32,7 @@ from optrace.errors import InputError
 from optrace.gates.store.index import expected_entry
 from optrace.gates.store.model import RecordView
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes, store_path
-from optrace.jsonio import read_json, write_json, write_text_atomic
+from optrace.jsonio import load_or_none, read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 from optrace.rows import PacketRow, VersionRow, episode_technique, read_packet, read_versions
@@ -263,10 +263,7 @@ def still_staged(staging: Path, files: dict[str, str]) -> bool:
 
 def load_memo(path: Path) -> dict[str, dict]:
     """slug -> its remembered share; {} for a missing or damaged memo (the stage then starts over)."""
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError, RecursionError):
-        return {}
+    doc = load_or_none(path)
     traces = doc.get("traces") if isinstance(doc, dict) and doc.get("format") == MEMO_FORMAT else None
     return traces if isinstance(traces, dict) else {}
 

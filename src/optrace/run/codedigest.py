@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from optrace.jsonio import load_or_none
+
 PACKAGE = "optrace"
 
 
@@ -49,10 +51,7 @@ _DIRTY = [False]
 
 
 def load_cache(path: Path) -> None:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return  # none yet, or unreadable: every module is parsed, as without a cache
+    doc = load_or_none(path)  # none yet, or unreadable: every module is parsed, as without a cache
     if isinstance(doc, dict):
         _CACHE.update(
             (k, v)

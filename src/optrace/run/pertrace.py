@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from pathlib import Path
 
 from optrace.errors import InputError
-from optrace.jsonio import dumps_compact, write_text_atomic
+from optrace.jsonio import dumps_compact, load_or_none, write_text_atomic
 
 STAGES = {
     "ingest": "optrace.ingest.ingest",
@@ -36,10 +35,7 @@ STAGES = {
 
 def upstream_failure(meta: Path) -> dict | None:
     """The `failed` entry of a trace's meta.json, or None when ingest succeeded."""
-    try:
-        doc = json.loads(meta.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    doc = load_or_none(meta)
     failed = doc.get("failed") if isinstance(doc, dict) else None
     return failed if isinstance(failed, dict) else None
 

@@ -17,6 +17,8 @@ import shutil
 import socket
 from pathlib import Path
 
+from optrace.jsonio import load_or_none
+
 CONTROLLERS = "optrace-controllers"
 
 
@@ -51,10 +53,8 @@ def clear_stale_locks(snakemake_dir: Path, host: str | None = None) -> str | Non
     locks, registry = snakemake_dir / "locks", snakemake_dir / CONTROLLERS
     entries = []
     for path in sorted(registry.glob("*.json")) if registry.is_dir() else []:
-        try:
-            entries.append((path, json.loads(path.read_text())))
-        except (OSError, ValueError):
-            entries.append((path, {}))
+        doc = load_or_none(path)
+        entries.append((path, doc if isinstance(doc, dict) else {}))
     dead = [(path, e) for path, e in entries if not alive(e, host)]
     for path, _ in dead:
         path.unlink(missing_ok=True)

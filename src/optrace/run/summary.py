@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from optrace.gates import SUMMARY_SCHEMA
+from optrace.jsonio import load_or_none
 
 MAX_REASON_CHARS = 300
 
@@ -73,13 +74,6 @@ class RunSummary:
         return sum(t.records for t in self.traces)
 
 
-def _read(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 PLACEHOLDER_MARK = b'"failed":{'  # optrace.run.pertrace writes its placeholders compact: this is in each
 
 
@@ -94,7 +88,7 @@ def _placeholder(path: Path) -> Any:
         return None
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -139,7 +133,7 @@ def current_summary(path: Path, report_time: dict[str, float]) -> dict | None:
         fresh = path.stat().st_mtime >= max(report_time.values(), default=0.0)
     except OSError:
         return None
-    doc = _read(path) if fresh else None
+    doc = load_or_none(path) if fresh else None
     if not (isinstance(doc, dict) and doc.get("schema") == SUMMARY_SCHEMA):
         return None
     traces, by_record = doc.get("traces"), doc.get("by_record")
@@ -188,7 +182,7 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
         if rec["status"] != "PASS":
             failing.setdefault(rec["slug"], []).append(rec)
 
-    staged_doc = _read(places.staged)
+    staged_doc = load_or_none(places.staged)
     staged_by_slug: dict[str, int] = {}
     staged_time = -1.0  # no staging: older than any report
     if isinstance(staged_doc, dict) and isinstance(staged_doc.get("staged"), list):

@@ -1,0 +1,66 @@
+"""JSON nested past the parser's depth, wherever the project reads JSON back: a one-line error naming the
+file for what a stage needs, a fresh start for what only saves work (caches, memos, lock records), and
+never a RecursionError traceback. Every file here is one anyone with the results tree (or an agent's
+output) can write."""
+
+from __future__ import annotations
+
+import pytest
+
+from optrace.errors import InputError
+from optrace.jsonio import load_or_none, read_json, read_jsonl
+
+DEEP = "[" * 100_000  # past CPython's recursion limit in the json decoder
+
+
+def test_files_a_stage_needs_give_one_line_naming_the_file(tmp_path):
+    doc, rows = tmp_path / "meta.json", tmp_path / "versions.jsonl"
+    doc.write_text(DEEP)
+    rows.write_text('{"version": "v0"}\n' + DEEP + "\n")
+    with pytest.raises(InputError) as exc:
+        read_json(doc)
+    assert exc.value.where == str(doc) and "nested too deeply" in exc.value.problem
+    with pytest.raises(InputError) as exc:
+        read_jsonl(rows)
+    assert exc.value.where == f"{rows}:2" and "nested too deeply" in exc.value.problem
+
+
+def test_files_that_only_save_work_are_a_fresh_start(tmp_path):
+    from optrace.gates.validate import load_cache
+    from optrace.run import codedigest, pertrace, runlock
+
+    path = tmp_path / "deep.json"
+    path.write_text(DEEP)
+    assert load_or_none(path) is None
+    assert load_cache(path).entries == {}  # the validation cache
+    assert pertrace.upstream_failure(path) is None  # a meta.json read for its `failed` entry
+    codedigest.load_cache(path)  # the code digests' imports cache: parsed anew
+    registry = tmp_path / ".snakemake" / runlock.CONTROLLERS
+    registry.mkdir(parents=True)
+    (registry / "1.json").write_text(DEEP)
+    (tmp_path / ".snakemake" / "locks").mkdir()
+    (tmp_path / ".snakemake" / "locks" / "0.input.lock").write_text("")
+    # a record nobody can read names no owner: the lock stays (as for any unreadable record), no crash
+    assert runlock.clear_stale_locks(tmp_path / ".snakemake") is None
+    assert (tmp_path / ".snakemake" / "locks" / "0.input.lock").exists()
+
+
+def test_an_agents_report_line_nested_too_deep_is_no_report():
+    from optrace.distill.distill import REPORT_MARK, structured_report
+
+    assert structured_report(f"working\n{REPORT_MARK}{DEEP}\n") is None
+
+
+def test_validate_trace_with_a_deep_cache_judges_every_record_afresh(tmp_path):
+    import json
+
+    from optrace.gates.trace.injection import SLUG, mine_example, workbench
+    from optrace.gates.validate import CACHE_NAME, TracePaths, validate_trace
+
+    root = mine_example(tmp_path / "mined")
+    for rel, record in workbench(root).records:  # the drafter's records, as distill writes them
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(json.dumps(record))
+    (root / "work" / SLUG / CACHE_NAME).write_text(DEEP)
+    report, checked = validate_trace(TracePaths(root, SLUG))
+    assert checked == report["counts"]["records"] > 0
