@@ -515,3 +515,47 @@ def test_drafts_of_a_run_that_repeats_levers_pass_store_overlap(tmp_path):
     repeats = [r for r in records if "#" in r["episode_key"]]
     assert len(repeats) >= 10 and all(r["status"] == "PASS" for r in repeats)
     assert len({r["episode_key"] for r in records}) == len(records)
+
+
+def _first_copy(results: Path, staged: dict) -> Path:
+    return results / "staging" / staged["staged"][0]["path"]
+
+
+@pytest.mark.parametrize("plant", ["fifo", "link"])
+def test_a_fifo_or_link_at_a_copys_place_is_replaced_never_read(results, monkeypatch, tmp_path, plant):
+    """Staging is a tree anyone with the results can edit: a FIFO where a copy goes blocked the stage's
+    compare-before-write forever (the memo then sent the trace to restage); a link to a file outside
+    holding the copy's bytes stayed a link."""
+    import os
+    import signal
+
+    first, files, _ = _staged(results, monkeypatch)
+    copy = _first_copy(results, first)
+    outside = tmp_path / "outside.json"
+    outside.write_bytes(copy.read_bytes())
+    copy.unlink()
+    os.mkfifo(copy) if plant == "fifo" else copy.symlink_to(outside)
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("the stage blocked on a FIFO in staging/"))
+    signal.alarm(20)
+    try:
+        again, files_again, restaged = _staged(results, monkeypatch)
+    finally:
+        signal.alarm(0)
+    assert restaged == 1 and again == first and files_again == files
+    assert copy.is_file() and not copy.is_symlink()
+
+
+@pytest.mark.parametrize("where", ["copy", "stale"])
+def test_a_directory_where_a_json_file_goes_is_a_one_line_error(results, monkeypatch, where):
+    from optrace.errors import InputError
+
+    first, files, _ = _staged(results, monkeypatch)
+    copy = _first_copy(results, first)
+    if where == "copy":
+        copy.unlink()
+        copy.mkdir()
+        (copy / "keep.txt").write_text("x")
+    else:
+        (copy.parent / "stray.json").mkdir()
+    with pytest.raises(InputError, match="not a regular file"):
+        _staged(results, monkeypatch)

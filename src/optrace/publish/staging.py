@@ -205,13 +205,27 @@ def stage_trace(results: Path, slug: str, passed: list[tuple], baseline_of: Base
             share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": ["layout"]})
             continue
         text = store_json(scored)
-        target = results / "staging" / rel
-        if not target.exists() or target.read_text(encoding="utf-8") != text:
-            write_text_atomic(target, text)
+        write_copy(results / "staging" / rel, text)
         share["files"][rel] = hashlib.sha256(text.encode("utf-8")).hexdigest()
         share["entries"].append(index_text(index_entry(scored, rel)))
         share["staged"].append(staged_entry(slug, scored, rel))
     return share
+
+
+def _not_a_file(path: Path) -> InputError:
+    return InputError(path, "is not a regular file (a copy or index goes here): remove it and stage again")
+
+
+def write_copy(target: Path, text: str) -> None:
+    """Write a copy unless the file there already holds exactly its bytes. What is there is read as validate
+    reads a record (no link followed, no FIFO opened): staging/ is a tree anyone with the results can edit,
+    and a link or a FIFO there is replaced by the copy a fresh stage writes."""
+    data, _ = read_bytes(target, MAX_RECORD_BYTES)
+    if data == text.encode("utf-8"):
+        return
+    if target.is_dir() and not target.is_symlink():
+        raise _not_a_file(target)
+    write_text_atomic(target, text)
 
 
 # records/index.json is written as json.dumps(index, indent=1) writes it, from each entry's own text: an
@@ -318,8 +332,13 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of: Baseli
     for stale in records_dir.rglob("*.json") if records_dir.exists() else []:
         rel = stale.relative_to(staging).as_posix()
         if rel != "records/index.json" and rel not in keep:
+            if stale.is_dir() and not stale.is_symlink():
+                raise _not_a_file(stale)
             stale.unlink()
-    write_text_atomic(records_dir / "index.json", index_json(entries))
+    index = records_dir / "index.json"
+    if index.is_dir() and not index.is_symlink():
+        raise _not_a_file(index)
+    write_text_atomic(index, index_json(entries))
     if changed:  # key order kept (no sort): a remembered index entry must be written as a computed one is
         memo_text = json.dumps({"format": MEMO_FORMAT, "traces": new_memo}, ensure_ascii=False, separators=(",", ":"))
         write_text_atomic(staging / MEMO_NAME, memo_text + "\n")
