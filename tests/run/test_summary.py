@@ -233,3 +233,75 @@ def test_the_summary_reads_the_validation_summary_while_it_is_current(tmp_path):
     where.validation_summary.write_text('{"schema": "something else", "traces": [], "by_record": []}')
     os.utime(where.validation_summary, (4000, 4000))
     assert {t.slug: t.without_record for t in collect(["a", "b"], [], where).traces} == {"a": 1, "b": 1}
+
+
+def test_a_summary_that_does_not_cover_a_validated_trace_is_not_current(tmp_path):
+    """A validation summary newer than every report but written from other reports (a sheet without trace
+    b, b's report from an earlier run) hid b: 'not validated' instead of its counts."""
+    import os
+
+    from optrace.gates.validate import summarize, trace_report
+    from optrace.run.summary import collect
+
+    where = places(tmp_path)
+    for slug in ("a", "b"):
+        path = tmp_path / f"reports/{slug}/validation.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(trace_report(slug, [], [f"seg-{slug}"])))
+        os.utime(path, (1000, 1000))
+    only_a = summarize([("reports/a/validation.json", trace_report("a", [], ["seg-a"]))])
+    where.validation_summary.write_text(json.dumps(only_a))
+    os.utime(where.validation_summary, (2000, 2000))
+    got = {t.slug: t.validated for t in collect(["a", "b"], [], where).traces}
+    assert got == {"a": True, "b": True}
+
+
+def test_a_summary_dated_in_the_future_is_not_current(tmp_path):
+    """A summary whose mtime is ahead of the clock (a touched file, a skewed share) stayed 'newer' than
+    every report validated after it, so a stale success would be reported."""
+    import os
+    import time
+
+    from optrace.gates.validate import summarize, trace_report
+    from optrace.run.summary import collect
+
+    where = places(tmp_path)
+    path = tmp_path / "reports/a/validation.json"
+    path.parent.mkdir(parents=True)
+    report = trace_report("a", [], ["seg-a"])
+    path.write_text(json.dumps(report))
+    merged = summarize([("reports/a/validation.json", report)])
+    merged["traces"][0]["packets_without_record"] = 7  # what the stale summary says
+    where.validation_summary.write_text(json.dumps(merged))
+    future = time.time() + 86400
+    os.utime(where.validation_summary, (future, future))
+    assert [t.without_record for t in collect(["a"], [], where).traces] == [1]
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda s: {**s, "traces": [{"slug": "a"}]},
+        lambda s: {**s, "by_record": [{"slug": "a"}]},
+        lambda s: {**s, "traces": [{**s["traces"][0], "records": "many"}]},
+    ],
+    ids=["trace-without-counts", "record-without-status", "count-not-a-number"],
+)
+def test_a_hand_edited_summary_or_staged_list_is_never_a_traceback(tmp_path, edit):
+    import os
+
+    from optrace.gates.validate import summarize, trace_report
+    from optrace.run.summary import collect, render
+
+    where = places(tmp_path)
+    path = tmp_path / "reports/a/validation.json"
+    path.parent.mkdir(parents=True)
+    report = trace_report("a", [], ["seg-a"])
+    path.write_text(json.dumps(report))
+    os.utime(path, (1000, 1000))
+    where.validation_summary.write_text(json.dumps(edit(summarize([("reports/a/validation.json", report)]))))
+    os.utime(where.validation_summary, (2000, 2000))
+    where.staged.write_text(json.dumps({"staged": [3, None, "x"]}))
+    lines = collect(["a"], [], where).traces
+    assert [(t.validated, t.without_record) for t in lines] == [(True, 1)]
+    assert "a" in render(collect(["a"], [], where))

@@ -9,6 +9,7 @@ partial target (`snakemake recon`): what was not produced is said to be missing,
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,24 +127,40 @@ def _first_failure(record: dict) -> tuple[str, str]:
     return f"FAIL {path} [{', '.join(record.get('failed') or [])}]", messages[0].removeprefix(f"{path}: ")
 
 
+TRACE_COUNTS = ("records", "failed", "packets_without_record")
+FUTURE_SLACK_S = 5.0  # a file dated further ahead than this cannot be ordered against the reports
+
+
+def _trace_shaped(t: Any) -> bool:
+    return isinstance(t, dict) and all(type(t.get(k)) is int for k in TRACE_COUNTS)
+
+
+def _record_shaped(r: Any) -> bool:
+    return isinstance(r, dict) and isinstance(r.get("status"), str) and isinstance(r.get("failed", []), list)
+
+
 def current_summary(path: Path, report_time: dict[str, float]) -> dict | None:
     """The validation summary when it is at least as new as every trace's report (the workflow's summary
-    job wrote it from exactly those), restricted to the traces that have a report; else None."""
+    job wrote it from exactly those), not dated in the future, covering every trace that has a report and
+    shaped as summarize writes it, restricted to those traces; else None (the reports are read instead)."""
     try:
-        fresh = path.stat().st_mtime >= max(report_time.values(), default=0.0)
+        mtime = path.stat().st_mtime
     except OSError:
         return None
-    doc = load_or_none(path) if fresh else None
+    if not max(report_time.values(), default=0.0) <= mtime <= time.time() + FUTURE_SLACK_S:
+        return None
+    doc = load_or_none(path)
     if not (isinstance(doc, dict) and doc.get("schema") == SUMMARY_SCHEMA):
         return None
     traces, by_record = doc.get("traces"), doc.get("by_record")
     if not (isinstance(traces, list) and isinstance(by_record, list)):
         return None
     keep = report_time.keys()
-    return {
-        "traces": [t for t in traces if isinstance(t, dict) and t.get("slug") in keep],
-        "by_record": [r for r in by_record if isinstance(r, dict) and r.get("slug") in keep],
-    }
+    mine = [t for t in traces if isinstance(t, dict) and t.get("slug") in keep]
+    records = [r for r in by_record if isinstance(r, dict) and r.get("slug") in keep]
+    if {t["slug"] for t in mine} != set(keep) or not all(map(_trace_shaped, mine)):
+        return None  # written from other reports than these, or edited
+    return {"traces": mine, "by_record": records} if all(map(_record_shaped, records)) else None
 
 
 def merged_reports(report_paths: dict[str, Path]) -> dict:
@@ -187,7 +204,8 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
     staged_time = -1.0  # no staging: older than any report
     if isinstance(staged_doc, dict) and isinstance(staged_doc.get("staged"), list):
         for s in staged_doc["staged"]:
-            staged_by_slug[s.get("trace")] = staged_by_slug.get(s.get("trace"), 0) + 1
+            trace = s.get("trace") if isinstance(s, dict) else None
+            staged_by_slug[trace] = staged_by_slug.get(trace, 0) + 1
         staged_time = places.staged.stat().st_mtime
 
     summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
