@@ -9,10 +9,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from optrace.errors import InputError
 
@@ -94,40 +95,64 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
     write_lines_atomic(path, (_dumps(r) + "\n" for r in rows))
 
 
+def _open_regular(path: str | os.PathLike) -> BinaryIO:
+    """A regular file opened for reading, or the InputError a stage gives for anything else. Opened without
+    blocking: a FIFO named like a saved file (the results tree is one anyone can edit) is refused, never
+    waited on."""
+    try:
+        fh = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(path, "not a regular file; not read") from None
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+        fh.close()
+        raise InputError(path, "not a regular file; not read")
+    return fh
+
+
 def load_or_none(path: str | os.PathLike) -> Any:
     """The JSON document in a file the project wrote itself (a cache, a memo, a lock's record), or None when
-    it cannot be read or parsed: missing, not UTF-8, malformed, or nested past the parser's depth (such a
-    file is one anyone with the results tree can edit, and its reader then starts over)."""
+    it cannot be read or parsed: missing, not a regular file, not UTF-8, malformed, or nested past the
+    parser's depth (such a file is one anyone with the results tree can edit, and its reader then starts
+    over)."""
     try:
-        return json.loads(Path(path).read_bytes())
-    except (OSError, ValueError, RecursionError):
+        with _open_regular(path) as fh:
+            return json.loads(fh.read())
+    except (InputError, OSError, ValueError, RecursionError):
         return None
 
 
-def read_json(path: str | os.PathLike) -> Any:
+def _parse_for_stage(where: str | os.PathLike, data: bytes, detail: bool) -> Any:
+    """One document, or an InputError naming `where`: malformed, not UTF-8, nested past the parser's depth,
+    or an integer past Python's int-from-string limit (json raises a plain ValueError for it)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"not valid JSON ({exc})") from None
+        return json.loads(data.decode("utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(where, f"not valid JSON ({exc if detail else exc.msg})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(where, f"not valid JSON (not UTF-8: {exc.reason} at byte {exc.start})") from None
     except RecursionError:
-        raise InputError(path, "not valid JSON (nested too deeply to parse)") from None
+        raise InputError(where, "not valid JSON (nested too deeply to parse)") from None
+    except ValueError as exc:
+        raise InputError(where, f"not valid JSON (an unparseable number: {str(exc).split(';')[0][:80]})") from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    with _open_regular(path) as fh:
+        data = fh.read()
+    return _parse_for_stage(path, data, detail=True)
 
 
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
-    rows = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
+    """The rows of a JSON Lines file, read line by line (a line ends at \\n, \\r or \\r\\n, as text mode reads)."""
+    rows, lineno = [], 0
+    with _open_regular(path) as fh:
+        for chunk in fh:
+            for line in chunk.splitlines():
+                lineno += 1
                 if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as exc:
-                        raise InputError(f"{path}:{lineno}", f"not valid JSON ({exc.msg})") from None
-                    except RecursionError:
-                        raise InputError(f"{path}:{lineno}", "not valid JSON (nested too deeply to parse)") from None
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
+                    rows.append(_parse_for_stage(f"{path}:{lineno}", line, detail=False))
     return rows

@@ -64,3 +64,46 @@ def test_validate_trace_with_a_deep_cache_judges_every_record_afresh(tmp_path):
     (root / "work" / SLUG / CACHE_NAME).write_text(DEEP)
     report, checked = validate_trace(TracePaths(root, SLUG))
     assert checked == report["counts"]["records"] > 0
+
+
+# --- the other ways a saved file is not JSON: a too-long integer, bytes that are not UTF-8, a FIFO -------
+
+LONG_INT = "1" * 5000  # past CPython's int-from-string limit: json raises a plain ValueError
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b'{"a": ' + LONG_INT.encode() + b"}", b'{"a": "\xff\xfe"}'],
+    ids=["long-integer", "not-utf8"],
+)
+def test_any_unparseable_file_a_stage_needs_is_one_line(tmp_path, text):
+    doc, rows = tmp_path / "meta.json", tmp_path / "versions.jsonl"
+    doc.write_bytes(text)
+    rows.write_bytes(b'{"version": "v0"}\n' + text + b"\n")
+    with pytest.raises(InputError) as exc:
+        read_json(doc)
+    assert exc.value.where == str(doc) and "not valid JSON" in exc.value.problem
+    with pytest.raises(InputError) as exc:
+        read_jsonl(rows)
+    assert exc.value.where == f"{rows}:2" and "not valid JSON" in exc.value.problem
+
+
+def test_a_fifo_or_directory_named_like_a_saved_file_is_never_opened_for_reading(tmp_path):
+    """A FIFO where a memo, cache or stage input goes blocked its reader forever."""
+    import os
+    import signal
+
+    fifo, folder = tmp_path / "memo.json", tmp_path / "dir.json"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("a reader blocked on a FIFO"))
+    signal.alarm(10)
+    try:
+        assert load_or_none(fifo) is None and load_or_none(folder) is None
+        for path in (fifo, folder):
+            for reader in (read_json, read_jsonl):
+                with pytest.raises(InputError) as exc:
+                    reader(path)
+                assert exc.value.where == str(path) and "not a regular file" in exc.value.problem
+    finally:
+        signal.alarm(0)
