@@ -100,7 +100,7 @@ def _open_regular(path: str | os.PathLike) -> BinaryIO:
     blocking: a FIFO named like a saved file (the results tree is one anyone can edit) is refused, never
     waited on."""
     try:
-        fh = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")
+        fh = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")  # noqa: SIM115 (returned open)
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except IsADirectoryError:

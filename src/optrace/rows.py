@@ -11,6 +11,7 @@ what the stage writes there.
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
+from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl
 
 RecordType = Literal["strategy", "anti-strategy", "reference-kernel"]
@@ -316,6 +317,16 @@ def read_versions(path: Path) -> list[VersionRow]:
 def read_segments(path: Path) -> list[SegmentRow]:
     rows: list[SegmentRow] = read_jsonl(path)
     return rows
+
+
+def manifest_packets(path: Path, manifest: Any) -> list[dict]:
+    """The packet entries of a packets manifest (an id and a seg_id each), or an InputError naming it."""
+    entries = manifest.get("packets") if isinstance(manifest, dict) else None
+    if not isinstance(entries, list):
+        raise InputError(path, "has no packets list")
+    return [
+        e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and isinstance(e.get("seg_id"), str)
+    ]
 
 
 def read_packet(path: Path) -> PacketRow:

@@ -549,7 +549,7 @@ def test_a_fifo_or_link_at_a_copys_place_is_replaced_never_read(results, monkeyp
 def test_a_directory_where_a_json_file_goes_is_a_one_line_error(results, monkeypatch, where):
     from optrace.errors import InputError
 
-    first, files, _ = _staged(results, monkeypatch)
+    first, _files, _ = _staged(results, monkeypatch)
     copy = _first_copy(results, first)
     if where == "copy":
         copy.unlink()
@@ -559,3 +559,40 @@ def test_a_directory_where_a_json_file_goes_is_a_one_line_error(results, monkeyp
         (copy.parent / "stray.json").mkdir()
     with pytest.raises(InputError, match="not a regular file"):
         _staged(results, monkeypatch)
+
+
+@pytest.mark.parametrize(
+    "summary",
+    [
+        [],
+        {"by_record": 5},
+        {"by_record": [1]},
+        {"by_record": [{"status": "PASS", "slug": SLUG, "path": 3, "id": "x", "sha256": "y"}]},
+    ],
+    ids=["a-list", "records-not-a-list", "record-not-an-object", "path-not-text"],
+)
+def test_stage_on_a_validation_summary_of_another_shape_is_one_line(results, tmp_path, capsys, summary):
+    from optrace.cli import main as optrace
+
+    validation = tmp_path / "v.json"
+    validation.write_text(json.dumps(summary))
+    argv = ["stage", "--results", results, "--validation", validation, "--summary", tmp_path / "s.json", SLUG]
+    assert optrace([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {validation}: ")
+    assert not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.parametrize(
+    "manifest", [[], {"packets": [3]}, {"packets": 3}], ids=["a-list", "packet-not-an-object", "packets-not-a-list"]
+)
+def test_stage_on_a_manifest_of_another_shape_is_one_line(results, tmp_path, capsys, manifest):
+    from optrace.cli import main as optrace
+
+    validation = tmp_path / "v.json"
+    validation.write_text(json.dumps(summarize([("r", run(results)[0])])))
+    (results / "packets" / SLUG / "manifest.json").write_text(json.dumps(manifest))
+    argv = ["stage", "--results", results, "--validation", validation, "--summary", tmp_path / "s.json", SLUG]
+    assert optrace([str(a) for a in argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")

@@ -55,6 +55,7 @@ from optrace.gates.trace.model import PROFILE, Packet, TraceContext, trace_conte
 from optrace.gates.trace.runner import ALL_GATES, TRACE_GATE_DEFS, Judged, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, load_live_store, overlaps
 from optrace.jsonio import dumps_compact, load_or_none, read_json, read_jsonl, write_text_atomic
+from optrace.rows import manifest_packets
 from optrace.run.codedigest import package_digest
 from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern, read_denylist
 
@@ -97,15 +98,8 @@ class TracePaths:
 
 def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:
     """Record id -> (seg_id, code file) from the packets manifest."""
-    manifest = read_json(packets / "manifest.json")
-    entries = manifest.get("packets") if isinstance(manifest, dict) else None
-    if not isinstance(entries, list):
-        raise InputError(packets / "manifest.json", "has no packets list")
-    return {
-        e["id"]: (e["seg_id"], e.get("code_file"))
-        for e in entries
-        if isinstance(e, dict) and isinstance(e.get("id"), str) and isinstance(e.get("seg_id"), str)
-    }
+    path = packets / "manifest.json"
+    return {e["id"]: (e["seg_id"], e.get("code_file")) for e in manifest_packets(path, read_json(path))}
 
 
 # --- the cache -----------------------------------------------------------------------------------

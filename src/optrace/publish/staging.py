@@ -35,7 +35,7 @@ from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_b
 from optrace.jsonio import load_or_none, read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
-from optrace.rows import PacketRow, VersionRow, episode_technique, read_packet, read_versions
+from optrace.rows import PacketRow, VersionRow, episode_technique, manifest_packets, read_packet, read_versions
 from optrace.run.codedigest import package_digest
 
 RECORD_KEY_ORDER = (
@@ -146,6 +146,25 @@ def validated_record(results: Path, path: str, sha256: str | None) -> dict | Non
     return record if error is None and isinstance(record, dict) else None
 
 
+VERDICT_TEXT = ("slug", "path", "id", "status")
+
+
+def summary_problem(summary: Any) -> str | None:
+    """Why `summary` is not shaped as `optrace validate summary` writes it (what staging reads of it), or None."""
+    records = summary.get("by_record") if isinstance(summary, dict) else None
+    if not isinstance(records, list):
+        return "is not a validation summary (no by_record list)"
+    for n, rec in enumerate(records):
+        if not (
+            isinstance(rec, dict)
+            and all(isinstance(rec.get(k), str) for k in VERDICT_TEXT)
+            and isinstance(rec.get("failed", []), list)
+            and all(isinstance(g, str) for g in rec.get("failed", []))
+        ):
+            return f"by_record[{n}] is not a verdict (text {', '.join(VERDICT_TEXT)} and a failed list)"
+    return None
+
+
 def split_by_verdict(summary: dict) -> tuple[dict[str, list[tuple]], list[dict]]:
     """({slug: (path, sha256) of records that passed every gate}, [records that did not, with their
     failed gates]). The summary is the authority: it adds overlaps across traces to each trace's report."""
@@ -186,12 +205,13 @@ def stage_trace(results: Path, slug: str, passed: list[tuple], baseline_of: Base
     """One trace's share: the texts to write ({relpath: sha256}), its staged, index and failed entries."""
     share: dict = {"files": {}, "staged": [], "entries": [], "failed": [], "failed_trace": None}
     rows = read_versions(results / "work" / slug / "versions.jsonl")
-    manifest = read_json(results / "packets" / slug / "manifest.json")
-    if isinstance(manifest.get("failed"), dict):  # optrace.run.pertrace's placeholder: listed, not staged
+    manifest_path = results / "packets" / slug / "manifest.json"
+    manifest = read_json(manifest_path)
+    if isinstance(manifest, dict) and isinstance(manifest.get("failed"), dict):  # pertrace's placeholder
         f = manifest["failed"]
         share["failed_trace"] = {"trace": slug, "stage": f.get("stage"), "reason": f.get("reason")}
         return share
-    packets = {p["id"]: p["seg_id"] for p in manifest["packets"]}
+    packets = {p["id"]: p["seg_id"] for p in manifest_packets(manifest_path, manifest)}
     trace, baseline_us = trace_prior(rows), baseline_of(rows)  # the trace's, once: it runs the ladder
     for path, sha256, rid in passed:
         record = validated_record(results, path, sha256)
@@ -359,8 +379,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--summary", required=True, type=Path, help="staged.json to write")
     ap.add_argument("slugs", nargs="+", help="the traces to stage (slugs under work/ and packets/)")
     args = ap.parse_args(argv)
+    validation = read_json(args.validation)
+    problem = summary_problem(validation)
+    if problem is not None:
+        raise InputError(args.validation, problem)
     try:
-        summary = stage(args.results, args.slugs, read_json(args.validation), baseline_geomean)
+        summary = stage(args.results, args.slugs, validation, baseline_geomean)
     except KeyError as exc:
         raise InputError(args.results, f"a record has no packet or a required field ({exc})") from None
     write_json(args.summary, summary)
