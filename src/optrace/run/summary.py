@@ -204,8 +204,8 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
     staged_time = -1.0  # no staging: older than any report
     if isinstance(staged_doc, dict) and isinstance(staged_doc.get("staged"), list):
         for s in staged_doc["staged"]:
-            trace = s.get("trace") if isinstance(s, dict) else None
-            staged_by_slug[trace] = staged_by_slug.get(trace, 0) + 1
+            if isinstance(s, dict) and isinstance(s.get("trace"), str):  # a hand-edited entry counts for no trace
+                staged_by_slug[s["trace"]] = staged_by_slug.get(s["trace"], 0) + 1
         staged_time = places.staged.stat().st_mtime
 
     summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
