@@ -596,3 +596,79 @@ def test_stage_on_a_manifest_of_another_shape_is_one_line(results, tmp_path, cap
     assert optrace([str(a) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
+
+
+def _memo_edit(results: Path, edit) -> None:
+    from optrace.publish.staging import MEMO_NAME
+
+    path = results / "staging" / MEMO_NAME
+    memo = json.loads(path.read_text())
+    edit(memo["traces"][SLUG], results)
+    path.write_text(json.dumps(memo))
+
+
+def _hide_failure(share, results):
+    share["failed"] = []
+
+
+def _phantom_staged(share, results):
+    share["staged"].append({**share["staged"][0], "id": "nvidia.h100.triton.norm.invented-aaaaaa"})
+
+
+def _planted_copy(share, results):
+    import hashlib
+
+    rel = share["staged"][0]["path"].replace(share["staged"][0]["id"], "nvidia.h100.triton.norm.planted-bbbbbb")
+    planted = results / "staging" / rel
+    planted.write_text('{"id": "planted"}\n')
+    share["files"][rel] = hashlib.sha256(planted.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "edit", [_hide_failure, _phantom_staged, _planted_copy], ids=["hide-failure", "phantom-staged", "planted-copy"]
+)
+def test_a_memo_share_edited_to_say_other_than_its_inputs_is_not_reused(results, monkeypatch, edit):
+    """The memo is a file anyone with the results tree can edit, and its key covers the inputs, not the
+    share: a share edited under its own key hid a changed-since-validation failure, listed a record never
+    staged, or kept a planted copy that a fresh stage removes."""
+    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+
+    def staged() -> tuple[dict, dict[str, bytes]]:
+        got = stage(results, [SLUG], summary, baseline_geomean)
+        root = results / "staging" / "records"
+        return got, {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
+
+    summary = summarize([("r", run(results)[0])])
+    victim = next((results / "distilled" / SLUG).glob("*.json"))
+    victim.write_bytes(victim.read_bytes().replace(b'"active"', b'"ACTIVE"', 1))  # edited after validation
+    first, files = staged()
+    assert [f["gates"] for f in first["failed"]] == [[CHANGED]]
+    _memo_edit(results, edit)
+    assert staged() == (first, files)
+
+
+def _forged_copy(share, results):
+    import hashlib
+
+    rel = share["staged"][0]["path"]
+    copy = results / "staging" / rel
+    copy.write_bytes(copy.read_bytes().replace(b'"score": ', b'"score": 1', 1))  # a rank the formula never gave
+    share["files"][rel] = hashlib.sha256(copy.read_bytes()).hexdigest()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a share's copies are trusted by their remembered hashes: a copy edited and re-hashed into the memo "
+    "survives the stage (proving a copy is the scored validated record needs the trace's ladder, the work the "
+    "memo saves; the memo would have to keep only what cannot be forged, or be kept out of the results tree)",
+)
+def test_a_copy_edited_and_rehashed_into_the_memo_is_restaged(results):
+    from optrace.publish.staging import baseline_geomean, stage
+
+    summary = summarize([("r", run(results)[0])])
+    stage(results, [SLUG], summary, baseline_geomean)
+    root = results / "staging" / "records"
+    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
+    _memo_edit(results, _forged_copy)
+    stage(results, [SLUG], summary, baseline_geomean)
+    assert {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))} == files

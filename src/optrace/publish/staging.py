@@ -318,9 +318,26 @@ def _share_shaped(share: Any) -> TypeGuard[dict]:
     )
 
 
-def remembered(memo: dict[str, dict], slug: str, key: str, staging: Path) -> dict | None:
+def accounts_for(share: dict, slug: str, passed: list[tuple]) -> bool:
+    """The share says what stage_trace says of these passed records: each is staged (one copy, one index
+    entry, one staged line) or failed, once, and nothing else is. The memo's key covers the inputs, not the
+    share, so a share edited under its own key (a failure dropped, a record added, a planted copy) is not one."""
+    staged, failed = share["staged"], share["failed"]
+    if share["failed_trace"] is not None:
+        return not (staged or failed or share["files"] or share["entries"])
+    staged_ids = [s.get("id") for s in staged]
+    return (
+        sorted(map(str, staged_ids + [f.get("id") for f in failed])) == sorted(rid for _, _, rid in passed)
+        and all(s.get("trace") == slug for s in staged + failed)
+        and {f.get("path") for f in failed} <= {path for path, _, _ in passed}
+        and [s.get("path") for s in staged] == list(share["files"])
+        and [rid for rid, _ in share["entries"]] == staged_ids
+    )
+
+
+def remembered(memo: dict[str, dict], slug: str, key: str, staging: Path, passed: list[tuple]) -> dict | None:
     share = memo.get(slug)
-    if not (_share_shaped(share) and share["key"] == key):
+    if not (_share_shaped(share) and share["key"] == key and accounts_for(share, slug, passed)):
         return None
     return share if still_staged(staging, share["files"]) else None
 
@@ -337,7 +354,7 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of: Baseli
     for slug in slugs:
         mine = passed.get(slug, [])
         key = trace_key(results, slug, mine, code)
-        share = remembered(memo, slug, key, staging)
+        share = remembered(memo, slug, key, staging, mine)
         if share is None:
             share = {**stage_trace(results, slug, mine, baseline_of), "key": key}
             changed = True
