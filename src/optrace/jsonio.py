@@ -95,6 +95,9 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
     write_lines_atomic(path, (_dumps(r) + "\n" for r in rows))
 
 
+MAX_JSON_BYTES = 1 << 30  # no file the project reads back is near this; a (sparse) file past it is not read
+
+
 def _open_regular(path: str | os.PathLike) -> BinaryIO:
     """A regular file opened for reading, or the InputError a stage gives for anything else. Opened without
     blocking: a FIFO named like a saved file (the results tree is one anyone can edit) is refused, never
@@ -107,9 +110,15 @@ def _open_regular(path: str | os.PathLike) -> BinaryIO:
         raise InputError(path, "not a regular file; not read") from None
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror})") from None
-    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+    st = os.fstat(fh.fileno())
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_JSON_BYTES:
         fh.close()
-        raise InputError(path, "not a regular file; not read")
+        raise InputError(
+            path,
+            "not a regular file; not read"
+            if not stat.S_ISREG(st.st_mode)
+            else f"{st.st_size} bytes, over the {MAX_JSON_BYTES}-byte limit; not read",
+        )
     return fh
 
 
@@ -121,7 +130,7 @@ def load_or_none(path: str | os.PathLike) -> Any:
     try:
         with _open_regular(path) as fh:
             return json.loads(fh.read())
-    except (InputError, OSError, ValueError, RecursionError):
+    except (InputError, OSError, ValueError, RecursionError, MemoryError):
         return None
 
 
@@ -136,6 +145,8 @@ def _parse_for_stage(where: str | os.PathLike, data: bytes, detail: bool) -> Any
         raise InputError(where, f"not valid JSON (not UTF-8: {exc.reason} at byte {exc.start})") from None
     except RecursionError:
         raise InputError(where, "not valid JSON (nested too deeply to parse)") from None
+    except MemoryError:
+        raise InputError(where, "too large to parse in the memory this machine has") from None
     except ValueError as exc:
         raise InputError(where, f"not valid JSON (an unparseable number: {str(exc).split(';')[0][:80]})") from None
 

@@ -107,3 +107,17 @@ def test_a_fifo_or_directory_named_like_a_saved_file_is_never_opened_for_reading
                 assert exc.value.where == str(path) and "not a regular file" in exc.value.problem
     finally:
         signal.alarm(0)
+
+
+def test_a_sparse_file_past_the_size_limit_is_never_read(tmp_path):
+    """A 1 TiB sparse file (instant to make) was a MemoryError traceback: read() allocates its size."""
+    import os
+
+    path = tmp_path / "memo.json"
+    with open(path, "wb") as fh:
+        os.truncate(fh.fileno(), 1 << 40)
+    assert load_or_none(path) is None
+    for reader in (read_json, read_jsonl):
+        with pytest.raises(InputError) as exc:
+            reader(path)
+        assert exc.value.where == str(path) and "over the" in exc.value.problem
