@@ -127,10 +127,19 @@ def load_or_none(path: str | os.PathLike) -> Any:
     it cannot be read or parsed: missing, not a regular file, not UTF-8, malformed, or nested past the
     parser's depth (such a file is one anyone with the results tree can edit, and its reader then starts
     over)."""
+    data = bytes_or_none(path)
+    try:
+        return json.loads(data) if data is not None else None
+    except (ValueError, RecursionError, MemoryError):
+        return None
+
+
+def bytes_or_none(path: str | os.PathLike) -> bytes | None:
+    """The bytes of a regular file of at most MAX_JSON_BYTES, else None (missing, a FIFO, a directory, huge)."""
     try:
         with _open_regular(path) as fh:
-            return json.loads(fh.read())
-    except (InputError, OSError, ValueError, RecursionError, MemoryError):
+            return fh.read()
+    except (InputError, OSError, MemoryError):
         return None
 
 

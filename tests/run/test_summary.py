@@ -305,3 +305,25 @@ def test_a_hand_edited_summary_or_staged_list_is_never_a_traceback(tmp_path, edi
     lines = collect(["a"], [], where).traces
     assert [(t.validated, t.without_record) for t in lines] == [(True, 1)]
     assert "a" in render(collect(["a"], [], where))
+
+
+def test_a_fifo_where_an_output_goes_is_never_read(tmp_path):
+    """The summary looks into each stage output for pertrace's placeholder: a FIFO there blocked the
+    Snakemake handler that prints the summary, forever."""
+    import os
+    import signal
+
+    from optrace.run.summary import StageFiles, collect
+
+    out = tmp_path / "work/a/meta.json"
+    out.parent.mkdir(parents=True)
+    os.mkfifo(out)
+    stages = [
+        StageFiles("ingest", str(tmp_path / "logs/ingest/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))
+    ]
+    signal.signal(signal.SIGALRM, lambda *a: pytest.fail("the summary blocked on a FIFO"))
+    signal.alarm(10)
+    try:
+        assert collect(["a"], stages, places(tmp_path)).failed_traces == []
+    finally:
+        signal.alarm(0)

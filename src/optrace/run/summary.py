@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from optrace.gates import SUMMARY_SCHEMA
-from optrace.jsonio import load_or_none
+from optrace.jsonio import bytes_or_none, load_or_none
 
 MAX_REASON_CHARS = 300
 
@@ -81,11 +81,8 @@ PLACEHOLDER_MARK = b'"failed":{'  # optrace.run.pertrace writes its placeholders
 def _placeholder(path: Path) -> Any:
     """The document at `path` when it can be a pertrace placeholder; a real output (most of them, some
     large) is not parsed."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if PLACEHOLDER_MARK not in data:
+    data = bytes_or_none(path)  # an output is a file anyone with the results tree can replace (by a FIFO too)
+    if data is None or PLACEHOLDER_MARK not in data:
         return None
     try:
         return json.loads(data)
