@@ -276,6 +276,9 @@ def test_a_summary_dated_in_the_future_is_not_current(tmp_path):
     future = time.time() + 86400
     os.utime(where.validation_summary, (future, future))
     assert [t.without_record for t in collect(["a"], [], where).traces] == [1]
+    where.staged.write_text(json.dumps({"staged": [{"trace": "a"}] * 3}))  # a staging older than it claims
+    os.utime(where.staged, (future, future))
+    assert [t.staged for t in collect(["a"], [], where).traces] == [None]
 
 
 @pytest.mark.parametrize(

@@ -204,6 +204,8 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
             if isinstance(s, dict) and isinstance(s.get("trace"), str):  # a hand-edited entry counts for no trace
                 staged_by_slug[s["trace"]] = staged_by_slug.get(s["trace"], 0) + 1
         staged_time = places.staged.stat().st_mtime
+        if staged_time > time.time() + FUTURE_SLACK_S:  # dated ahead: cannot be ordered against the reports
+            staged_time = -1.0
 
     summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
     for slug in slugs:
