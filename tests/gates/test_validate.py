@@ -672,3 +672,20 @@ def test_a_copy_edited_and_rehashed_into_the_memo_is_restaged(results):
     _memo_edit(results, _forged_copy)
     stage(results, [SLUG], summary, baseline_geomean)
     assert {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))} == files
+
+
+def test_two_passed_records_swapped_after_validation_are_both_changed_never_staged(results):
+    # the memo's key hashes each record's bytes now beside the verdict's hash: a swap is two edits
+    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+
+    summary = summarize([("r", run(results)[0])])
+    first = stage(results, [SLUG], summary, baseline_geomean)
+    a, b = (results / "distilled" / SLUG / f"{s['id']}.json" for s in first["staged"][:2])
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    a.write_bytes(data_b)
+    b.write_bytes(data_a)
+    again = stage(results, [SLUG], summary, baseline_geomean)
+    swapped = {first["staged"][0]["id"], first["staged"][1]["id"]}
+    assert {f["id"]: f["gates"] for f in again["failed"] if f["id"] in swapped} == dict.fromkeys(swapped, [CHANGED])
+    assert not swapped & {s["id"] for s in again["staged"]}
+    assert not [p for p in (results / "staging" / "records").rglob("*.json") if p.stem in swapped]
