@@ -561,6 +561,14 @@ def test_a_directory_where_a_json_file_goes_is_a_one_line_error(results, monkeyp
         _staged(results, monkeypatch)
 
 
+def test_a_file_that_is_no_record_fails_without_an_id_and_the_rest_is_staged(results, monkeypatch):
+    # validate reports a file it cannot parse with id null: a verdict, not a malformed summary
+    (results / "distilled" / SLUG / "broken.json").write_text("{not json")
+    summary, _, _ = _staged(results, monkeypatch)
+    assert [f["id"] for f in summary["failed"] if f["path"].endswith("broken.json")] == [None]
+    assert summary["staged"]
+
+
 @pytest.mark.parametrize(
     "summary",
     [
@@ -568,8 +576,9 @@ def test_a_directory_where_a_json_file_goes_is_a_one_line_error(results, monkeyp
         {"by_record": 5},
         {"by_record": [1]},
         {"by_record": [{"status": "PASS", "slug": SLUG, "path": 3, "id": "x", "sha256": "y"}]},
+        {"by_record": [{"status": "PASS", "slug": SLUG, "path": "p", "id": None, "sha256": "y", "failed": []}]},
     ],
-    ids=["a-list", "records-not-a-list", "record-not-an-object", "path-not-text"],
+    ids=["a-list", "records-not-a-list", "record-not-an-object", "path-not-text", "passed-without-an-id"],
 )
 def test_stage_on_a_validation_summary_of_another_shape_is_one_line(results, tmp_path, capsys, summary):
     from optrace.cli import main as optrace
