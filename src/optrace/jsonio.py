@@ -98,12 +98,13 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Any]) -> None:
 MAX_JSON_BYTES = 1 << 30  # no file the project reads back is near this; a (sparse) file past it is not read
 
 
-def _open_regular(path: str | os.PathLike) -> BinaryIO:
-    """A regular file opened for reading, or the InputError a stage gives for anything else. Opened without
-    blocking: a FIFO named like a saved file (the results tree is one anyone can edit) is refused, never
-    waited on."""
+def open_regular(path: str | os.PathLike, cap: int = MAX_JSON_BYTES, follow_links: bool = True) -> BinaryIO:
+    """A regular file of at most `cap` bytes opened for reading, or the InputError a stage gives for anything
+    else. Opened without blocking: a FIFO named like a saved file (the results tree is one anyone can edit)
+    is refused, never waited on. `follow_links=False` for what agents write (a record): a link is refused."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | (0 if follow_links else os.O_NOFOLLOW)
     try:
-        fh = open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb")  # noqa: SIM115 (returned open)
+        fh = open(os.open(path, flags), "rb")  # noqa: SIM115 (returned open)
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except IsADirectoryError:
@@ -111,13 +112,13 @@ def _open_regular(path: str | os.PathLike) -> BinaryIO:
     except OSError as exc:
         raise InputError(path, f"cannot be read ({exc.strerror})") from None
     st = os.fstat(fh.fileno())
-    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_JSON_BYTES:
+    if not stat.S_ISREG(st.st_mode) or st.st_size > cap:
         fh.close()
         raise InputError(
             path,
             "not a regular file; not read"
             if not stat.S_ISREG(st.st_mode)
-            else f"{st.st_size} bytes, over the {MAX_JSON_BYTES}-byte limit; not read",
+            else f"{st.st_size} bytes, over the {cap}-byte limit; not read",
         )
     return fh
 
@@ -137,7 +138,7 @@ def load_or_none(path: str | os.PathLike) -> Any:
 def bytes_or_none(path: str | os.PathLike) -> bytes | None:
     """The bytes of a regular file of at most MAX_JSON_BYTES, else None (missing, a FIFO, a directory, huge)."""
     try:
-        with _open_regular(path) as fh:
+        with open_regular(path) as fh:
             return fh.read()
     except (InputError, OSError, MemoryError):
         return None
@@ -161,7 +162,7 @@ def _parse_for_stage(where: str | os.PathLike, data: bytes, detail: bool) -> Any
 
 
 def read_json(path: str | os.PathLike) -> Any:
-    with _open_regular(path) as fh:
+    with open_regular(path) as fh:
         data = fh.read()
     return _parse_for_stage(path, data, detail=True)
 
@@ -169,7 +170,7 @@ def read_json(path: str | os.PathLike) -> Any:
 def read_jsonl(path: str | os.PathLike) -> list[Any]:
     """The rows of a JSON Lines file, read line by line (a line ends at \\n, \\r or \\r\\n, as text mode reads)."""
     rows, lineno = [], 0
-    with _open_regular(path) as fh:
+    with open_regular(path) as fh:
         for chunk in fh:
             for line in chunk.splitlines():
                 lineno += 1

@@ -13,18 +13,6 @@ from optrace.jsonio import load_or_none, read_json, read_jsonl
 DEEP = "[" * 100_000  # past CPython's recursion limit in the json decoder
 
 
-def test_files_a_stage_needs_give_one_line_naming_the_file(tmp_path):
-    doc, rows = tmp_path / "meta.json", tmp_path / "versions.jsonl"
-    doc.write_text(DEEP)
-    rows.write_text('{"version": "v0"}\n' + DEEP + "\n")
-    with pytest.raises(InputError) as exc:
-        read_json(doc)
-    assert exc.value.where == str(doc) and "nested too deeply" in exc.value.problem
-    with pytest.raises(InputError) as exc:
-        read_jsonl(rows)
-    assert exc.value.where == f"{rows}:2" and "nested too deeply" in exc.value.problem
-
-
 def test_files_that_only_save_work_are_a_fresh_start(tmp_path):
     from optrace.gates.validate import load_cache
     from optrace.run import codedigest, pertrace, runlock
@@ -72,20 +60,24 @@ LONG_INT = "1" * 5000  # past CPython's int-from-string limit: json raises a pla
 
 
 @pytest.mark.parametrize(
-    "text",
-    [b'{"a": ' + LONG_INT.encode() + b"}", b'{"a": "\xff\xfe"}'],
-    ids=["long-integer", "not-utf8"],
+    "text,why",
+    [
+        (DEEP.encode(), "nested too deeply"),
+        (b'{"a": ' + LONG_INT.encode() + b"}", "an unparseable number"),
+        (b'{"a": "\xff\xfe"}', "not UTF-8"),
+    ],
+    ids=["nested-too-deeply", "long-integer", "not-utf8"],
 )
-def test_any_unparseable_file_a_stage_needs_is_one_line(tmp_path, text):
+def test_any_unparseable_file_a_stage_needs_is_one_line(tmp_path, text, why):
     doc, rows = tmp_path / "meta.json", tmp_path / "versions.jsonl"
     doc.write_bytes(text)
     rows.write_bytes(b'{"version": "v0"}\n' + text + b"\n")
     with pytest.raises(InputError) as exc:
         read_json(doc)
-    assert exc.value.where == str(doc) and "not valid JSON" in exc.value.problem
+    assert exc.value.where == str(doc) and exc.value.problem.startswith("not valid JSON") and why in exc.value.problem
     with pytest.raises(InputError) as exc:
         read_jsonl(rows)
-    assert exc.value.where == f"{rows}:2" and "not valid JSON" in exc.value.problem
+    assert exc.value.where == f"{rows}:2" and why in exc.value.problem
 
 
 def test_a_fifo_or_directory_named_like_a_saved_file_is_never_opened_for_reading(tmp_path):

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from optrace.errors import InputError
+from optrace.jsonio import open_regular
 
 INDEX_RELPATH = "records/index.json"
 # Limits on a record (issue #10 classes 9 and 10). The real store's 847 records are at most 17.6 KB,
@@ -161,14 +161,10 @@ def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
     """(bytes, None) or (None, why not); a symbolic link is not followed and only a regular file is read
     (records come from agents: a FIFO named *.json would block the open, then the read, forever)."""
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                return None, "not a regular file; not read"
-            size = st.st_size
-            if size > cap:
-                return None, f"{size} bytes, over the {cap}-byte limit; not read"
+        with open_regular(path, cap, follow_links=False) as fh:
             return fh.read(), None
+    except InputError as exc:
+        return None, exc.problem
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror})"
 
