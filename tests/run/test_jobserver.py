@@ -17,11 +17,16 @@ from optrace.run import jobclient, jobserver
 
 PROBE = """
 import json, os, sys
-if sys.argv[1] == "sleep":
+if sys.argv[1] in ("sleep", "stubborn"):
+    import signal, time
+    if sys.argv[1] == "stubborn":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     with open(sys.argv[2], "w") as fh:
         fh.write(str(os.getpid()))
-    import time
-    time.sleep(120)
+    try:
+        time.sleep(120)
+    finally:
+        open(sys.argv[2] + ".cleaned-up", "w").close()
 data = sys.stdin.read()
 umask = os.umask(0)
 print(json.dumps({"argv": sys.argv[1:], "name": __name__, "cwd": os.getcwd(), "umask": umask,
@@ -169,16 +174,19 @@ def wait_until(predicate, timeout=15.0):
     return False
 
 
-def test_killing_the_client_kills_the_job(server, tmp_path):
+@pytest.mark.parametrize("job", ["sleep", "stubborn"])
+def test_killing_the_client_interrupts_the_job_then_kills_it(server, tmp_path, job):
     pidfile = tmp_path / "job.pid"
     env = {k: v for k, v in os.environ.items() if k != jobclient.SOCKET_ENV}
-    client = subprocess.Popen(client_argv("sleep", str(pidfile)), env={**env, jobclient.SOCKET_ENV: server.address})
+    client = subprocess.Popen(client_argv(job, str(pidfile)), env={**env, jobclient.SOCKET_ENV: server.address})
     assert wait_until(lambda: pidfile.exists() and pidfile.read_text())
-    job = int(pidfile.read_text())
-    assert job != client.pid and not gone(job)
+    job_pid = int(pidfile.read_text())
+    assert job_pid != client.pid and not gone(job_pid)
     client.kill()
     client.wait()
-    assert wait_until(lambda: gone(job)), "the job outlived its client"
+    assert wait_until(lambda: gone(job_pid)), "the job outlived its client"
+    # interrupted as by Ctrl-C, so its cleanup ran; one that ignores SIGINT is killed after a grace period
+    assert (tmp_path / "job.pid.cleaned-up").exists() == (job == "sleep")
 
 
 def test_the_server_stops_with_the_run_and_when_its_controller_dies(tmp_path, monkeypatch):

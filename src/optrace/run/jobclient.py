@@ -72,7 +72,10 @@ def served(path: str, argv: list[str]) -> int | None:
 
 def main(argv: list[str]) -> int:
     path = os.environ.get(SOCKET_ENV, "")
-    status = served(path, argv) if path else None
+    try:
+        status = served(path, argv) if path else None
+    except KeyboardInterrupt:
+        return 130  # Ctrl-C: the server interrupts the job when this end closes
     if status is None:
         sys.stdout.flush()
         os.execv(sys.executable, [sys.executable, *argv])

@@ -13,8 +13,8 @@ streams, working directory, umask, environment and arguments and exits with the 
 
 For every connection the server forks a helper, and the helper forks the worker that runs the module
 (`runpy`, as `python -m` would) with the job's streams, folder, umask and environment; the helper
-relays the worker's exit status. When the client goes away (Snakemake cancelling a job, Ctrl-C) the
-helper kills the worker's process group. A request the server cannot serve exactly as `python -m` would
+relays the worker's exit status. When the client goes away (Ctrl-C, the client killed) the helper
+interrupts the worker's process group, and kills it if it is still there after a grace period. A request the server cannot serve exactly as `python -m` would
 (another interpreter, another working directory, other PYTHON* variables, another user) is answered
 "run it yourself": the client then execs the command, so nothing depends on the server being there.
 The server exits when the run ends (`stop`) or when the controller that started it is gone.
@@ -57,7 +57,7 @@ PRELOAD = (
 )
 MAX_REQUEST = 16 << 20  # arguments and environment of one job; a larger request is refused
 ACCEPT_POLL_S = 2.0  # how often an idle server checks that its controller is still there
-KILL_GRACE_S = 2.0  # SIGTERM, then SIGKILL, for a job whose client went away
+KILL_GRACE_S = 2.0  # SIGINT, then SIGKILL, for a job whose client went away
 
 
 @dataclass(frozen=True)
@@ -224,8 +224,9 @@ def wait_or_kill(conn: socket.socket, pid: int) -> int:
     try:
         ready, _, _ = select.select([conn.fileno(), pidfd], [], [])
         while pidfd not in ready:
-            # the client sends nothing after its request: readable means it closed
-            signalled(pid, signal.SIGTERM)
+            # the client sends nothing after its request: readable means it closed. SIGINT first, as
+            # Ctrl-C would: the job's KeyboardInterrupt lets its atomic writers remove their temporaries
+            signalled(pid, signal.SIGINT)
             ready, _, _ = select.select([pidfd], [], [], KILL_GRACE_S)
             if not ready:
                 signalled(pid, signal.SIGKILL)

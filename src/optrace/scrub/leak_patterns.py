@@ -37,11 +37,18 @@ def add_denylist_argument(parser: argparse.ArgumentParser) -> None:
 # regex engine scans for a leading literal in C, so patterns start with one where they can.
 # Local paths: home-like roots (POSIX, macOS, HPC scratch and shared file systems), `~user/`,
 # Windows drive and UNC paths. A bare `~/.cache/` names no one (the store's curated guides use it).
-ABSOLUTE_PATH = re.compile(
-    r"/(?i:root|home|users|scratch|lustre|gpfs|nfs)/[\w.-]+"
-    r"|(?<![\w~])~[A-Za-z_][\w.-]*/"
-    r"|(?<![\w:\\])[A-Za-z]:\\[\w.$-]+|(?<![\w:])[A-Za-z]:/(?:Users|home)/[\w.-]+"
-    r"|(?<![\w\\])\\\\[\w.-]+\\[\w.$-]+"
+# One pattern per kind, each starting with its literal and checking what precedes it by lookbehind
+# (one alternation whose branches start with a lookbehind or a letter class is tried at every
+# character: 430 ms against 20 ms over the 5.4 MB store); a Windows drive path is found at its `:`.
+# (pattern, how many characters the path starts before the match)
+ABSOLUTE_PATHS = (
+    (re.compile(r"/(?i:root|home|users|scratch|lustre|gpfs|nfs)/[\w.-]+"), 0),
+    (re.compile(r"~(?<![\w~]~)[A-Za-z_][\w.-]*/"), 0),
+    (
+        re.compile(r":(?<=(?<![\w:\\])[A-Za-z]:)\\[\w.$-]+|:(?<=(?<![\w:])[A-Za-z]:)/(?:Users|home)/[\w.-]+"),
+        1,
+    ),
+    (re.compile(r"\\\\(?<![\w\\]\\\\)[\w.-]+\\[\w.$-]+"), 0),
 )
 EMAIL_DOMAIN = re.compile(r"@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
 EMAIL_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-")
@@ -58,9 +65,13 @@ SPELLED_EMAIL = re.compile(
 )
 MARKDOWN_EXT = re.compile(r"\.(?:md|markdown)\b", re.I)
 # A docs/ or records/ path needs a second segment or a file extension, so "3 records/s" is a rate.
-STORE_PATH = re.compile(r"\b(?:docs|records)/(?:[\w.-]+/)+[\w.-]*|\b(?:docs|records)/[\w-]+\.[A-Za-z]\w*")
+# (Word starts are checked by a lookbehind after the literal, not by a leading `\b`, which would make
+# the engine try the pattern at every character: 5x slower over the store.)
+STORE_PATH = re.compile(
+    r"(?:docs(?<!\wdocs)|records(?<!\wrecords))/(?:(?:[\w.-]+/)+[\w.-]*|[\w-]+\.[A-Za-z]\w*)"
+)
 # Record ids: a vendor segment and at least 4 more dot-separated segments, any arch or product.
-RECORD_ID = re.compile(r"\b(?:nvidia|amd|generic)(?:\.[a-z0-9_-]+){4,}")
+RECORD_ID = re.compile(r"(?:nvidia(?<!\wnvidia)|amd(?<!\wamd)|generic(?<!\wgeneric))(?:\.[a-z0-9_-]+){4,}")
 # Commit shas (full or abbreviated), content hashes, undashed uuids: a run of 7-64 hex digits, in
 # either case, with a letter and a digit (so "defaced" and plain numbers are not hashes), glued to
 # `_`, `-` or `.` or not (commit_abc1234, abc1234.json); not a decimal fraction's digits or a
@@ -110,7 +121,24 @@ def _matches(pattern: re.Pattern[str]) -> Callable[[str], Iterator[tuple[int, st
     return finder
 
 
-local_paths = _matches(ABSOLUTE_PATH)
+def local_paths(text: str) -> Iterator[tuple[int, str]]:
+    """Local paths left to right, exactly as one alternation's scan finds them: the leftmost path of
+    any kind, then the leftmost at or after its end (a lookbehind still sees the text before)."""
+    pos = 0
+    upcoming: list[tuple[int, int] | None] = [None] * len(ABSOLUTE_PATHS)
+    while True:
+        for i, (pattern, back) in enumerate(ABSOLUTE_PATHS):
+            span = upcoming[i]
+            if span is None or span[0] < pos:
+                m = pattern.search(text, pos + back)
+                upcoming[i] = (m.start() - back, m.end()) if m else (len(text) + 1, 0)
+        start, end = min(s for s in upcoming if s is not None)
+        if start > len(text):
+            return
+        yield start, text[start:end]
+        pos = end
+
+
 store_paths = _matches(STORE_PATH)
 record_ids = _matches(RECORD_ID)
 
