@@ -830,7 +830,8 @@ def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mine
     import shutil
 
     from optrace.gates.store.store import MAX_RECORD_BYTES
-    from optrace.gates.validate import CACHE_KEY_ENV, TracePaths, validate_trace
+    from optrace.gates.validate import TracePaths, validate_trace
+    from optrace.secret import CACHE_KEY_ENV
 
     monkeypatch.setenv(CACHE_KEY_ENV, str(tmp_path / "key"))
     bench = benches["example"]

@@ -17,6 +17,7 @@ from optrace.gates import validate
 from optrace.gates.trace.injection import SLUG, mine_example, workbench
 from optrace.gates.trace.runner import ALL_GATES
 from optrace.gates.validate import CACHE_NAME, TracePaths, summarize, validate_trace
+from optrace.secret import CACHE_KEY_ENV
 from tests.support.schemas import assert_valid, load_schema
 from tests.support.workflow import run_snakemake
 
@@ -366,7 +367,7 @@ def test_a_forged_pass_in_the_cache_is_not_believed(results):
 
 def test_the_cache_key_lives_outside_the_results_tree(results, tmp_path, monkeypatch):
     key = tmp_path / "elsewhere" / "cache.key"
-    monkeypatch.setenv(validate.CACHE_KEY_ENV, str(key))
+    monkeypatch.setenv(CACHE_KEY_ENV, str(key))
     run(results)
     assert key.is_file() and (key.stat().st_mode & 0o077) == 0 and results not in key.parents
     _, checked = run(results)
@@ -431,6 +432,15 @@ def test_a_remembered_trace_is_not_restaged_and_stages_the_same_bytes(results, m
 
     monkeypatch.setattr(staging, "package_digest", lambda pkg: "edited code")  # other code: other copies
     assert _staged(results, monkeypatch)[2] == 1
+
+
+def test_a_memo_signed_under_another_key_is_not_reused(results, monkeypatch, tmp_path):
+    monkeypatch.setenv(CACHE_KEY_ENV, str(tmp_path / "one.key"))
+    first, files, _ = _staged(results, monkeypatch)
+    assert _staged(results, monkeypatch)[2] == 0  # the same key: the share verifies
+    monkeypatch.setenv(CACHE_KEY_ENV, str(tmp_path / "other.key"))
+    again, files_again, restaged = _staged(results, monkeypatch)
+    assert restaged == 1 and (again, files_again) == (first, files)
 
 
 def test_a_remembered_trace_whose_copy_or_inputs_changed_is_restaged(results, monkeypatch):
@@ -665,13 +675,8 @@ def _forged_copy(share, results):
     share["files"][rel] = hashlib.sha256(copy.read_bytes()).hexdigest()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a share's copies are trusted by their remembered hashes: a copy edited and re-hashed into the memo "
-    "survives the stage (proving a copy is the scored validated record needs the trace's ladder, the work the "
-    "memo saves; the memo would have to keep only what cannot be forged, or be kept out of the results tree)",
-)
 def test_a_copy_edited_and_rehashed_into_the_memo_is_restaged(results):
+    # the share's MAC (optrace.secret) no longer verifies: the trace is restaged from its records
     from optrace.publish.staging import baseline_geomean, stage
 
     summary = summarize([("r", run(results)[0])])

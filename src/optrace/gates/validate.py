@@ -22,11 +22,12 @@ the entries it used. Cross-record gates (relations, store-overlap) are recompute
 ids.
 
 Why the cache cannot be forged: each entry carries an HMAC-SHA256 of its key and verdicts under a
-secret key kept OUTSIDE the results tree (CACHE_KEY_ENV, default ~/.cache/optrace/validation-cache.key,
-created 0600 on first use). Whoever can write work/ and distilled/ -- the agent whose records are judged
--- can compute every content hash, so a plain digest would let it write "PASS" for any bytes; it cannot
-compute the MAC without the key, and an entry whose MAC does not verify is judged again. When no key
-file can be kept, a per-process key is used: the cache then never hits, which is slow but never wrong.
+secret key kept OUTSIDE the results tree (optrace.secret: CACHE_KEY_ENV, default
+~/.cache/optrace/validation-cache.key, created 0600 on first use). Whoever can write work/ and
+distilled/ -- the agent whose records are judged -- can compute every content hash, so a plain digest
+would let it write "PASS" for any bytes; it cannot compute the MAC without the key, and an entry whose
+MAC does not verify is judged again. When no key file can be kept, a per-process key is used: the cache
+then never hits, which is slow but never wrong.
 The report names each record's sha256, and stage copies a record only when the bytes it reads have it.
 """
 
@@ -35,9 +36,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import hmac
-import os
-import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,13 +56,12 @@ from optrace.jsonio import dumps_compact, load_or_none, read_json, read_jsonl, w
 from optrace.rows import manifest_packets
 from optrace.run.codedigest import package_digest
 from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern, read_denylist
+from optrace.secret import cache_secret, mac, verifies
 
 MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
 
 CACHE_NAME = "validation-cache.json"
 CACHE_FORMAT = 2
-CACHE_KEY_ENV = "OPTRACE_CACHE_KEY"  # path of the cache's HMAC key file; default below
-DEFAULT_CACHE_KEY = Path("~/.cache/optrace/validation-cache.key")
 SHOWN_FAILURES = 20  # failing records `check` prints
 
 
@@ -119,36 +116,8 @@ def record_key(context: bytes, relpath: str, record: bytes, packet: bytes, code:
     return h.hexdigest()
 
 
-def cache_key_path() -> Path:
-    return Path(os.environ.get(CACHE_KEY_ENV) or DEFAULT_CACHE_KEY).expanduser()
-
-
-_PROCESS_KEY = secrets.token_bytes(32)
-
-
-def cache_secret() -> bytes:
-    """The HMAC key: read from (or created at) cache_key_path(), else a per-process key."""
-    path = cache_key_path()
-    try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
-            key = fh.read(4096)
-        if len(key) >= 32:
-            return key
-    except OSError:
-        pass
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        key = secrets.token_hex(32).encode()
-        with open(fd, "wb") as fh:
-            fh.write(key)
-        return key
-    except OSError:
-        return _PROCESS_KEY
-
-
 def entry_mac(secret: bytes, key: str, verdict: dict) -> str:
-    return hmac.new(secret, key.encode() + b"\0" + dumps_compact(verdict).encode(), hashlib.sha256).hexdigest()
+    return mac(secret, key.encode(), dumps_compact(verdict).encode())
 
 
 @dataclass
@@ -176,7 +145,7 @@ def cached(entries: dict[str, Any], key: str, secret: bytes) -> Judged | None:
     if not (isinstance(entry, dict) and isinstance(entry.get("mac"), str) and isinstance(entry.get("verdict"), dict)):
         return None
     try:
-        if not hmac.compare_digest(entry["mac"], entry_mac(secret, key, entry["verdict"])):
+        if not verifies(secret, entry["mac"], key.encode(), dumps_compact(entry["verdict"]).encode()):
             return None
         return Judged.from_json(entry["verdict"])
     except (TypeError, ValueError):

@@ -13,8 +13,10 @@ validation`), never staged.
 A trace whose inputs are unchanged is not restaged: `staging/.stage-memo.json` remembers each trace's
 share (the copies' hashes, its index and staged.json entries) under a digest of the package's code, the
 trace's versions and packets and, per passed record, the verdict's sha256 and the bytes the file holds now
-(`trace_key`). A share is reused only while every copy it names is on disk with the remembered bytes;
-anything else, a damaged memo included, restages the trace. So an agent batch in one trace of a
+(`trace_key`). A share is reused only while its MAC verifies under the key kept outside the results tree
+(optrace.secret: whoever can write the results tree cannot re-hash an edited copy into the memo) and
+every copy it names is on disk with the remembered bytes; anything else, a damaged memo included,
+restages the trace. So an agent batch in one trace of a
 100-trace sheet restages that trace alone (benchmarks/README.md).
 """
 
@@ -32,11 +34,12 @@ from optrace.errors import InputError
 from optrace.gates.store.index import expected_entry
 from optrace.gates.store.model import RecordView
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes, store_path
-from optrace.jsonio import load_or_none, read_json, write_json, write_text_atomic
+from optrace.jsonio import dumps_compact, load_or_none, read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 from optrace.rows import PacketRow, VersionRow, episode_technique, manifest_packets, read_packet, read_versions
 from optrace.run.codedigest import package_digest
+from optrace.secret import cache_secret, mac, verifies
 
 RECORD_KEY_ORDER = (
     "schema",
@@ -181,7 +184,7 @@ def split_by_verdict(summary: dict) -> tuple[dict[str, list[tuple]], list[dict]]
 
 
 MEMO_NAME = ".stage-memo.json"  # beside records/: never staged, never listed
-MEMO_FORMAT = 1
+MEMO_FORMAT = 2  # 2: every share carries its MAC
 
 
 def _digest(path: Path) -> bytes:
@@ -337,10 +340,19 @@ def accounts_for(share: dict, slug: str, passed: list[tuple]) -> bool:
     )
 
 
-def remembered(memo: dict[str, dict], slug: str, key: str, staging: Path, passed: list[tuple]) -> dict | None:
+def signed_part(slug: str, share: dict) -> tuple[bytes, bytes]:
+    """What a share's MAC covers: its trace and everything it says but the MAC itself."""
+    return slug.encode(), dumps_compact({k: v for k, v in share.items() if k != "mac"}).encode()
+
+
+def remembered(
+    memo: dict[str, dict], slug: str, key: str, staging: Path, passed: list[tuple], secret: bytes
+) -> dict | None:
     share = memo.get(slug)
     if not (_share_shaped(share) and share["key"] == key and accounts_for(share, slug, passed)):
         return None
+    if not verifies(secret, share.get("mac"), *signed_part(slug, share)):
+        return None  # written by anyone but the stage
     return share if still_staged(staging, share["files"]) else None
 
 
@@ -353,12 +365,14 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of: Baseli
     memo, new_memo = load_memo(staging / MEMO_NAME), {}
     changed = memo.keys() != set(slugs)
     code = package_digest(PACKAGE_DIR)
+    secret = cache_secret()
     for slug in slugs:
         mine = passed.get(slug, [])
         key = trace_key(results, slug, mine, code)
-        share = remembered(memo, slug, key, staging, mine)
+        share = remembered(memo, slug, key, staging, mine, secret)
         if share is None:
             share = {**stage_trace(results, slug, mine, baseline_of), "key": key}
+            share["mac"] = mac(secret, *signed_part(slug, share))
             changed = True
         new_memo[slug] = share
         if share["failed_trace"] is not None:

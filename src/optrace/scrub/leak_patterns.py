@@ -67,9 +67,7 @@ MARKDOWN_EXT = re.compile(r"\.(?:md|markdown)\b", re.I)
 # A docs/ or records/ path needs a second segment or a file extension, so "3 records/s" is a rate.
 # (Word starts are checked by a lookbehind after the literal, not by a leading `\b`, which would make
 # the engine try the pattern at every character: 5x slower over the store.)
-STORE_PATH = re.compile(
-    r"(?:docs(?<!\wdocs)|records(?<!\wrecords))/(?:(?:[\w.-]+/)+[\w.-]*|[\w-]+\.[A-Za-z]\w*)"
-)
+STORE_PATH = re.compile(r"(?:docs(?<!\wdocs)|records(?<!\wrecords))/(?:(?:[\w.-]+/)+[\w.-]*|[\w-]+\.[A-Za-z]\w*)")
 # Record ids: a vendor segment and at least 4 more dot-separated segments, any arch or product.
 RECORD_ID = re.compile(r"(?:nvidia(?<!\wnvidia)|amd(?<!\wamd)|generic(?<!\wgeneric))(?:\.[a-z0-9_-]+){4,}")
 # Commit shas (full or abbreviated), content hashes, undashed uuids: a run of 7-64 hex digits, in
