@@ -26,7 +26,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("partition", "optrace.mine.partition", "split a trace's versions into segments, one per record it can support"),
     ("packets", "optrace.mine.packets", "write the scrubbed packet a record is distilled from, per segment"),
     ("distill", "optrace.distill.distill", "turn a trace's packets into records (deterministic drafter or an agent)"),
-    ("validate", "optrace.gates.validate", "run the 16 gates on distilled records; summaries; injection tests"),
+    ("validate", "optrace.gates.validate", "run the 17 gates on distilled records; summaries; injection tests"),
     ("stage", "optrace.publish.staging", "scored, store-shaped copies of the records that passed, and their index"),
     ("readme", "optrace.publish.readme", "the reviewer's README of a staging store"),
     (

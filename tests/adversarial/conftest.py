@@ -1,5 +1,5 @@
 """Shared, built once per session: the example trace and a realistic FlashInfer-Bench trace (A800, CUDA),
-mined into packets and drafted into records that pass all 16 gates."""
+mined into packets and drafted into records that pass all 17 gates."""
 
 from __future__ import annotations
 

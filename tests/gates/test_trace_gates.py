@@ -60,7 +60,7 @@ def goal_plus(words: str):
     return record_edit(lambda r: r["payload"].update(goal=f"{r['payload']['goal']} {words}"))
 
 
-def test_the_drafted_example_records_pass_all_16_gates(bench):
+def test_the_drafted_example_records_pass_all_17_gates(bench):
     verdicts = validate_records(bench, bench.records, LiveStore())
     assert len(verdicts) >= 10
     assert {t for v in verdicts for t in ("strategy", "anti-strategy", "reference-kernel")}

@@ -1,6 +1,6 @@
 """`optrace validate record FILE [--results R --slug S]`: an agent's self-check of the one record it wrote.
 
-All 16 gates on that record alone, against its packet and the trace's facts, while the workflow runs:
+All 17 gates on that record alone, against its packet and the trace's facts, while the workflow runs:
 no Snakemake, no lock, no cache written, nothing of the trace's other records read (relations and
 store-overlap judge it next to nothing but the live store). `--results` and `--slug` default to what
 the record's path says (`<results>/distilled/<slug>/<id>.json`, the `{out}` an agent is given).

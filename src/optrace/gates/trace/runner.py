@@ -1,4 +1,4 @@
-"""All 16 gates on the records of one trace: the per-record part (cacheable) and the cross-record part.
+"""All 17 gates on the records of one trace: the per-record part (cacheable) and the cross-record part.
 
     judge(relpath, record, error, packet, trace, denylist) -> Judged   verdicts of every gate that can
         judge the record alone: 7 store gates (gates.store's check_view) and 7 trace gates
