@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,7 +27,18 @@ if sys.argv[1] in ("sleep", "stubborn"):
     try:
         time.sleep(120)
     finally:
+        time.sleep(0.5)  # a cleanup that takes a while: whoever waits for the job waits for it
         open(sys.argv[2] + ".cleaned-up", "w").close()
+if sys.argv[1] == "streams":
+    def shape(name):
+        stream = getattr(sys, name)
+        return None if stream is None else [stream.encoding, stream.errors, stream.line_buffering,
+                                            stream.write_through, stream is getattr(sys, "__" + name + "__")]
+    out = {name: shape(name) for name in ("stdin", "stdout", "stderr")}
+    out["pid"] = os.getpid()
+    out["main"] = sys.modules["__main__"].__dict__.get("shape") is shape
+    print(json.dumps(out), file=sys.stderr if sys.stdout is None else sys.stdout)
+    sys.exit(0)
 data = sys.stdin.read()
 umask = os.umask(0)
 print(json.dumps({"argv": sys.argv[1:], "name": __name__, "cwd": os.getcwd(), "umask": umask,
@@ -34,11 +46,15 @@ print(json.dumps({"argv": sys.argv[1:], "name": __name__, "cwd": os.getcwd(), "u
 print("a line on stderr", file=sys.stderr)
 if sys.argv[1] == "raise":
     raise ValueError("boom")
+if sys.argv[1] == "interrupt":
+    raise KeyboardInterrupt
 if sys.argv[1] == "message":
     sys.exit("a message")
+if sys.argv[1] == "huge":
+    sys.exit(2**63)
 if sys.argv[1] == "kill":
     sys.stdout.flush()
-    os.kill(os.getpid(), signal_number := 9)
+    os.kill(os.getpid(), 9)
 sys.exit(int(sys.argv[1]))
 """
 
@@ -106,6 +122,8 @@ def test_a_served_job_is_the_module_run_as_python_m(server, tmp_path):
         (["raise"], 1, "ValueError: boom"),
         (["message"], 1, "a message"),
         (["kill"], 128 + signal.SIGKILL, "a line on stderr"),
+        (["interrupt"], 128 + signal.SIGINT, "KeyboardInterrupt"),
+        (["huge"], 255, "a line on stderr"),
     ],
 )
 def test_exit_statuses_are_those_of_python(server, args, status, on_stderr):
@@ -113,7 +131,11 @@ def test_exit_statuses_are_those_of_python(server, args, status, on_stderr):
     _, direct_code, _, direct_err = run([sys.executable, "-m", "probe", *args], None)
     assert served["pid"] != pid
     assert code == status and on_stderr in err
-    assert direct_code in (status, -signal.SIGKILL) and on_stderr in direct_err
+    # a shell reports death by signal N as 128 + N, as the client does
+    assert (direct_code if direct_code >= 0 else 128 - direct_code) == status and on_stderr in direct_err
+    assert "jobserver.py" not in err  # the server's own frames are not the job's traceback
+    if "Traceback" in err:
+        assert err == direct_err
 
 
 def test_without_a_server_the_client_runs_the_command_itself(server, tmp_path):
@@ -124,7 +146,7 @@ def test_without_a_server_the_client_runs_the_command_itself(server, tmp_path):
 
 @pytest.mark.parametrize(
     "difference",
-    ["PYTHONPATH", "PYTHONHASHSEED", "cwd", "interpreter"],
+    ["PYTHONPATH", "PYTHONHASHSEED", "LC_ALL", "TZ", "cwd", "interpreter"],
 )
 def test_what_the_server_cannot_run_exactly_runs_the_ordinary_way(server, tmp_path, difference):
     env, cwd, argv = {}, None, client_argv("5")
@@ -138,7 +160,7 @@ def test_what_the_server_cannot_run_exactly_runs_the_ordinary_way(server, tmp_pa
         if argv[0] == sys.executable:
             pytest.skip("sys.executable is not a link here")
     else:
-        env[difference] = "123"
+        env[difference] = {"LC_ALL": "C", "TZ": "America/New_York"}.get(difference, "123")
     pid, code, report, _ = run(argv, server.address, cwd=cwd, **env)
     assert (code, report["pid"]) == (5, pid)  # refused, then exec'd in place
     assert report["cwd"] == str(cwd or tmp_path)
@@ -210,6 +232,11 @@ def test_the_server_stops_with_the_run_and_when_its_controller_dies(tmp_path, mo
     )
     orphan = int(controller.stdout.split()[0])
     assert wait_until(lambda: gone(orphan), timeout=20), "the server outlived its controller"
+    assert not [
+        p
+        for p in Path(tempfile.gettempdir()).glob(f"{jobserver.FOLDER_PREFIX}*")
+        if p.stat().st_uid == os.getuid() and not any(p.iterdir())
+    ]
 
 
 def test_no_server_where_the_socket_path_is_too_long(tmp_path, monkeypatch):
@@ -218,3 +245,136 @@ def test_no_server_where_the_socket_path_is_too_long(tmp_path, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(deep))
     assert jobserver.start(tmp_path / "server.log") is None  # jobs then start the ordinary way
     assert list(deep.iterdir()) == [] and not (tmp_path / "server.log").exists()
+
+
+@pytest.mark.parametrize("unbuffered", [False, True])
+def test_standard_streams_are_made_as_the_interpreter_makes_them(tmp_path, monkeypatch, unbuffered):
+    (tmp_path / "probe.py").write_text(PROBE)
+    monkeypatch.chdir(tmp_path)
+    if unbuffered:
+        monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    else:
+        monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
+    srv = jobserver.start(tmp_path / "server.log")
+    if srv is None:
+        pytest.skip("no pidfd or AF_UNIX here")
+    try:
+        pid, code, served, _ = run(client_argv("streams"), srv.address)
+    finally:
+        srv.stop()
+    _, _, direct, _ = run([sys.executable, "-m", "probe", "streams"], None)
+    assert code == 0 and served["pid"] != pid
+    assert served["stdout"][3] is unbuffered  # write_through
+    assert {k: v for k, v in served.items() if k != "pid"} == {k: v for k, v in direct.items() if k != "pid"}
+
+
+@pytest.mark.parametrize("closed", ["0", "1", "2"])
+def test_a_closed_standard_stream_runs_the_command_itself(server, closed):
+    argv = ["bash", "-c", f'exec "$@" {closed}>&-', "bash", *client_argv("streams")]
+    env = {**os.environ, jobclient.SOCKET_ENV: server.address}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    lines = (proc.stdout + proc.stderr).strip()
+    report = json.loads(lines) if closed != "2" else None
+    direct = subprocess.run(
+        ["bash", "-c", f'exec "$@" {closed}>&-', "bash", sys.executable, "-m", "probe", "streams"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == direct.returncode == 0
+    if report is not None:  # exec'd in place (no fork of the server), with the stream as python -m sees it
+        assert report["stdin" if closed == "0" else "stdout"] is None
+        assert {k: v for k, v in report.items() if k != "pid"} == {
+            k: v for k, v in json.loads((direct.stdout + direct.stderr).strip()).items() if k != "pid"
+        }
+
+
+def test_a_signal_to_the_client_reaches_the_job_and_the_client_waits_for_it(server, tmp_path):
+    pidfile = tmp_path / "job.pid"
+    env = {**os.environ, jobclient.SOCKET_ENV: server.address}
+    client = subprocess.Popen(client_argv("sleep", str(pidfile)), env=env, stderr=subprocess.PIPE, text=True)
+    assert wait_until(lambda: pidfile.exists() and pidfile.read_text())
+    client.send_signal(signal.SIGINT)
+    _, err = client.communicate(timeout=30)
+    # the job's cleanup (0.5 s) was over before the client returned, as with python -m under a shell
+    assert (tmp_path / "job.pid.cleaned-up").exists()
+    assert client.returncode == 128 + signal.SIGINT and "KeyboardInterrupt" in err
+
+
+@pytest.mark.parametrize("answer", [b"", b"\x01"])
+def test_a_server_that_goes_away_before_the_job_starts_runs_nothing(tmp_path, monkeypatch, answer):
+    """Closed before READY (or after a partial answer): the client runs the command itself, once."""
+    (tmp_path / "probe.py").write_text(PROBE)
+    monkeypatch.chdir(tmp_path)
+    address = str(tmp_path / "fake.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as fake:
+        fake.bind(address)
+        fake.listen(1)
+        client = subprocess.Popen(
+            client_argv("6"), env={**os.environ, jobclient.SOCKET_ENV: address}, stdout=subprocess.PIPE, text=True
+        )
+        conn, _ = fake.accept()
+        conn.recv(1 << 20)
+        conn.sendall(answer)
+        conn.close()
+        out, _ = client.communicate(timeout=30)
+    assert client.returncode == 6 and json.loads(out)["pid"] == client.pid
+
+
+def test_a_job_whose_helper_dies_is_killed_and_reported_failed(server, tmp_path):
+    pidfile = tmp_path / "job.pid"
+    env = {**os.environ, jobclient.SOCKET_ENV: server.address}
+    client = subprocess.Popen(client_argv("stubborn", str(pidfile)), env=env, stderr=subprocess.PIPE, text=True)
+    assert wait_until(lambda: pidfile.exists() and pidfile.read_text())
+    job_pid = int(pidfile.read_text())
+    helper = int(Path(f"/proc/{job_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    os.kill(helper, signal.SIGKILL)
+    _, err = client.communicate(timeout=30)
+    assert client.returncode == 1 and "status was lost" in err
+    assert wait_until(lambda: gone(job_pid)), "the job outlived the helper that relays its status"
+
+
+def test_a_terminal_stdout_is_line_buffered_as_python_makes_it(tmp_path, monkeypatch):
+    import pty
+
+    (tmp_path / "probe.py").write_text(PROBE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # buffered, so line buffering shows
+    server = jobserver.start(tmp_path / "server.log")
+    if server is None:
+        pytest.skip("no pidfd or AF_UNIX here")
+
+    def on_a_terminal(argv):
+        leader, follower = pty.openpty()
+        try:
+            proc = subprocess.Popen(
+                argv,
+                env={**os.environ, jobclient.SOCKET_ENV: server.address},
+                stdout=follower,
+                stdin=subprocess.DEVNULL,
+            )
+            proc.wait(timeout=60)
+            os.close(follower)
+            follower = -1
+            out = b""
+            while True:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # EIO: the terminal's other end is closed and drained
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            os.close(leader)
+            if follower >= 0:
+                os.close(follower)
+        return proc, json.loads(out.decode().strip())
+
+    try:
+        client, served = on_a_terminal(client_argv("streams"))
+    finally:
+        server.stop()
+    _, direct = on_a_terminal([sys.executable, "-m", "probe", "streams"])
+    assert served["pid"] != client.pid and served["stdout"][2] is True  # line_buffering
+    assert {k: v for k, v in served.items() if k != "pid"} == {k: v for k, v in direct.items() if k != "pid"}

@@ -6,23 +6,34 @@ cost of starting Python with the package's imports.
 means exactly `python -m <module> <args>...`. When `OPTRACE_JOBSERVER` names the socket of a server of
 this run, the client hands the server its standard streams, working directory, umask, environment and
 arguments, and the server runs the module in a fork of a process that has already imported the
-package; the client exits with the job's status. Anything else (no server, a server of another
-interpreter, a refused or broken connection) runs the command itself by exec, as if the client had
-never been there, so a cluster job, a conda job or a run whose server died behave as before.
+package; the client exits with the job's status. Anything else (no server, a closed standard stream,
+a server of another interpreter or locale, a refused, stalled or broken connection before the job
+started) runs the command itself by exec, as if the client had never been there, so a cluster job, a
+conda job or a run whose server died behave as before.
+
+The exchange: the request, then the server's READY; the client's GO; then the job's status. The job
+starts only after GO, so a client that gave up waiting (and ran the command itself) never has it run
+twice. While the job runs, SIGINT, SIGTERM and SIGHUP sent to the client are passed on to the job, and
+the client waits for its status, as a shell waits for `python -m`; if the client dies, the server
+interrupts the job, then kills it.
 
 Run as a script under `python -S`: it imports nothing but built-in modules (no site, no package), which
-is why it costs little more than the interpreter. Killing the client (Snakemake cancelling the job)
-closes the connection, and the server then kills the job.
+is why it costs little more than the interpreter.
 """
 
+import _signal  # type: ignore[import-not-found]
 import _socket
 import os
 import sys
 
 SOCKET_ENV = "OPTRACE_JOBSERVER"
-MAGIC = b"optrace-job-1"
-FALLBACK = 0x7FFFFFFF  # the server's answer "run it yourself"
+MAGIC = b"optrace-job-2"
 STATUS_BYTES = 4
+FALLBACK = 0x7FFFFFFF  # the server's answer "run it yourself": nothing of the job ran
+READY = 0x7FFFFFFE  # the server can run the job and waits for GO
+GO = b"g"
+READY_TIMEOUT_S = 60.0  # a server that does not answer a request in this long is not used
+FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
 
 
 def request(argv: list[str]) -> bytes:
@@ -37,47 +48,82 @@ def request(argv: list[str]) -> bytes:
     return len(body).to_bytes(4, "little") + body
 
 
+def receive_status(sock: _socket.socket) -> int | None:
+    """One 4-byte answer, None when the connection ended first."""
+    answer = b""
+    while len(answer) < STATUS_BYTES:
+        try:
+            chunk = sock.recv(STATUS_BYTES - len(answer))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        answer += chunk
+    return int.from_bytes(answer, "little", signed=True)
+
+
 def served(path: str, argv: list[str]) -> int | None:
-    """The job's exit status from the server, or None when the server did not take the job."""
+    """The job's exit status from the server, or None when the server did not run the job."""
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         try:
+            sock.settimeout(READY_TIMEOUT_S)
             sock.connect(path)
             data = request(argv)
             fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
             sent = sock.sendmsg([data], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
             if sent < len(data):
                 sock.sendall(data[sent:])
+            if receive_status(sock) != READY:
+                return None  # refused, or no answer: nothing ran
+            sock.settimeout(None)
+            sock.sendall(GO)
         except OSError:
-            return None  # the server never had the whole request: it ran nothing
-        answer = b""
-        while len(answer) < STATUS_BYTES:
-            try:
-                chunk = sock.recv(STATUS_BYTES - len(answer))
-            except OSError:
-                chunk = b""
-            if not chunk:
-                # the server may have started the job: running it a second time could double its
-                # effects, so the job fails (Snakemake re-runs it on the next run)
-                print("error: optrace job server: the job's status was lost (the server went away)", file=sys.stderr)
-                return 1
-            answer += chunk
+            return None  # the server never had the GO: it ran nothing
+        previous = {sig: _signal.signal(sig, lambda sig, _frame: forward(sock, sig)) for sig in FORWARDED}
+        try:
+            status = receive_status(sock)
+        finally:
+            for sig, handler in previous.items():
+                _signal.signal(sig, handler)
     finally:
         sock.close()
-    status = int.from_bytes(answer, "little", signed=True)
+    if status is None:
+        # the job was started: running it a second time could double its effects, so it fails
+        # (Snakemake re-runs it on the next run)
+        print("error: optrace job server: the job's status was lost (the server went away)", file=sys.stderr)
+        return 1
     if status == FALLBACK:
-        return None
+        return None  # the server could not start the job after all (fork failed): nothing ran
     return status if status >= 0 else 128 - status  # killed by signal N: 128 + N, as a shell reports it
+
+
+def forward(sock: _socket.socket, sig: int) -> None:
+    """A signal for the job: the server sends it to the job's process group."""
+    try:
+        sock.send(bytes([sig]))
+    except OSError:
+        pass  # the server is gone; the status read reports it
+
+
+def streams_open() -> bool:
+    """Fds 0, 1 and 2 are open (a closed one would be taken by the socket, and python -m would see
+    None for it): with any closed the command runs itself."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return False
+    return True
 
 
 def main(argv: list[str]) -> int:
     path = os.environ.get(SOCKET_ENV, "")
     try:
-        status = served(path, argv) if path else None
+        status = served(path, argv) if path and streams_open() else None
     except KeyboardInterrupt:
-        return 130  # Ctrl-C: the server interrupts the job when this end closes
+        return 130  # Ctrl-C before the job started
     if status is None:
-        sys.stdout.flush()
         os.execv(sys.executable, [sys.executable, *argv])
     return status
 

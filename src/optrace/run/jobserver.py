@@ -12,18 +12,25 @@ optrace.run.jobclient, which means exactly `python -m <module> <args>`: it hands
 streams, working directory, umask, environment and arguments and exits with the job's status.
 
 For every connection the server forks a helper, and the helper forks the worker that runs the module
-(`runpy`, as `python -m` would) with the job's streams, folder, umask and environment; the helper
-relays the worker's exit status. When the client goes away (Ctrl-C, the client killed) the helper
-interrupts the worker's process group, and kills it if it is still there after a grace period. A request the server cannot serve exactly as `python -m` would
-(another interpreter, another working directory, other PYTHON* variables, another user) is answered
-"run it yourself": the client then execs the command, so nothing depends on the server being there.
-The server exits when the run ends (`stop`) or when the controller that started it is gone.
+as `python -m` does (`runpy._run_module_as_main`, standard streams built as the interpreter builds
+them) with the job's streams, folder, umask and environment; the helper relays the worker's exit
+status and the signals the client passes on. When the client goes away the helper interrupts the
+worker's process group, and kills it after a grace period; a worker whose helper dies is killed too.
+A request the server cannot serve exactly as `python -m` would (another interpreter, working
+directory, PYTHON*, locale or TZ variables) is answered "run it yourself": the client then execs the
+command, so nothing depends on the server being there. The server exits, removing its socket, when
+the run ends (`stop`) or when the controller that started it is gone.
+
+What still differs from `python -m`, on purpose or as no stage can tell: the job runs in its own
+process group without a controlling terminal, `sys.orig_argv` is the server's, and the package's
+modules are those imported when the server started (the run's code digests are taken then too).
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
+import ctypes
 import gc
 import importlib
 import io
@@ -38,8 +45,10 @@ import sys
 import tempfile
 import threading
 import traceback
+import types
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from optrace.run import jobclient
 
@@ -57,7 +66,14 @@ PRELOAD = (
 )
 MAX_REQUEST = 16 << 20  # arguments and environment of one job; a larger request is refused
 ACCEPT_POLL_S = 2.0  # how often an idle server checks that its controller is still there
+GO_TIMEOUT_S = 60.0  # a client that does not confirm in this long has given up (and runs the job itself)
 KILL_GRACE_S = 2.0  # SIGINT, then SIGKILL, for a job whose client went away
+# Variables that change what the interpreter does at start-up or what a job sees of its locale and
+# time zone: a job whose differ from the server's is not served.
+INTERPRETER_VARIABLES = (b"PYTHON", b"LC_", b"LANG", b"TZ")
+FOLDER_PREFIX = "optrace-jobs-"  # the socket's private folder, under the temporary directory
+PR_SET_PDEATHSIG = 1  # prctl(2)
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 @dataclass(frozen=True)
@@ -90,10 +106,8 @@ def parse_request(body: bytes) -> Request | None:
     return Request(os.fsdecode(fields[1]), fields[2], umask, argv, env)
 
 
-def python_settings(env: dict[bytes, bytes]) -> dict[bytes, bytes]:
-    """The variables that change what `python` itself does at start-up (PYTHONPATH, PYTHONHASHSEED,
-    PYTHONWARNINGS, ...): a job whose differ from the server's is not served."""
-    return {k: v for k, v in env.items() if k.startswith(b"PYTHON")}
+def interpreter_settings(env: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    return {k: v for k, v in env.items() if k.startswith(INTERPRETER_VARIABLES)}
 
 
 def refusal(req: Request) -> str | None:
@@ -102,8 +116,8 @@ def refusal(req: Request) -> str | None:
         return "another interpreter"
     if os.fsencode(os.getcwd()) != req.cwd:
         return "another working directory (the module search path starts there)"
-    if python_settings(req.env) != python_settings(dict(os.environb)):
-        return "other PYTHON* variables"
+    if interpreter_settings(req.env) != interpreter_settings(dict(os.environb)):
+        return "other PYTHON*, locale or TZ variables"
     if req.argv[0] != "-m":
         return "not a module"
     return None
@@ -134,11 +148,64 @@ def send_status(conn: socket.socket, status: int) -> None:
         pass  # the client is gone; nobody is waiting for the status
 
 
-def run_worker(req: Request, fds: list[int]) -> None:
-    """In the worker (a fresh fork): become `python -m <module> <args>` for the client, then exit."""
-    code = 1
+def log(line: str) -> None:
+    """One line of the server's log, in one write (helpers write to it concurrently)."""
+    os.write(2, (line + "\n").encode(errors="backslashreplace"))
+
+
+def std_stream(fd: int, like: io.TextIOWrapper) -> io.TextIOWrapper:
+    """The stream the interpreter would make for fd 0, 1 or 2: the encoding, error handler and
+    unbuffered mode (-u, PYTHONUNBUFFERED) of the server's own, which the same locale and PYTHON*
+    variables decided; line buffering by isatty."""
+    reading = fd == 0
+    unbuffered = like.write_through and not reading
+    raw = io.FileIO(fd, "r" if reading else "w", closefd=False)
+    buffer: Any = raw
+    if not unbuffered:
+        buffer = io.BufferedReader(raw) if reading else io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(
+        buffer,
+        encoding=like.encoding,
+        errors=like.errors,
+        newline="\n",
+        line_buffering=not like.write_through and (fd == 2 or os.isatty(fd)),
+        write_through=like.write_through,
+    )
     try:
-        os.setpgid(0, 0)  # the helper kills the whole job, children included, when the client goes
+        raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]
+    except AttributeError:
+        pass
+    return stream
+
+
+def exit_code(code: object) -> int:
+    """The status `python` exits with for SystemExit(code)."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF if -(1 << 63) <= code < (1 << 63) else 255
+    print(code, file=sys.stderr)
+    return 1
+
+
+def job_traceback(exc: BaseException) -> None:
+    """Report an uncaught exception through sys.excepthook, without the server's own frames (what
+    is left is what `python -m` prints: runpy's, then the job's)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # the hook prints the exception's own
+
+
+def run_worker(req: Request, fds: list[int], helper: int) -> None:
+    """In the worker (a fresh fork): become `python -m <module> <args>` for the client, then exit."""
+    code, by_signal = 1, 0
+    try:
+        if _LIBC is not None:
+            _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the helper relays the status: without it, stop
+        if os.getppid() != helper:
+            os._exit(1)  # the helper died before the line above: nobody would relay the status
+        os.setpgid(0, 0)  # the helper signals the whole job, children included
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
         for fd in fds:
@@ -153,23 +220,24 @@ def run_worker(req: Request, fds: list[int]) -> None:
         os.environb.clear()
         os.environb.update(req.env)
         tempfile.tempdir = None  # found again from the job's TMPDIR
-        sys.stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), line_buffering=False)
-        sys.stderr = io.TextIOWrapper(
-            io.BufferedWriter(io.FileIO(2, "w", closefd=False)), errors="backslashreplace", line_buffering=True
-        )
-        sys.argv = [req.argv[1], *req.argv[2:]]
-        # `python -m` runs the module's code once, as __main__; the preloaded copy would make runpy warn
-        sys.modules.pop(req.argv[1], None)
+        like = (sys.__stdin__, sys.__stdout__, sys.__stderr__)
+        sys.stdin, sys.stdout, sys.stderr = (std_stream(fd, like[fd]) for fd in (0, 1, 2))  # type: ignore[arg-type]
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr  # type: ignore[misc]
+        module = req.argv[1]
+        sys.argv = [module, *req.argv[2:]]
+        # `python -m` runs the module's code once, as __main__, in a __main__ module that stays
+        sys.modules.pop(module, None)
+        sys.modules["__main__"] = types.ModuleType("__main__")
         try:
-            runpy.run_module(req.argv[1], run_name="__main__", alter_sys=True)
+            runpy._run_module_as_main(module)  # type: ignore[attr-defined]
             code = 0
         except SystemExit as exc:
             code = exit_code(exc.code)
-        except KeyboardInterrupt:
-            code = 130
-        except BaseException:  # printed as `python -m` would, then the job fails
-            traceback.print_exc()
+        except KeyboardInterrupt as exc:
+            job_traceback(exc)
+            by_signal = signal.SIGINT  # as the interpreter ends on an uncaught KeyboardInterrupt
+        except BaseException as exc:  # printed as `python -m` would, then the job fails
+            job_traceback(exc)
             code = 1
         try:
             # what the interpreter does before it exits: wait for non-daemon threads, run atexit
@@ -177,27 +245,23 @@ def run_worker(req: Request, fds: list[int]) -> None:
             atexit._run_exitfuncs()
         except BaseException:  # the job's status is already decided
             pass
+    except BaseException:  # the worker could not become the job: say why on the job's stderr
+        traceback.print_exc()
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except BaseException:  # a closed pipe must not change the job's status
                 pass
+        if by_signal:
+            signal.signal(by_signal, signal.SIG_DFL)
+            os.kill(os.getpid(), by_signal)
         os._exit(code)
 
 
-def exit_code(code: object) -> int:
-    """The status `python` exits with for SystemExit(code)."""
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
-
-
 def serve_one(conn: socket.socket) -> None:
-    """In the helper: read one request, run it in a worker, relay its status; kill it if the client goes."""
+    """In the helper: read one request, start its worker once the client confirms, relay its signals
+    and status; interrupt, then kill, the job if the client goes away."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     data, fds = read_request(conn)
     req = None
@@ -205,33 +269,51 @@ def serve_one(conn: socket.socket) -> None:
         req = parse_request(data[4:])
     why = "not a job request" if req is None else refusal(req)
     if req is None or why is not None:
-        # the log says why a job ran the ordinary way
-        print(f"refused a job ({why}): it runs the ordinary way", file=sys.stderr, flush=True)
+        log(f"refused a job ({why}): it runs the ordinary way")  # the log says why
         send_status(conn, jobclient.FALLBACK)
         return
-    pid = os.fork()
+    send_status(conn, jobclient.READY)
+    ready, _, _ = select.select([conn], [], [], GO_TIMEOUT_S)
+    if not ready or conn.recv(len(jobclient.GO)) != jobclient.GO:
+        return  # the client gave up, and runs the job itself
+    helper = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        log(f"could not start a job ({exc}): it runs the ordinary way")
+        send_status(conn, jobclient.FALLBACK)
+        return
     if pid == 0:
         conn.close()
-        run_worker(req, fds)
+        run_worker(req, fds, helper)
     for fd in fds:
         os.close(fd)
-    send_status(conn, os.waitstatus_to_exitcode(wait_or_kill(conn, pid)))
+    send_status(conn, os.waitstatus_to_exitcode(relay(conn, pid)))
 
 
-def wait_or_kill(conn: socket.socket, pid: int) -> int:
-    """The worker's wait status; if the client's end closes first, the worker's group is killed."""
+def relay(conn: socket.socket, pid: int) -> int:
+    """The worker's wait status. Signals the client passes on (one byte each) go to the worker's
+    process group; if the client's end closes first, the group is interrupted, then killed."""
     pidfd = os.pidfd_open(pid)
     try:
-        ready, _, _ = select.select([conn.fileno(), pidfd], [], [])
-        while pidfd not in ready:
-            # the client sends nothing after its request: readable means it closed. SIGINT first, as
-            # Ctrl-C would: the job's KeyboardInterrupt lets its atomic writers remove their temporaries
+        while True:
+            ready, _, _ = select.select([conn.fileno(), pidfd], [], [])
+            if pidfd in ready:
+                return os.waitpid(pid, 0)[1]
+            try:
+                sent = conn.recv(64)
+            except OSError:
+                sent = b""
+            if sent:
+                for sig in sent:
+                    if sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                        signalled(pid, sig)
+                continue
+            # the client is gone: as Ctrl-C would, so the job's atomic writers remove their temporaries
             signalled(pid, signal.SIGINT)
-            ready, _, _ = select.select([pidfd], [], [], KILL_GRACE_S)
-            if not ready:
+            if not select.select([pidfd], [], [], KILL_GRACE_S)[0]:
                 signalled(pid, signal.SIGKILL)
-                ready = [pidfd]
-        return os.waitpid(pid, 0)[1]
+            return os.waitpid(pid, 0)[1]
     finally:
         os.close(pidfd)
 
@@ -243,25 +325,28 @@ def signalled(pid: int, sig: int) -> None:
         pass
 
 
-def serve(listener: socket.socket, controller: int) -> None:
-    """Accept jobs until the controller is gone or the listening socket is shut."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's Ctrl-C is for its jobs, not for the server
-    signal.signal(signal.SIGTERM, stop_serving)
-    accepted = [0]
-    try:
-        accept_loop(listener, controller, accepted)
-    except Stopped:
-        pass
-    reap_helpers()
-    print(f"optrace job server: {accepted[0]} jobs", flush=True)
-
-
 class Stopped(Exception):
     """SIGTERM from the controller: the run is over."""
 
 
 def stop_serving(_sig: int, _frame: object) -> None:
     raise Stopped
+
+
+def serve(listener: socket.socket, controller: int) -> None:
+    """Accept jobs until the controller is gone or stops the server; then remove the socket."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's Ctrl-C is for its jobs, not for the server
+    signal.signal(signal.SIGTERM, stop_serving)
+    accepted = [0]
+    address = Path(listener.getsockname())
+    try:
+        accept_loop(listener, controller, accepted)
+    except Stopped:
+        pass
+    finally:
+        remove_socket(address)
+    reap_helpers()
+    log(f"optrace job server: {accepted[0]} jobs")
 
 
 def accept_loop(listener: socket.socket, controller: int, accepted: list[int]) -> None:
@@ -281,17 +366,23 @@ def accept_loop(listener: socket.socket, controller: int, accepted: list[int]) -
         if struct.unpack("3i", creds)[1] != uid:
             conn.close()  # only this user's jobs (the socket's folder is 0700 too)
             continue
-        accepted[0] += 1
-        if os.fork() == 0:
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            log(f"could not serve a job ({exc}): it runs the ordinary way")
+            conn.close()  # closed before READY: the client runs the job itself
+            continue
+        if pid == 0:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)  # stopping the server leaves its jobs running
             listener.close()
             code = 0
             try:
                 serve_one(conn)
-            except BaseException:  # one broken connection never stops the server
-                traceback.print_exc()
+            except BaseException as exc:  # one broken connection never stops the server
+                log(f"a job's connection failed: {type(exc).__name__}: {exc}")
                 code = 1
             os._exit(code)
+        accepted[0] += 1
         conn.close()
 
 
@@ -300,6 +391,16 @@ def reap_helpers() -> None:
         while os.waitpid(-1, os.WNOHANG)[0] > 0:
             pass
     except ChildProcessError:
+        pass
+
+
+def remove_socket(address: Path) -> None:
+    """The socket and its private folder (made by start)."""
+    try:
+        address.unlink()
+        if address.parent.name.startswith(FOLDER_PREFIX):
+            address.parent.rmdir()
+    except OSError:
         pass
 
 
@@ -335,19 +436,16 @@ class Server:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-        for leftover in (self.folder / "socket", self.folder):
-            try:
-                leftover.rmdir() if leftover == self.folder else leftover.unlink()
-            except OSError:
-                pass
+                self.process.wait()
+        remove_socket(Path(self.address))  # a server killed outright leaves it
 
 
-def start(log: Path) -> Server | None:
+def start(log_path: Path) -> Server | None:
     """Start a server for this controller, or None where a job is better started the ordinary way
     (a socket path too long for AF_UNIX, no pidfd on this platform)."""
     if not hasattr(os, "pidfd_open"):
         return None
-    folder = Path(tempfile.mkdtemp(prefix="optrace-jobs-"))  # 0700: only this user can connect
+    folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))  # 0700: only this user can connect
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         listener.bind(str(folder / "socket"))
@@ -356,8 +454,8 @@ def start(log: Path) -> Server | None:
         listener.close()
         folder.rmdir()
         return None
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as out:  # this run's server only
         process = subprocess.Popen(
             [
                 sys.executable,
