@@ -29,6 +29,16 @@ if sys.argv[1] in ("sleep", "stubborn"):
     finally:
         time.sleep(0.5)  # a cleanup that takes a while: whoever waits for the job waits for it
         open(sys.argv[2] + ".cleaned-up", "w").close()
+if sys.argv[1] == "dispositions":
+    import signal
+    ignored = sorted(s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)
+                     and signal.getsignal(s) == signal.SIG_IGN)
+    print(json.dumps({"ignored": ignored, "int": repr(signal.getsignal(signal.SIGINT)), "pid": os.getpid()}))
+    sys.exit(0)
+if sys.argv[1] == "unclosed":
+    leaked = open(sys.argv[2], "w")
+    leaked.write("written, never closed")
+    sys.exit(0)
 if sys.argv[1] == "streams":
     def shape(name):
         stream = getattr(sys, name)
@@ -121,8 +131,8 @@ def test_a_served_job_is_the_module_run_as_python_m(server, tmp_path):
         (["0"], 0, "a line on stderr"),
         (["raise"], 1, "ValueError: boom"),
         (["message"], 1, "a message"),
-        (["kill"], 128 + signal.SIGKILL, "a line on stderr"),
-        (["interrupt"], 128 + signal.SIGINT, "KeyboardInterrupt"),
+        (["kill"], -signal.SIGKILL, "a line on stderr"),  # the client dies by the job's signal
+        (["interrupt"], -signal.SIGINT, "KeyboardInterrupt"),
         (["huge"], 255, "a line on stderr"),
     ],
 )
@@ -130,9 +140,7 @@ def test_exit_statuses_are_those_of_python(server, args, status, on_stderr):
     pid, code, served, err = run(client_argv(*args), server.address)
     _, direct_code, _, direct_err = run([sys.executable, "-m", "probe", *args], None)
     assert served["pid"] != pid
-    assert code == status and on_stderr in err
-    # a shell reports death by signal N as 128 + N, as the client does
-    assert (direct_code if direct_code >= 0 else 128 - direct_code) == status and on_stderr in direct_err
+    assert code == direct_code == status and on_stderr in err and on_stderr in direct_err
     assert "jobserver.py" not in err  # the server's own frames are not the job's traceback
     if "Traceback" in err:
         assert err == direct_err
@@ -298,7 +306,7 @@ def test_a_signal_to_the_client_reaches_the_job_and_the_client_waits_for_it(serv
     _, err = client.communicate(timeout=30)
     # the job's cleanup (0.5 s) was over before the client returned, as with python -m under a shell
     assert (tmp_path / "job.pid.cleaned-up").exists()
-    assert client.returncode == 128 + signal.SIGINT and "KeyboardInterrupt" in err
+    assert client.returncode == -signal.SIGINT and "KeyboardInterrupt" in err  # died by it, as python -m
 
 
 @pytest.mark.parametrize("answer", [b"", b"\x01"])
@@ -378,3 +386,109 @@ def test_a_terminal_stdout_is_line_buffered_as_python_makes_it(tmp_path, monkeyp
     _, direct = on_a_terminal([sys.executable, "-m", "probe", "streams"])
     assert served["pid"] != client.pid and served["stdout"][2] is True  # line_buffering
     assert {k: v for k, v in served.items() if k != "pid"} == {k: v for k, v in direct.items() if k != "pid"}
+
+
+def state(pid):
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_signals_the_shell_ignores_stay_ignored_and_are_not_passed_on(server, tmp_path):
+    shell = ["bash", "-c", 'trap "" HUP INT; exec "$@"', "bash"]
+    env = {**os.environ, jobclient.SOCKET_ENV: server.address}
+    served = subprocess.run([*shell, *client_argv("dispositions")], env=env, capture_output=True, text=True)
+    direct = subprocess.run([*shell, sys.executable, "-m", "probe", "dispositions"], capture_output=True, text=True)
+    served_report, direct_report = json.loads(served.stdout), json.loads(direct.stdout)
+    del served_report["pid"], direct_report["pid"]
+    assert served_report == direct_report and signal.SIGHUP in served_report["ignored"]
+    assert "refused" not in (tmp_path / "server.log").read_text()  # it was served
+    # `nohup`: a hang-up sent to the client does not reach the job
+    pidfile = tmp_path / "job.pid"
+    client = subprocess.Popen([*shell, *client_argv("stubborn", str(pidfile))], env=env)
+    assert wait_until(lambda: pidfile.exists() and pidfile.read_text())
+    job_pid = int(pidfile.read_text())
+    client.send_signal(signal.SIGHUP)
+    time.sleep(1.0)
+    assert not gone(job_pid)
+    client.kill()
+    client.wait()
+    assert wait_until(lambda: gone(job_pid))
+
+
+def test_ctrl_z_stops_the_job_and_fg_resumes_it(server, tmp_path):
+    pidfile = tmp_path / "job.pid"
+    client = subprocess.Popen(
+        client_argv("sleep", str(pidfile)), env={**os.environ, jobclient.SOCKET_ENV: server.address}
+    )
+    assert wait_until(lambda: pidfile.exists() and pidfile.read_text())
+    job_pid = int(pidfile.read_text())
+    client.send_signal(signal.SIGTSTP)
+    assert wait_until(lambda: state(job_pid) == "T" and state(client.pid) == "T")
+    client.send_signal(signal.SIGCONT)
+    assert wait_until(lambda: state(job_pid) == "S" and state(client.pid) == "S")
+    client.kill()
+    client.wait()
+    assert wait_until(lambda: gone(job_pid))
+
+
+def test_a_signal_sent_with_go_reaches_the_job(server):
+    """The race of a signal passed on before the worker has its process group and handlers."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(server.address)
+        body = jobclient.request(["-m", "probe", "sleep", os.devnull + "-not-written"])
+        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
+        sock.sendmsg([body], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        assert int.from_bytes(sock.recv(4), "little", signed=True) == jobclient.READY
+        sock.sendall(jobclient.GO + bytes([signal.SIGINT]))
+        sock.settimeout(30)
+        status = int.from_bytes(sock.recv(4), "little", signed=True)
+    assert status == -signal.SIGINT
+
+
+def test_other_resource_limits_run_the_ordinary_way(server, tmp_path):
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    lower = min(soft, 512) - 1
+    proc = subprocess.Popen(
+        client_argv("0"),
+        env={**os.environ, jobclient.SOCKET_ENV: server.address},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (lower, hard)),
+    )
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and json.loads(out)["pid"] == proc.pid  # refused, then exec'd in place
+    assert "refused a job (other resource limits, niceness or CPUs)" in (tmp_path / "server.log").read_text()
+
+
+def test_exit_is_the_interpreters_a_failed_flush_and_unclosed_files(server, tmp_path):
+    env = {**os.environ, jobclient.SOCKET_ENV: server.address}
+    with open("/dev/full", "w") as full:
+        served = subprocess.run(client_argv("0"), env=env, stdout=full, stderr=subprocess.PIPE, text=True)
+        direct = subprocess.run([sys.executable, "-m", "probe", "0"], stdout=full, stderr=subprocess.PIPE, text=True)
+    assert served.returncode == direct.returncode != 0  # a full disk under `> log` is no success
+    assert ("No space left on device" in served.stderr) == ("No space left on device" in direct.stderr)
+    for how in ("served", "direct"):
+        target = tmp_path / f"{how}.txt"
+        argv = (
+            client_argv("unclosed", str(target))
+            if how == "served"
+            else [sys.executable, "-m", "probe", "unclosed", str(target)]
+        )
+        assert subprocess.run(argv, env=env).returncode == 0
+        assert target.read_text() == "written, never closed"
+
+
+def test_a_server_out_of_descriptors_stops_and_jobs_run_the_ordinary_way(server, tmp_path):
+    import resource
+
+    run(client_argv("0"), server.address)  # the server is up and serving
+    in_use = {int(fd) for fd in os.listdir(f"/proc/{server.process.pid}/fd")}
+    lowest_free = min(set(range(len(in_use) + 1)) - in_use)
+    resource.prlimit(server.process.pid, resource.RLIMIT_NOFILE, (lowest_free, lowest_free))  # accept fails
+    start = time.monotonic()
+    pid, code, report, _ = run(client_argv("7"), server.address)
+    assert (code, report["pid"]) == (7, pid) and time.monotonic() - start < 20
+    assert wait_until(lambda: server.process.poll() is not None)
+    assert "stops: cannot accept a job" in (tmp_path / "server.log").read_text()

@@ -13,8 +13,10 @@ conda job or a run whose server died behave as before.
 
 The exchange: the request, then the server's READY; the client's GO; then the job's status. The job
 starts only after GO, so a client that gave up waiting (and ran the command itself) never has it run
-twice. While the job runs, SIGINT, SIGTERM and SIGHUP sent to the client are passed on to the job, and
-the client waits for its status, as a shell waits for `python -m`; if the client dies, the server
+twice. The job starts with the signals the client inherited as ignored ignored (`nohup`, `cmd &`);
+while it runs, SIGINT, SIGTERM, SIGHUP, SIGTSTP and SIGCONT sent to the client and not ignored are
+passed on to the job, and the client waits for its status, as a shell waits for `python -m`, and ends
+as the job did (its exit status, or death by the same signal). If the client dies, the server
 interrupts the job, then kills it.
 
 Run as a script under `python -S`: it imports nothing but built-in modules (no site, no package), which
@@ -27,13 +29,25 @@ import os
 import sys
 
 SOCKET_ENV = "OPTRACE_JOBSERVER"
-MAGIC = b"optrace-job-2"
+MAGIC = b"optrace-job-3"
 STATUS_BYTES = 4
 FALLBACK = 0x7FFFFFFF  # the server's answer "run it yourself": nothing of the job ran
 READY = 0x7FFFFFFE  # the server can run the job and waits for GO
 GO = b"g"
 READY_TIMEOUT_S = 60.0  # a server that does not answer a request in this long is not used
-FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)
+FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGTSTP, _signal.SIGCONT)
+
+
+def ignored_signals() -> list[int]:
+    """The signals this process inherited as ignored (exec keeps them so for `python -m`)."""
+    found = []
+    for sig in range(1, _signal.NSIG):
+        try:
+            if _signal.getsignal(sig) == _signal.SIG_IGN:
+                found.append(sig)
+        except (OSError, ValueError):
+            pass
+    return found
 
 
 def request(argv: list[str]) -> bytes:
@@ -41,7 +55,8 @@ def request(argv: list[str]) -> bytes:
     (no argument, path or environment entry can hold a NUL), length-prefixed."""
     umask = os.umask(0)
     os.umask(umask)
-    fields = [MAGIC, sys.executable.encode(), os.getcwdb(), str(umask).encode(), str(len(argv)).encode()]
+    ignored = ",".join(map(str, ignored_signals())).encode()
+    fields = [MAGIC, sys.executable.encode(), os.getcwdb(), str(umask).encode(), ignored, str(len(argv)).encode()]
     fields += [os.fsencode(a) for a in argv]
     fields += [k + b"=" + v for k, v in os.environb.items()]
     body = b"\0".join(fields)
@@ -80,7 +95,8 @@ def served(path: str, argv: list[str]) -> int | None:
             sock.sendall(GO)
         except OSError:
             return None  # the server never had the GO: it ran nothing
-        previous = {sig: _signal.signal(sig, lambda sig, _frame: forward(sock, sig)) for sig in FORWARDED}
+        passed_on = [sig for sig in FORWARDED if _signal.getsignal(sig) != _signal.SIG_IGN]
+        previous = {sig: _signal.signal(sig, lambda sig, _frame: forward(sock, sig)) for sig in passed_on}
         try:
             status = receive_status(sock)
         finally:
@@ -95,15 +111,30 @@ def served(path: str, argv: list[str]) -> int | None:
         return 1
     if status == FALLBACK:
         return None  # the server could not start the job after all (fork failed): nothing ran
-    return status if status >= 0 else 128 - status  # killed by signal N: 128 + N, as a shell reports it
+    return status if status >= 0 else die_by(-status)
+
+
+def die_by(sig: int) -> int:
+    """End as the job did, killed by `sig`, so a shell sees what it would have seen of `python -m`."""
+    try:
+        _signal.signal(sig, _signal.SIG_DFL)
+    except (OSError, ValueError):
+        pass  # SIGKILL: its action is fixed
+    os.kill(os.getpid(), sig)
+    return 128 + sig  # a signal whose default is to be ignored: the status a shell would report
 
 
 def forward(sock: _socket.socket, sig: int) -> None:
-    """A signal for the job: the server sends it to the job's process group."""
+    """A signal for the job: the server sends it to the job's process group. A stop (Ctrl-Z) stops
+    the job and then this client, as it would have stopped `python -m`."""
     try:
         sock.send(bytes([sig]))
     except OSError:
         pass  # the server is gone; the status read reports it
+    if sig == _signal.SIGTSTP:
+        handler = _signal.signal(sig, _signal.SIG_DFL)
+        os.kill(os.getpid(), sig)  # stopped here until SIGCONT
+        _signal.signal(sig, handler)
 
 
 def streams_open() -> bool:
@@ -122,7 +153,7 @@ def main(argv: list[str]) -> int:
     try:
         status = served(path, argv) if path and streams_open() else None
     except KeyboardInterrupt:
-        return 130  # Ctrl-C before the job started
+        return die_by(_signal.SIGINT)  # Ctrl-C before the job started
     if status is None:
         os.execv(sys.executable, [sys.executable, *argv])
     return status

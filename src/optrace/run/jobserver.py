@@ -73,6 +73,15 @@ KILL_GRACE_S = 2.0  # SIGINT, then SIGKILL, for a job whose client went away
 INTERPRETER_VARIABLES = (b"PYTHON", b"LC_", b"LANG", b"TZ")
 FOLDER_PREFIX = "optrace-jobs-"  # the socket's private folder, under the temporary directory
 PR_SET_PDEATHSIG = 1  # prctl(2)
+# What a signal the client passes on does to the job's process group. Ctrl-Z stops the job with
+# SIGSTOP: a stop signal a terminal did not send could be discarded.
+PASSED_ON: dict[int, int] = {
+    signal.SIGINT: signal.SIGINT,
+    signal.SIGTERM: signal.SIGTERM,
+    signal.SIGHUP: signal.SIGHUP,
+    signal.SIGTSTP: signal.SIGSTOP,
+    signal.SIGCONT: signal.SIGCONT,
+}
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
@@ -81,6 +90,7 @@ class Request:
     executable: str
     cwd: bytes
     umask: int
+    ignored: frozenset[int]  # signals the client inherited as ignored
     argv: list[str]
     env: dict[bytes, bytes]
 
@@ -88,29 +98,38 @@ class Request:
 def parse_request(body: bytes) -> Request | None:
     """The client's request (optrace.run.jobclient.request), or None when it is not one."""
     fields = body.split(b"\0")
-    if len(fields) < 5 or fields[0] != jobclient.MAGIC:
+    if len(fields) < 6 or fields[0] != jobclient.MAGIC:
         return None
     try:
-        umask, argc = int(fields[3]), int(fields[4])
+        umask, argc = int(fields[3]), int(fields[5])
+        ignored = frozenset(int(s) for s in fields[4].split(b",") if s)
     except ValueError:
         return None
-    if not (0 <= umask <= 0o777) or not (2 <= argc <= len(fields) - 5):
+    if not (0 <= umask <= 0o777) or not (2 <= argc <= len(fields) - 6):
         return None
-    argv = [os.fsdecode(a) for a in fields[5 : 5 + argc]]
+    argv = [os.fsdecode(a) for a in fields[6 : 6 + argc]]
     env = {}
-    for entry in fields[5 + argc :]:
+    for entry in fields[6 + argc :]:
         key, sep, value = entry.partition(b"=")
         if not sep or not key:
             return None
         env[key] = value
-    return Request(os.fsdecode(fields[1]), fields[2], umask, argv, env)
+    return Request(os.fsdecode(fields[1]), fields[2], umask, ignored, argv, env)
 
 
 def interpreter_settings(env: dict[bytes, bytes]) -> dict[bytes, bytes]:
     return {k: v for k, v in env.items() if k.startswith(INTERPRETER_VARIABLES)}
 
 
-def refusal(req: Request) -> str | None:
+def process_settings(pid: int | str) -> tuple[object, ...]:
+    """What a process hands on to what it runs besides its environment: resource limits (ulimit),
+    niceness, the CPUs it may run on."""
+    limits = Path(f"/proc/{pid}/limits").read_text()
+    who = os.getpid() if pid == "self" else int(pid)
+    return limits, os.getpriority(os.PRIO_PROCESS, who), os.sched_getaffinity(who)
+
+
+def refusal(req: Request, client: int) -> str | None:
     """Why this server cannot run the request as `python -m` would, or None."""
     if req.executable != sys.executable:
         return "another interpreter"
@@ -120,6 +139,11 @@ def refusal(req: Request) -> str | None:
         return "other PYTHON*, locale or TZ variables"
     if req.argv[0] != "-m":
         return "not a module"
+    try:
+        if process_settings(client) != process_settings("self"):
+            return "other resource limits, niceness or CPUs"
+    except OSError:
+        return "the client's limits could not be read"
     return None
 
 
@@ -197,8 +221,59 @@ def job_traceback(exc: BaseException) -> None:
     sys.excepthook(type(exc), exc.with_traceback(tb), tb)  # the hook prints the exception's own
 
 
-def run_worker(req: Request, fds: list[int], helper: int) -> None:
-    """In the worker (a fresh fork): become `python -m <module> <args>` for the client, then exit."""
+def inherit_signals(ignored: frozenset[int]) -> None:
+    """The dispositions `python -m` would start with: what the client inherited as ignored stays
+    ignored (as exec keeps it), everything else default, SIGINT raising KeyboardInterrupt unless
+    ignored (SIGPIPE and SIGXFSZ the interpreter ignores itself, so the client reports them)."""
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        handler: Any = signal.SIG_IGN if sig in ignored else signal.SIG_DFL
+        if sig == signal.SIGINT and sig not in ignored:
+            handler = signal.default_int_handler
+        try:
+            signal.signal(sig, handler)
+        except (OSError, ValueError, RuntimeError):
+            pass  # a signal this platform reserves
+
+
+def flush_standard_streams() -> bool:
+    """Flush stdout and stderr as the interpreter does on exit; False when one failed (the
+    interpreter then says so and exits 120: a full disk under `> log` is not a success)."""
+    ok = True
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception as exc:
+            ok = False
+            try:
+                os.write(2, f"Exception ignored in: {stream!r}\n{type(exc).__name__}: {exc}\n".encode())
+            except OSError:
+                pass
+    return ok
+
+
+def finalize(code: int) -> int:
+    """The interpreter's exit, after the job's code: non-daemon threads, atexit, the standard streams,
+    the job's module-level objects (files, temporary files) finalized; the status it would exit with."""
+    try:
+        threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
+    except BaseException:  # the job's status is already decided
+        pass
+    flushed = flush_standard_streams()
+    main = sys.modules.get("__main__")
+    if main is not None:
+        main.__dict__.clear()  # as finalization clears modules: what only the job's code held is closed
+    gc.collect()
+    flushed = flush_standard_streams() and flushed
+    return code if flushed else 120
+
+
+def run_worker(req: Request, fds: list[int], helper: int, mask: set[int]) -> None:
+    """In the worker (a fresh fork): become `python -m <module> <args>` for the client, then exit.
+    The signals the client passes on are blocked until the job's dispositions are in place."""
     code, by_signal = 1, 0
     try:
         if _LIBC is not None:
@@ -211,10 +286,7 @@ def run_worker(req: Request, fds: list[int], helper: int) -> None:
         for fd in fds:
             if fd > 2:
                 os.close(fd)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as the interpreter sets it at start-up
+        inherit_signals(req.ignored)
         os.chdir(req.cwd)
         os.umask(req.umask)
         os.environb.clear()
@@ -229,6 +301,7 @@ def run_worker(req: Request, fds: list[int], helper: int) -> None:
         sys.modules.pop(module, None)
         sys.modules["__main__"] = types.ModuleType("__main__")
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a signal passed on meanwhile arrives now
             runpy._run_module_as_main(module)  # type: ignore[attr-defined]
             code = 0
         except SystemExit as exc:
@@ -239,35 +312,27 @@ def run_worker(req: Request, fds: list[int], helper: int) -> None:
         except BaseException as exc:  # printed as `python -m` would, then the job fails
             job_traceback(exc)
             code = 1
-        try:
-            # what the interpreter does before it exits: wait for non-daemon threads, run atexit
-            threading._shutdown()  # type: ignore[attr-defined]
-            atexit._run_exitfuncs()
-        except BaseException:  # the job's status is already decided
-            pass
+        code = finalize(code)
     except BaseException:  # the worker could not become the job: say why on the job's stderr
         traceback.print_exc()
+        flush_standard_streams()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:  # a closed pipe must not change the job's status
-                pass
         if by_signal:
             signal.signal(by_signal, signal.SIG_DFL)
             os.kill(os.getpid(), by_signal)
         os._exit(code)
 
 
-def serve_one(conn: socket.socket) -> None:
+def serve_one(conn: socket.socket, client: int) -> None:
     """In the helper: read one request, start its worker once the client confirms, relay its signals
     and status; interrupt, then kill, the job if the client goes away."""
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     data, fds = read_request(conn)
     req = None
-    if len(data) >= 4 and len(data) == 4 + int.from_bytes(data[:4], "little") and len(fds) == 3:
+    whole = len(data) >= 4 and len(data) == 4 + int.from_bytes(data[:4], "little")
+    if whole and len(fds) == 3:
         req = parse_request(data[4:])
-    why = "not a job request" if req is None else refusal(req)
+    why = ("not a job request" if whole else "an incomplete request") if req is None else refusal(req, client)
     if req is None or why is not None:
         log(f"refused a job ({why}): it runs the ordinary way")  # the log says why
         send_status(conn, jobclient.FALLBACK)
@@ -277,15 +342,22 @@ def serve_one(conn: socket.socket) -> None:
     if not ready or conn.recv(len(jobclient.GO)) != jobclient.GO:
         return  # the client gave up, and runs the job itself
     helper = os.getpid()
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, PASSED_ON.keys())
     try:
         pid = os.fork()
     except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         log(f"could not start a job ({exc}): it runs the ordinary way")
         send_status(conn, jobclient.FALLBACK)
         return
     if pid == 0:
         conn.close()
-        run_worker(req, fds, helper)
+        run_worker(req, fds, helper, mask)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    try:
+        os.setpgid(pid, pid)  # here too, so a signal passed on at once finds the job's group
+    except OSError:
+        pass  # the worker did it first, or is gone
     for fd in fds:
         os.close(fd)
     send_status(conn, os.waitstatus_to_exitcode(relay(conn, pid)))
@@ -306,8 +378,8 @@ def relay(conn: socket.socket, pid: int) -> int:
                 sent = b""
             if sent:
                 for sig in sent:
-                    if sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                        signalled(pid, sig)
+                    if sig in PASSED_ON:
+                        signalled(pid, PASSED_ON[sig])
                 continue
             # the client is gone: as Ctrl-C would, so the job's atomic writers remove their temporaries
             signalled(pid, signal.SIGINT)
@@ -360,10 +432,16 @@ def accept_loop(listener: socket.socket, controller: int, accepted: list[int]) -
             continue
         try:
             conn, _ = listener.accept()
-        except OSError:
+        except (InterruptedError, ConnectionAbortedError):
             continue
+        except OSError as exc:
+            # out of file descriptors or memory: the pending connection would make this loop spin,
+            # and its client wait. Stopping closes the socket: every client runs its job itself.
+            log(f"optrace job server stops: cannot accept a job ({exc})")
+            return
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        if struct.unpack("3i", creds)[1] != uid:
+        client, peer_uid, _gid = struct.unpack("3i", creds)
+        if peer_uid != uid:
             conn.close()  # only this user's jobs (the socket's folder is 0700 too)
             continue
         try:
@@ -377,7 +455,7 @@ def accept_loop(listener: socket.socket, controller: int, accepted: list[int]) -
             listener.close()
             code = 0
             try:
-                serve_one(conn)
+                serve_one(conn, client)
             except BaseException as exc:  # one broken connection never stops the server
                 log(f"a job's connection failed: {type(exc).__name__}: {exc}")
                 code = 1
