@@ -69,14 +69,19 @@ sys.exit(int(sys.argv[1]))
 """
 
 
-@pytest.fixture
-def server(tmp_path, monkeypatch):
+def start_server(tmp_path, monkeypatch):
     """A server started from a folder holding the probe module (the module search path starts there)."""
     (tmp_path / "probe.py").write_text(PROBE)
     monkeypatch.chdir(tmp_path)
     srv = jobserver.start(tmp_path / "server.log")
     if srv is None:
         pytest.skip("no pidfd or AF_UNIX here: runs never start a server either")
+    return srv
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    srv = start_server(tmp_path, monkeypatch)
     yield srv
     srv.stop()
 
@@ -220,11 +225,7 @@ def test_killing_the_client_interrupts_the_job_then_kills_it(server, tmp_path, j
 
 
 def test_the_server_stops_with_the_run_and_when_its_controller_dies(tmp_path, monkeypatch):
-    (tmp_path / "probe.py").write_text(PROBE)
-    monkeypatch.chdir(tmp_path)
-    srv = jobserver.start(tmp_path / "server.log")
-    if srv is None:
-        pytest.skip("no pidfd or AF_UNIX here")
+    srv = start_server(tmp_path, monkeypatch)
     srv.stop()
     assert srv.process.returncode is not None and not srv.folder.exists()
     # a controller killed outright: its server notices within a few seconds and exits
@@ -257,15 +258,11 @@ def test_no_server_where_the_socket_path_is_too_long(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("unbuffered", [False, True])
 def test_standard_streams_are_made_as_the_interpreter_makes_them(tmp_path, monkeypatch, unbuffered):
-    (tmp_path / "probe.py").write_text(PROBE)
-    monkeypatch.chdir(tmp_path)
     if unbuffered:
         monkeypatch.setenv("PYTHONUNBUFFERED", "1")
     else:
         monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
-    srv = jobserver.start(tmp_path / "server.log")
-    if srv is None:
-        pytest.skip("no pidfd or AF_UNIX here")
+    srv = start_server(tmp_path, monkeypatch)
     try:
         pid, code, served, _ = run(client_argv("streams"), srv.address)
     finally:
@@ -345,12 +342,8 @@ def test_a_job_whose_helper_dies_is_killed_and_reported_failed(server, tmp_path)
 def test_a_terminal_stdout_is_line_buffered_as_python_makes_it(tmp_path, monkeypatch):
     import pty
 
-    (tmp_path / "probe.py").write_text(PROBE)
-    monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # buffered, so line buffering shows
-    server = jobserver.start(tmp_path / "server.log")
-    if server is None:
-        pytest.skip("no pidfd or AF_UNIX here")
+    server = start_server(tmp_path, monkeypatch)
 
     def on_a_terminal(argv):
         leader, follower = pty.openpty()
