@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -234,18 +233,16 @@ def test_the_server_stops_with_the_run_and_when_its_controller_dies(tmp_path, mo
             sys.executable,
             "-c",
             "import os, sys; from pathlib import Path; from optrace.run import jobserver; "
-            "s = jobserver.start(Path('server.log')); print(s.process.pid, flush=True); os.kill(os.getpid(), 9)",
+            "s = jobserver.start(Path('server.log')); print(s.process.pid, s.folder, flush=True); "
+            "os.kill(os.getpid(), 9)",
         ],
         capture_output=True,
         text=True,
     )
-    orphan = int(controller.stdout.split()[0])
-    assert wait_until(lambda: gone(orphan), timeout=20), "the server outlived its controller"
-    assert not [
-        p
-        for p in Path(tempfile.gettempdir()).glob(f"{jobserver.FOLDER_PREFIX}*")
-        if p.stat().st_uid == os.getuid() and not any(p.iterdir())
-    ]
+    pid, folder = controller.stdout.split()
+    assert Path(folder).name.startswith(jobserver.FOLDER_PREFIX)
+    assert wait_until(lambda: gone(int(pid)), timeout=20), "the server outlived its controller"
+    assert not Path(folder).exists()  # it removed its socket and folder on its way out
 
 
 def test_no_server_where_the_socket_path_is_too_long(tmp_path, monkeypatch):

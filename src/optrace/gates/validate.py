@@ -116,8 +116,9 @@ def record_key(context: bytes, relpath: str, record: bytes, packet: bytes, code:
     return h.hexdigest()
 
 
-def entry_mac(secret: bytes, key: str, verdict: dict) -> str:
-    return mac(secret, key.encode(), dumps_compact(verdict).encode())
+def entry_parts(key: str, verdict: dict) -> tuple[bytes, bytes]:
+    """What a cache entry's MAC covers: its key and its verdicts."""
+    return key.encode(), dumps_compact(verdict).encode()
 
 
 @dataclass
@@ -145,7 +146,7 @@ def cached(entries: dict[str, Any], key: str, secret: bytes) -> Judged | None:
     if not (isinstance(entry, dict) and isinstance(entry.get("mac"), str) and isinstance(entry.get("verdict"), dict)):
         return None
     try:
-        if not verifies(secret, entry["mac"], key.encode(), dumps_compact(entry["verdict"]).encode()):
+        if not verifies(secret, entry["mac"], *entry_parts(key, entry["verdict"])):
             return None
         return Judged.from_json(entry["verdict"])
     except (TypeError, ValueError):
@@ -270,7 +271,7 @@ class TraceRun:
             judged = dataclasses.replace(judged, sha256=hashlib.sha256(data).hexdigest() if data is not None else None)
             self.checked += 1
         verdict = judged.to_json()
-        used[key] = {"verdict": verdict, "mac": entry_mac(self.secret, key, verdict)}
+        used[key] = {"verdict": verdict, "mac": mac(self.secret, *entry_parts(key, verdict))}
         return judged
 
     def run(self, cache_path: Path) -> tuple[list[RecordVerdict], list[str]]:
