@@ -95,10 +95,6 @@ rule dataset:
         DATASET_TARGETS,
 
 
-onstart:
-    start_job_server()
-
-
 # The run summary (optrace.run.summary): per trace and in total, what was staged, what failed and why, and
 # where the results are. `strict: true` (or the `validate` target) turns a failing record into exit 1.
 onsuccess:

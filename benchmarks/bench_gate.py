@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "workflow" / "scripts"))
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy  # noqa: E402
 
 DEFAULT_STORE = REPO.parent / "shared" / "data" / "upstream-store"
 TARGETS = {"match one": 0.15, "match --all": 5.0, "commit-all": 20.0}
-ENV = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+ENV = {**os.environ, "PYTHONPATH": str(REPO / "workflow" / "scripts")}
 
 
 def gate(*args, check=True) -> tuple[float, subprocess.CompletedProcess]:

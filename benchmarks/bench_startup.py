@@ -6,8 +6,7 @@ imports of its stage are paid once per job. Measured in the same run, median of 
 - the interpreter floor (`python -c pass`) and `python -m optrace <command> --help` per command,
   with the heavy libraries (pandas, pyarrow, matplotlib, jsonschema, git) each command imports;
 - a whole recon job on the embedded example trace (ingest outputs built first): it draws ladder.svg
-  (optrace.ladderplot, no matplotlib); started the ordinary way and as a local run starts it, through
-  optrace.run.jobclient as a fork of the warm job server (optrace.run.jobserver).
+  (optrace.report.ladderplot, no matplotlib), as a Snakemake job starts it.
 
     python benchmarks/bench_startup.py [N]
 """
@@ -23,10 +22,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
 
 from optrace.cli import COMMANDS  # noqa: E402
-from optrace.run import jobclient, jobserver  # noqa: E402
 
 HEAVY = ("pandas", "pyarrow", "matplotlib", "jsonschema", "git")
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as an installed copy runs
@@ -74,21 +72,7 @@ def main() -> int:
         )
         args = ["-m", "optrace", "recon", "--work-dir", str(work), "--out-dir", str(Path(tmp) / "r")]
         recon = wall([py, *args], n)
-        # the server serves jobs that run in the folder it was started from (the run's working directory)
-        os.chdir(tmp)
-        server = jobserver.start(Path(tmp) / "jobserver.log")
-        served = None
-        if server is not None:
-            try:
-                client = [py, "-S", jobclient.__file__, *args]
-                served_env = {**ENV, jobclient.SOCKET_ENV: server.address}
-                wall(client, 1, served_env)  # the server has finished its imports
-                served = wall(client, n, served_env)
-            finally:
-                server.stop()
     print(f"recon job on the example trace: {recon * 1000:.0f} ms ({recon / floor:.1f}x the floor)")
-    if served is not None:
-        print(f"the same job served by the warm job server: {served * 1000:.0f} ms ({served / floor:.1f}x the floor)")
     return 0
 
 

@@ -11,10 +11,7 @@ and imports included):
 - full validation, cold cache: every record judged by all 17 gates (target <= 2 s; reference 16.5 s),
   both with two jobs at a time (`snakemake -c2` on the 2-core target machine) and one after another;
 - re-validation after 10 new records in one trace: only that trace's job runs, its cache holds every
-  other record (target <= 0.3 s);
-- full validation again as a local `snakemake` run starts these jobs: through optrace.run.jobclient, as
-  forks of the run's warm job server (optrace.run.jobserver), which has imported the gates once. Its
-  CPU figure is the server's whole tree over all these runs (the jobs are its children, not ours).
+  other record (target <= 0.3 s).
 
 Children run with Python's default bytecode cache even when PYTHONDONTWRITEBYTECODE is set here
 (compiling the ~40 imported modules on every start costs ~70 ms, which no installed copy pays). The
@@ -36,14 +33,11 @@ from pathlib import Path
 
 from synthetic import synthetic_trace
 
-from optrace.run import jobclient, jobserver
-
 FULL_TARGET_S, FULL_REFERENCE_S = 2.0, 16.5
 INCREMENT_TARGET_S, NEW_RECORDS = 0.3, 10
 PY = [sys.executable, "-m", "optrace"]
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # children and the job server alike
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # children as an installed copy runs them
 ENV = dict(os.environ)
-SERVED: dict[str, str] = {}  # the job server's address while the served runs are timed
 
 
 PEAK_MB: dict[str, float] = {}  # optrace command -> largest peak RSS of one process
@@ -55,12 +49,7 @@ def run(args: list, quiet: bool = True) -> float:
     """Wall seconds of one optrace process; records its peak RSS (os.wait4 on the child)."""
     with tempfile.TemporaryFile("w+") as out:
         start = time.perf_counter()
-        if SERVED:
-            command = [sys.executable, "-S", jobclient.__file__, "-m", "optrace", *map(str, args)]
-            env = {**ENV, jobclient.SOCKET_ENV: SERVED["address"]}
-        else:
-            command, env = [*PY, *map(str, args)], ENV
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen([*PY, *map(str, args)], stdout=out, stderr=subprocess.STDOUT, env=ENV)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         out.seek(0)
@@ -143,34 +132,6 @@ def increment_runs(results: Path, slug: str, runs: int) -> tuple[list[float], li
     return times, cpu
 
 
-def served_runs(results: Path, slugs: list[str], runs: int, tmp: Path) -> None:
-    server = jobserver.start(tmp / "jobserver.log")
-    if server is None:
-        print("  (no job server on this platform: local runs start every job the ordinary way)")
-        return
-    SERVED["address"] = server.address
-    try:
-        validate_all(results, slugs[:1], 1)  # the server has finished its imports
-        times = []
-        for _ in range(runs):
-            drop_cache(results, slugs)
-            times.append(validate_all(results, slugs, 2))
-    finally:
-        SERVED.clear()
-        server.process.terminate()
-        _, _, usage = os.wait4(server.process.pid, 0)
-        server.process.returncode = 0
-        server.stop()
-    median = statistics.median(times)
-    print(
-        f"  full validation, cold cache, 2 jobs at a time, as a local run starts them (forks of the warm job "
-        f"server): median {median:.3f} s (min {min(times):.3f}, max {max(times):.3f}), "
-        f"{(usage.ru_utime + usage.ru_stime) / runs:.2f} CPU s per run (the server's imports and a warm-up "
-        "trace included); "
-        f"target {FULL_TARGET_S} s: {'met' if median <= FULL_TARGET_S else 'MISSED'}"
-    )
-
-
 def report(name: str, runs: tuple[list[float], list[float]], target: float, reference: float | None) -> None:
     times, cpu = runs
     median = statistics.median(times)
@@ -218,7 +179,6 @@ def main() -> int:
             None,
         )
         print(f"  peak RSS of one validate process: {PEAK_MB['validate']:.0f} MB (target <= 200 MB)")
-        served_runs(results, slugs, args.runs, Path(tmp))
         for slug in slugs:
             run(["validate", "trace", "--results", results, "--slug", slug], quiet=False)
     return 0

@@ -165,7 +165,7 @@ def dataset_only(wd: Path, cfg: str) -> None:
         [sys.executable, "-c", code],
         capture_output=True,
         text=True,
-        env={**ENV, "PYTHONPATH": str(wd / "src")},
+        env={**ENV, "PYTHONPATH": str(wd / "workflow" / "scripts")},
     )
     if res.returncode != 0:
         raise SystemExit(f"load() failed:\n{res.stderr[-3000:]}")

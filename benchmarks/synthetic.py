@@ -17,7 +17,7 @@ import random
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflow" / "scripts"))
 from optrace.example.repo_builder import CommitSpec, build_trace
 
 SHAPES = [f"{i:08x}-0000-4000-8000-{i:012x}" for i in range(1, 9)]

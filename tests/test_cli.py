@@ -15,7 +15,7 @@ import pytest
 from optrace import cli
 from tests.support.paths import ROOT
 
-PKG = ROOT / "src" / "optrace"
+PKG = ROOT / "workflow" / "scripts" / "optrace"
 # Files of a trace, and files the workflow writes: not documents, so help texts and errors may name them.
 TRACE_FILES = {"REPORT.md", "README.md"}
 OUTPUT_FILES = {

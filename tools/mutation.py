@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = Path("src/optrace")
+PACKAGE = Path("workflow/scripts/optrace")
 FAST = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not workflow and not cluster"]
 # Copied beside the mutated package: what the fast tests read from the repository root.
 ALSO_COPY = ["config", "resources", "workflow", "Snakefile", "profiles"]
@@ -203,7 +203,7 @@ def mutmut_config(target: Target, basetemp: Path) -> str:
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
-        f"only_mutate = {toml_list(['src/optrace/' + f for f in target.files])}\n"
+        f"only_mutate = {toml_list(['workflow/scripts/optrace/' + f for f in target.files])}\n"
         f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}\n"
         # a private basetemp: the default one is shared by every pytest on the machine and its cleanup
         # of old runs takes seconds per start

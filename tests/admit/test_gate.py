@@ -28,7 +28,7 @@ from optrace.gates.store.specimens import anti_strategy, reference_kernel, strat
 from tests.support.paths import ROOT, SHARED_DATA
 from tests.support.schemas import load_schema
 
-ENV = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
 
 
 # --- helpers ----------------------------------------------------------------------------------------

@@ -702,7 +702,7 @@ def test_sheet_contract_rebuild_is_byte_identical(sheet_run, tmp_path):
     wd, out = sheet_run["wd"], sheet_run["out"]
     work = sorted((wd / "results" / "work").iterdir())
     traces = [str(sheet_run["traces"][json.loads((w / "meta.json").read_text())["source_label"]]) for w in work]
-    env = {**sheet_run["env"], "PYTHONPATH": str(ROOT / "src")}
+    env = {**sheet_run["env"], "PYTHONPATH": str(ROOT / "workflow" / "scripts")}
     cmd = [sys.executable, "-m", "optrace", "dataset"]
     subprocess.run(
         [*cmd, "build", *map(str, reversed(work)), "--traces", *reversed(traces), "--out-dir", str(tmp_path)],

@@ -61,7 +61,7 @@ def test_the_installed_package_is_the_one_imported_and_holds_its_data(installed,
 def test_the_workflow_and_check_store_run_from_the_installed_package(installed, tmp_path):
     python, _, env = installed
     wd = tmp_path / "wf"
-    shutil.copytree(ROOT, wd, ignore=shutil.ignore_patterns(*IGNORED, "src"))
+    shutil.copytree(ROOT, wd, ignore=shutil.ignore_patterns(*IGNORED, "scripts"))
     res = run(python, "-m", "snakemake", "-c2", cwd=wd, env=env)
     assert "16 staged" in res.stdout + res.stderr
     check = run(python.parent / "optrace", "check-store", wd / "results" / "staging", cwd=wd, env=env)

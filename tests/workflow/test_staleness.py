@@ -130,7 +130,7 @@ def test_c_a_ladder_threshold_reruns_partition_and_what_follows_not_ingest(two_t
 )
 def test_d_a_stage_code_change_reruns_that_stage_and_its_dependants(two_traces, module, expected):
     wd, cfg, _ = two_traces
-    path = wd / "src" / "optrace" / module
+    path = wd / "workflow" / "scripts" / "optrace" / module
     original = path.read_text()
     path.write_text(original + "\n# a comment changes the digest\n")
     assert planned(wd, *cfg) == expected

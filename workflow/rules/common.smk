@@ -17,7 +17,7 @@ from optrace.cli import MODULES
 from optrace.distill.records import records_digest
 from optrace.errors import InputError
 from optrace.example.embedded import EXAMPLE_DIR, example_name, source_digest
-from optrace.run import codedigest, jobclient, jobserver, runlock
+from optrace.run import codedigest, runlock
 from optrace.run.configcheck import coerce_numbers, config_problem, trace_problem
 from optrace.run.sheet import fingerprint, select_traces
 
@@ -46,17 +46,10 @@ OPTRACE = (
     if CONDA
     else f"{shlex.quote(sys.executable)} -m optrace"
 )
-# Per-trace jobs start through optrace.run.jobclient: in a local run they become forks of the run's warm
-# job server (optrace.run.jobserver), elsewhere (no server, a cluster job) it execs `python -m` itself.
-OPTRACE_JOB = (
-    OPTRACE
-    if CONDA
-    else f"{shlex.quote(sys.executable)} -S {shlex.quote(str(PACKAGE_DIR / 'run' / 'jobclient.py'))} -m optrace"
-)
 ENV = "../envs/optrace.yaml"  # relative to the rule files (the Snakefile names it from the top)
 # The source the code digests read: a checkout's own src/ (what its editable install runs), else the
 # installed package.
-PKG = Path(workflow.basedir) / "src" / "optrace"
+PKG = Path(workflow.basedir) / "workflow" / "scripts" / "optrace"
 if not PKG.is_dir():
     PKG = PACKAGE_DIR
 TARGETS = config["targets"] or str(DEFAULT_TARGETS)
@@ -177,7 +170,7 @@ def guarded(wildcards, output):
     outs = " ".join(shell_quote(o) for o in output)
     meta = shell_quote(work(f"{wildcards.slug}/meta.json"))
     label = shell_quote(TRACES[wildcards.slug].label)
-    return f"{OPTRACE_JOB}.run.pertrace --slug {wildcards.slug} --meta {meta} --label {label} --outputs {outs} --"
+    return f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label {label} --outputs {outs} --"
 
 
 @job_function
@@ -325,39 +318,10 @@ def run_summary(run_failed):
         return 0
 
 
-JOB_SERVER = None
-# A job server pays its imports once (~0.3 CPU s); a run of a few jobs is quicker without one.
-JOB_SERVER_MIN_JOBS = 12
-
-
-def start_job_server():
-    """onstart: a warm job server (optrace.run.jobserver) for a local run of many jobs. Its socket is
-    named in the environment every job's shell inherits; a cluster or conda job never sees it.
-    """
-    global JOB_SERVER
-    os.environ.pop(
-        jobclient.SOCKET_ENV, None
-    )  # a server of an enclosing run is not this run's
-    if (
-        not config["job_server"]
-        or not workflow.local_exec
-        or CONDA
-        or len(workflow.dag) < JOB_SERVER_MIN_JOBS
-    ):
-        return
-    JOB_SERVER = jobserver.start(Path(".snakemake") / "optrace" / "jobserver.log")
-    if JOB_SERVER is not None:
-        os.environ[jobclient.SOCKET_ENV] = JOB_SERVER.address
-
-
 def end_of_run():
-    """The run is over: forget this controller (optrace.run.runlock), stop the job server and
-    rescheduling."""
+    """The run is over: forget this controller (optrace.run.runlock) and stop rescheduling."""
     if CONTROLLER is not None:
         runlock.unregister(CONTROLLER)
-    if JOB_SERVER is not None:
-        os.environ.pop(jobclient.SOCKET_ENV, None)
-        JOB_SERVER.stop()
     stop_rescheduling()
 
 
