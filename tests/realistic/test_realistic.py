@@ -47,7 +47,11 @@ class Mined:
 
 
 def mine(name: str, root: Path) -> Mined:
-    trace = rt.build(name, root)
+    return mine_trace(name, rt.build(name, root), root)
+
+
+def mine_trace(name: str, trace: Path, root: Path) -> Mined:
+    """Run the chain in process on a built trace (ingest -> ... -> validate) and load what it wrote."""
     results = root / "results"
     slug = name.replace("_", "-")
     work, packets, reports = results / "work" / slug, results / "packets" / slug, results / "staging" / "reports" / slug

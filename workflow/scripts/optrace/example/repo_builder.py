@@ -20,7 +20,7 @@ STEP_SECONDS = 3600
 class CommitSpec:
     subject: str
     files: dict[str, str | bytes | None] = field(default_factory=dict)  # None deletes the path
-    body: str = ""
+    body: str | bytes = ""  # bytes: written as given (a body in a legacy encoding, as some editors leave it)
     branch: str = "main"
     merge: str | None = None  # branch whose tip becomes the second parent
 
@@ -34,10 +34,11 @@ def fast_import_stream(commits: list[CommitSpec]) -> bytes:
     tips: dict[str, int] = {}
     for i, spec in enumerate(commits, 1):
         when = f"{EPOCH + i * STEP_SECONDS} +0000"
-        message = spec.subject + (f"\n\n{spec.body}" if spec.body else "") + "\n"
+        body = spec.body if isinstance(spec.body, bytes) else spec.body.encode()
+        message = spec.subject.encode() + (b"\n\n" + body if body else b"") + b"\n"
         out.append(f"commit refs/heads/{spec.branch}\nmark :{i}\n".encode())
         out.append(f"author {IDENTITY} {when}\ncommitter {IDENTITY} {when}\n".encode())
-        out.append(_data(message.encode()))
+        out.append(_data(message))
         parent = tips.get(spec.branch, tips.get("main"))
         if parent is not None:
             out.append(f"from :{parent}\n".encode())
