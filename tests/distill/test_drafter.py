@@ -8,7 +8,8 @@ import jsonschema
 import pytest
 
 from optrace.cli import main as optrace
-from optrace.distill.drafter import ARCH_ISA, UNRANKED, draft_record, read_code
+from optrace.distill.drafter import UNRANKED, draft_record, read_code
+from optrace.facts import ARCH_ISA
 from optrace.example.embedded import build_example, example_name
 from optrace.facts import ABSOLUTE_LATENCY
 from optrace.gates.store.model import GateContext

@@ -1,4 +1,4 @@
-"""Injection tests for all 17 gates on the drafter's records of the example trace: each planted defect
+"""Injection tests for all 19 gates on the drafter's records of the example trace: each planted defect
 makes exactly its gate FAIL and names the record. A gate without a case, or a case that finds no record
 to plant into, fails the suite (the reference let a skipped case pass).
 """
@@ -41,8 +41,8 @@ def case_id(case) -> str:
     return f"{case.gate}/{case.name}"
 
 
-def test_every_one_of_the_17_gates_has_a_case():
-    assert len(ALL_GATES) == 17
+def test_every_one_of_the_19_gates_has_a_case():
+    assert len(ALL_GATES) == 19
     assert {c.gate for c in CASES} == set(ALL_GATES)
 
 
@@ -99,10 +99,10 @@ def test_the_cli_fails_when_a_case_misses_or_a_gate_is_uncovered(monkeypatch, ca
     assert "not proven: store-overlap" in capsys.readouterr().out
 
 
-def test_the_cli_proves_all_17_gates(capsys):
+def test_the_cli_proves_all_19_gates(capsys):
     assert validate.main(["--injection-tests"]) == 0
     out = capsys.readouterr().out
-    assert "MISSED" not in out and out.rstrip().endswith("17 of 17 gates proven to fire")
+    assert "MISSED" not in out and out.rstrip().endswith("19 of 19 gates proven to fire")
 
 
 def test_records_that_already_fail_are_refused(bench):

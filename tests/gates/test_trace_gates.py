@@ -60,7 +60,7 @@ def goal_plus(words: str):
     return record_edit(lambda r: r["payload"].update(goal=f"{r['payload']['goal']} {words}"))
 
 
-def test_the_drafted_example_records_pass_all_17_gates(bench):
+def test_the_drafted_example_records_pass_all_19_gates(bench):
     verdicts = validate_records(bench, bench.records, LiveStore())
     assert len(verdicts) >= 10
     assert {t for v in verdicts for t in ("strategy", "anti-strategy", "reference-kernel")}
@@ -88,7 +88,7 @@ def test_profile_names_the_patch_a_record_breaks(bench, change, patch):
 
 
 def test_breaking_the_base_contract_is_the_schema_gates_finding_not_the_profiles(bench):
-    found = failing_after(bench, of_type("strategy"), record_edit(lambda r: r.update(notes="free text")))
+    found = failing_after(bench, of_type("strategy"), record_edit(lambda r: r.update(notes=None)))
     assert list(found) == ["schema"]
 
 
@@ -286,7 +286,16 @@ def test_a_record_no_packet_targets_fails_every_gate_that_needs_one(bench):
         row[0] = f"distilled/{bench.slug}/{rid}.json"
 
     found = failing_after(bench, seg("strategy-b1be26"), orphan)
-    assert set(found) == {"layout", "verbatim", "no-fabrication", "provenance", "ncu-attribution", "lineage"}
+    assert set(found) == {
+        "layout",
+        "verbatim",
+        "no-fabrication",
+        "claims",
+        "structured-facts",
+        "provenance",
+        "ncu-attribution",
+        "lineage",
+    }
     assert all("no packet targets this record" in msgs[0] for msgs in found.values())
 
 
@@ -482,41 +491,44 @@ def pool_of(bench, seg_id: str) -> Pool:
     return Pool(next(p for p in bench.packets.values() if p.seg_id == seg_id))
 
 
+def fabrication_after(bench, pick, mutate) -> list[str]:
+    """What rule 1 (numbers) of no-fabrication finds once `mutate` changed the picked record (a number in
+    prose also fails the claims gate when no slot or cited item backs it: gates/test_claims.py)."""
+    return failing_after(bench, pick, mutate).get("no-fabrication", [])
+
+
 def test_small_integers_are_checked(bench):
     pool = pool_of(bench, "strategy-b1be26")
     small = next(n for n in range(2, 50) if not pool.supports(Decimal(n)))
-    found = failing_after(bench, seg("strategy-b1be26"), goal_plus(f"It needs {small} stages."))
-    assert (
-        list(found) == ["no-fabrication"] and f"'{small}' is not a number of the packet" in found["no-fabrication"][0]
-    )
+    found = fabrication_after(bench, seg("strategy-b1be26"), goal_plus(f"It needs {small} stages."))
+    assert f"'{small}' is not a number of the packet" in found[0]
     present = next(n for n in range(1, 50) if pool.supports(Decimal(n)))
-    assert failing_after(bench, seg("strategy-b1be26"), goal_plus(f"It needs {present} stages.")) == {}
+    assert fabrication_after(bench, seg("strategy-b1be26"), goal_plus(f"It needs {present} stages.")) == []
 
 
 def test_identifiers_the_packet_names_pass_and_others_do_not(bench):
     # the packet names sm_90, H100 and bfloat16, so their digits are packet numbers; fp8 is not named
-    assert failing_after(bench, seg("anti-74f02b"), goal_plus("Seen on sm_90 (H100) with bfloat16 data.")) == {}
-    assert "no-fabrication" in failing_after(bench, seg("anti-74f02b"), goal_plus("Seen with float4 loads at x37.91."))
+    assert fabrication_after(bench, seg("anti-74f02b"), goal_plus("Seen on sm_90 (H100) with bfloat16 data.")) == []
+    assert fabrication_after(bench, seg("anti-74f02b"), goal_plus("Seen with float4 loads at x37.91."))
 
 
 def test_a_number_of_the_packets_code_is_a_number_of_the_packet(bench):
     pool = pool_of(bench, "strategy-b1be26")
     only_in_code = sorted(n for n in pool.in_code if n not in pool.stated and n == n.to_integral_value())
     assert only_in_code, "the example diff states constants the agent-facing layer does not"
-    assert failing_after(bench, seg("strategy-b1be26"), goal_plus(f"It uses {only_in_code[-1]} lanes.")) == {}
+    assert fabrication_after(bench, seg("strategy-b1be26"), goal_plus(f"It uses {only_in_code[-1]} lanes.")) == []
 
 
 def test_values_match_by_value_and_by_rounding_but_never_to_an_integer(bench):
     # the packet says 18.54 (improvement) and 24.6 (geomean)
-    assert failing_after(bench, seg("strategy-b1be26"), goal_plus("About 18.5 points, 24.60 on average.")) == {}
-    found = failing_after(bench, seg("strategy-b1be26"), goal_plus("About 19 points."))
-    assert list(found) == ["no-fabrication"]
+    assert fabrication_after(bench, seg("strategy-b1be26"), goal_plus("About 18.5 points, 24.60 on average.")) == []
+    assert fabrication_after(bench, seg("strategy-b1be26"), goal_plus("About 19 points."))
 
 
 def test_the_rounding_index_matches_exactly_what_rounding_each_packet_number_matches():
     # matches() looks a value up among the packet's numbers rounded to its decimals (roundings), where
     # the rule is: equal, or some packet number with more decimals rounds (half-up or half-even) to it
-    from optrace.gates.trace.fabrication import matches, rounds_to
+    from optrace.gates.trace.pool import matches, rounds_to
     from optrace.gates.trace.numbers import decimals
 
     def by_rule(values, value):
@@ -546,7 +558,7 @@ def test_the_rounding_index_matches_exactly_what_rounding_each_packet_number_mat
 
 def test_a_percentage_may_be_the_packets_own_improvement_rounded_never_one_the_record_derives(bench):
     # the packet: floor 30.2, geomean 24.6, improve_pct_vs_floor 18.54 (exactly 18.543...%)
-    assert failing_after(bench, seg("strategy-b1be26"), goal_plus("Roughly 18.5% faster.")) == {}
+    assert fabrication_after(bench, seg("strategy-b1be26"), goal_plus("Roughly 18.5% faster.")) == []
     assert (
         failing_after(
             bench,
@@ -567,7 +579,8 @@ def test_a_percentage_may_be_the_packets_own_improvement_rounded_never_one_the_r
         r["payload"]["goal"] += " Roughly 20.65% faster."
 
     # lineage too: the parent geomean is no longer the one of the version the diff is taken against
-    assert list(failing_after(bench, seg("strategy-b1be26"), record_edit(unmeasured))) == ["no-fabrication", "lineage"]
+    found = failing_after(bench, seg("strategy-b1be26"), record_edit(unmeasured))
+    assert {"no-fabrication", "lineage"} <= set(found) and "20.65" in " ".join(found["no-fabrication"])
 
 
 def test_a_gain_the_packet_does_not_support_fails(bench):
@@ -638,19 +651,32 @@ def test_provenance_believes_ingest_over_the_packet(bench):
     ],
 )
 def test_profiler_claims_without_a_usable_capture_fail(bench, change, field):
-    found = failing_after(bench, seg("strategy-6e81e4"), record_edit(change))
+    found = failing_after(bench, seg("strategy-d77e3f"), record_edit(change))  # neither it nor its parent captured
     assert list(found) == ["ncu-attribution"] and field in found["ncu-attribution"][0]
 
 
 def test_a_usable_capture_backs_profiler_claims(bench):
-    assert (
-        failing_after(
-            bench,
-            seg("strategy-b1be26"),
-            record_edit(lambda r: r["retrieval"]["signals"].update(bottleneck="store-bandwidth-bound")),
-        )
-        == {}
+    # strategy-6e81e4 builds on a version with a usable capture whose symptoms give `tail-effect`
+    for pick, change in (
+        ("strategy-6e81e4", lambda r: r["retrieval"]["signals"].update(bottleneck="tail-effect")),
+        ("strategy-6e81e4", lambda r: r["retrieval"]["signals"].pop("bottleneck")),
+        ("strategy-b1be26", lambda r: r["evidence"]["summary"]["bottleneck_evidence"].update(tool=None)),
+    ):
+        assert failing_after(bench, seg(pick), record_edit(change)) == {}
+
+
+def test_a_strategys_bottleneck_is_its_parents_capture_never_its_own(bench):
+    # strategy-b1be26 has its own (after) capture but its parent has none: no bottleneck, basis bench-only
+    packet, record = next((bench.packet_of(rel), r) for rel, r in bench.records if r["id"].endswith("sb1be26"))
+    assert packet.agent_facing["profiler"]["ncu_measured_the_kernel_under_test"]
+    assert record["payload"]["problem"]["bottleneck"] is None
+    assert record["evidence"]["summary"]["bottleneck_evidence"]["basis"] == "bench-only"
+    found = failing_after(
+        bench,
+        seg("strategy-b1be26"),
+        record_edit(lambda r: r["evidence"]["summary"]["bottleneck_evidence"].update(basis="profiler", tool="ncu")),
     )
+    assert list(found) == ["ncu-attribution"]
 
 
 def test_a_capture_ingest_found_unusable_backs_nothing(bench):

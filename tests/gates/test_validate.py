@@ -13,7 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from optrace.gates import validate
+from optrace.gates import tracerun, validate
 from optrace.gates.trace.injection import SLUG, mine_example, workbench
 from optrace.gates.trace.runner import ALL_GATES
 from optrace.gates.validate import CACHE_NAME, TracePaths, summarize, validate_trace
@@ -54,7 +54,7 @@ def summary_schema() -> dict:
     return {"$defs": schema["$defs"], "$ref": "#/$defs/summary"}
 
 
-def test_the_report_gives_every_record_all_17_verdicts(results, mined):
+def test_the_report_gives_every_record_all_19_verdicts(results, mined):
     report, checked = run(results)
     assert_valid(report, "validation.schema.json")
     assert checked == report["counts"]["records"] == len(mined[1].records)
@@ -100,7 +100,7 @@ def test_a_changed_record_or_packet_is_judged_again(results, mined):
 
 def test_a_change_to_the_gates_invalidates_every_entry(results, monkeypatch):
     report, _ = run(results)
-    monkeypatch.setattr(validate, "package_digest", lambda pkg: "edited")
+    monkeypatch.setattr(tracerun, "package_digest", lambda pkg: "edited")
     assert run(results)[1] == report["counts"]["records"]
 
 

@@ -14,7 +14,7 @@ DEEP = "[" * 100_000  # past CPython's recursion limit in the json decoder
 
 
 def test_files_that_only_save_work_are_a_fresh_start(tmp_path):
-    from optrace.gates.validate import load_cache
+    from optrace.gates.tracerun import load_cache
     from optrace.run import codedigest, pertrace, runlock
 
     path = tmp_path / "deep.json"

@@ -1,15 +1,38 @@
-"""The phrases that say whether a text states a fact: a checkable condition, a cause, an outcome that is
-no cause, an absolute latency. One list for every user: the store gates (established-fact,
-self-contained), the drafter that must satisfy them, and partition's triage, which flags (never drops)
-anti-strategy segments too thin to become an established fact. It imports no gate, so a stage that
-only triages or drafts does not load the gates.
+"""Whether a text states a fact: a cause, a checkable condition, or only a measurement, an outcome, a
+restatement of the lever, bookkeeping or a guess. One judge for every user: partition's precheck, the
+drafter that picks a record's mechanism, and the `established-fact` gate that checks it. It imports no
+gate.
+
+    judge(text, lever=None, labelled=False) -> Judgement     the whole text: its first causal sentence wins
+    causal_sentences(text, lever, labelled) -> [str]         the sentences that state a cause
+
+A sentence states a cause by its structure, not by a word list of causes:
+- a clause joined to the lever or outcome by a causal connective (because, since, so, thus, due to,
+  which ..., leads to), whose side is not a restatement of the lever;
+- a stated-mechanism field (`labelled`: a pitfall's explanation or root cause, an experiment's evidence,
+  a revert's reason, a lever's own parenthesis) or a label in the text ("bottleneck: ...", "root cause:");
+- a clause with a subject and a finite verb ("the kernel waits on global loads", "the 2*I intermediate
+  never reaches HBM"), or a restriction ("exist only for __CUDA_ARCH__ >= 800", "aligned only when the base
+  pointer is", "requires", "unless"), or a cost ("an extra IMAD per LDS"),
+and it is not: speculation (may, might, possibly, ...), bookkeeping or an asserted ceiling (dead-end
+counts, "within noise", "at the hardware floor"), a measurement (numbers and metric names with no
+verb: "LSU instructions -74%, long_scoreboard still top stall"), an outcome ("it was slower than the
+kept kernel") or a restatement of the lever (most of its words are the lever's). What none of these
+decides is `unjudged`: partition flags it for the agent instead of guessing.
+
+Conditions (`stated_condition`): a shape regime or dtype the text states once; whether a cause is bound
+to the architecture (`arch_bound`: it names the GPU, its ISA or a resource whose size or presence differs
+between architectures) -- an architecture goes into an established fact's condition only then.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import lru_cache
 
 from optrace.rows import Precheck
+from optrace.wording import read, sentences, word_set, words
 
 MIN_CLAIM_CHARS = 12
 MIN_MECHANISM_CHARS = 40
@@ -21,37 +44,298 @@ NON_MECHANISM = re.compile(
     r"|sanity[_ ]bench|stall[_ ]count|consecutive (?:dead-end|stall|revert)",
     re.I,
 )
+# bookkeeping and asserted ceilings a mined record writes (the store's lists miss them)
+MINED_NON_MECHANISM = re.compile(
+    r"lever (?:is |was )?exhausted|\bexhausted\b|\bretired?\b|dead[- ]end recorded"
+    r"|\b(?:first|second|third|fourth|fifth|\d+(?:st|nd|rd|th))\s+(?:consecutive\s+)?dead[- ]end"
+    r"|(?:hardware|hw)[- ](?:floor|limit reached)|at the (?:hardware |hw )?floor|already optimal"
+    r"|nothing (?:left|more) to gain|no further (?:gain|improvement)",
+    re.I,
+)
+SPECULATION = re.compile(
+    r"\b(?:may|might|maybe|possibly|perhaps|probably|likely|presumably|seems?|appears? to"
+    r"|suspect(?:ed)?|unclear|not sure|we think|i think)\b",
+    re.I,
+)
 # a latency in absolute units, which means nothing without its hardware and shape (self-contained)
 ABSOLUTE_LATENCY = re.compile(r"[\d.]+\s*(?:us|µs|μs|ms)\b", re.I)
-CONDITION_RE = re.compile(
-    r"\bsm_?\d{2,3}\b|\b(?:b200|b300|gb200|h100|h200|h20|a100|mi300x|mi308x|mi355x|l20n?|blackwell|hopper|ampere|cdna[34])\b"
-    r"|\b[MNK]\s*[=<>≤≥]\s*\d+|\b(?:small|large|tiny)-[mnk]\b|\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2)\b"
-    r"|\b(?:triton|cutlass|ptx|driver) \d|\bcuda \d{2}|\bwhen [a-z]|\bonly (?:if|when|on)\b"
-    r"|\bfor (?:all )?shapes? (?:with|where|below|above)|\b(?:batch_size|hidden|seq_len|head_dim)\s*[=<>≤≥]*\s*\d+",
+
+# --- the judge --------------------------------------------------------------------------------------
+
+Kind = str  # cause | measurement | outcome | restatement | bookkeeping | speculation | unjudged | empty
+
+
+@dataclass(frozen=True)
+class Judgement:
+    kind: Kind
+    reason: str
+    sentence: str | None = None
+
+    @property
+    def states_cause(self) -> bool:
+        return self.kind == "cause"
+
+
+LABEL = re.compile(
+    r"^\s*(?:\(?\s*)?(bottleneck|root[ _-]?cause|cause|why|reason|explanation|mechanism|because)\s*:\s*", re.I
+)
+CONNECTIVE = re.compile(
+    r"\b(?:because|since|due to|owing to|as a result|caused by|so that|so|thus|hence|therefore|which|leads? to"
+    r"|results? in|means? that|whereas)\b",
     re.I,
 )
-# Causal forms as runs write them, British and American spellings alike ("serialises", "quantisation").
-MECHANISM_RE = re.compile(
-    r"because|\bsince\b|due to|caused by|the reason|as a result of|bound by|limited by|gated by|seriali[sz]|contention"
-    r"|saturat|spill|occupancy|bank conflict|scoreboard|barrier|bandwidth[- ]bound|latency[- ]bound|compute[- ]bound"
-    r"|memory[- ]bound|wave quanti[sz]ation|tail effect|partial wave|launch overhead|does not fit|exceeds|cannot"
-    r"|unsupported|not supported|requires|\bneeds?\b|costs? more than|more than it saves|register pressure"
-    r"|\bforces?\b|\bprevents?\b|\bstalls?\b|\bleaves? [^.]{0,40}\bidle\b|\bdoes not (?:compile|lower|hide)\b"
-    r"|\bso (?:nothing|no|the|each|every|half|its|a)\b|\bonly (?:helps|pays off)\b|\bhalves\b",
+RESTRICTION = re.compile(
+    r"\bonly (?:when|if|for|on|with|where|at|below|above|after|before|once|up to)\b|\bunless\b|\brequires?\b"
+    r"|\bexceeds?\b|\bdoes not fit\b|\bnot supported\b|\bunsupported\b|\bcan not\b|\bcannot\b|\bneeds?\b",
     re.I,
+)
+COST = re.compile(
+    r"\b(?:an? )?(?:extra|additional|one more|another|redundant|wasted)\s+[\w.*`-]+(?:\s+[\w.*`-]+)?\s+(?:per|for every|on every|each)\s+\w+",
+    re.I,
+)
+AUXILIARIES = word_set(
+    """
+    is are was were be been has have had does do did can could will would must should shall never
+    """
+)
+DETERMINERS = word_set(
+    """
+    the a an this that each every its their these those one both all any no our
+    """
+)
+FIRST_PERSON = frozenset(["i", "we", "my", "our", "us"])
+# verbs in their base form, as a plural subject takes them ("batch sizes above 8000 leave ...")
+BASE_VERBS = word_set(
+    """
+    leave need cost take make keep fit hit pay stay wait stall spill share read write load store
+    cause force prevent limit hide reach exceed require serialize serialise saturate compete
+    contend conflict fail run use issue cover drop help hurt block stop overlap evict thrash
+    collide dominate occupy lose waste miss
+    """
+)
+# the predicate of an outcome: how it measured, not why
+OUTCOME = word_set(
+    """
+    measured measure slower faster regressed regression improved improvement gain gained gains flat
+    noise noisy kept reverted geomean latency result results shape shapes version versions floor
+    baseline head incumbent percent than kernel variant attempt attempts every all on the it was
+    were is and same better worse lost time times run runs tested tried by of vs us ms ns x
+    """
+)
+NUMERIC = re.compile(r"^[-+]?\d[\d.,x]*%?$|^[<>=≤≥~→-]+$")
+
+
+def _tokens(clause: str) -> list[str]:
+    return re.findall(r"[A-Za-z_][\w.*`'/+-]*|[-+]?\d[\d.,x]*%?|[<>=≤≥→~]+", clause)
+
+
+def _is_identifier(tok: str) -> bool:
+    return bool(re.search(r"[_`0-9*]|[a-z][A-Z]", tok)) and bool(re.search(r"[A-Za-z]", tok))
+
+
+def _has_finite_verb(toks: list[str]) -> bool:
+    """A subject and a verb: an auxiliary (is, has, can, never, ...) or an -s/-ed word after a noun phrase
+    (a determiner and a word, an identifier, or a noun), never a noun followed by "of" ("the loads of")."""
+    low = [t.lower() for t in toks]
+    for i, w in enumerate(low):
+        if w in AUXILIARIES and i > 0:
+            return True
+        if i == 0 or not w.isalpha() or len(w) < 3:
+            continue
+        prev = low[i - 1]
+        if w in BASE_VERBS and ((prev.endswith("s") and len(prev) >= 4) or prev.isdigit() or prev in ("they", "we")):
+            return True
+        verbish = (w.endswith("s") and not w.endswith(("ss", "us", "is", "ous"))) or w.endswith("ed")
+        if not verbish or (i + 1 < len(low) and low[i + 1] in ("of", "and", "or")):
+            continue
+        before = low[max(0, i - 4) : i]
+        if any(b in DETERMINERS for b in before[:-1]) or _is_identifier(toks[i - 1]) or before[-1] in ("it", "they"):
+            return True
+        if before[-1] in ("only", "also", "still", "always", "then", "now", "just") and i >= 2:
+            return True
+    return False
+
+
+# what a reading of a counter or a timer says besides its numbers and metric names
+MEASURE_WORDS = word_set(
+    """
+    top stall stalls rate hit throughput is are was were the still of peak achieved occupancy
+    instructions issued percent at to from vs and sectors sector request requests per bytes
+    utilization util busy pipe active warps cycles ratio count metric metrics counter counters dram
+    memory compute sol now only down up rose fell dropped higher lower mean geomean latency us ms
+    ns a an in on with dominant largest second first
+    """
 )
 
 
-def precheck(text: str) -> tuple[Precheck, str]:
-    """("ok" | "flag", reason). A flag says why the lever may not make an established fact."""
-    text = (text or "").strip()
-    if len(text) < MIN_CLAIM_CHARS:
-        return "flag", "too short to carry a claim"
-    cause = MECHANISM_RE.search(text)
-    if NON_MECHANISM.search(text) and not cause:
-        return "flag", "reports a measurement, names no cause"
-    if not cause and not CONDITION_RE.search(text):
-        return "flag", "no checkable condition and no cause"
-    if not cause:
-        return "flag", "a condition but no stated cause"
-    return "ok", "names a cause" + (" and a condition" if CONDITION_RE.search(text) else "")
+def _measurement_clause(clause: str) -> bool:
+    toks = _tokens(clause)
+    measured = [t for t in toks if NUMERIC.match(t) or _is_identifier(t) or (t.isupper() and len(t) > 1)]
+    rest = [t.lower() for t in toks if t not in measured]
+    return bool(measured) and all(w in MEASURE_WORDS for w in rest)
+
+
+def _measurement_only(clauses: list[str]) -> bool:
+    """Every clause reads a counter or a timer: numbers, units, metric names and a few measuring words."""
+    return bool(clauses) and all(_measurement_clause(c) for c in clauses)
+
+
+def _outcome_only(sentence: str) -> bool:
+    ws = [w for w in words(sentence) if not w.isdigit()]
+    return bool(ws) and all(w in OUTCOME or len(w) <= 2 for w in ws)
+
+
+def _restates(text: str, lever: str | None) -> bool:
+    if not lever:
+        return False
+    mine = read(text).content
+    if not mine:
+        return True
+    return len(mine & read(lever).content) >= 0.7 * len(mine)
+
+
+def _sides(sentence: str) -> list[str]:
+    return [s for s in CONNECTIVE.split(sentence) if s and s.strip(" ,;:()")]
+
+
+@lru_cache(maxsize=1 << 13)
+def judge_sentence(sentence: str, lever: str | None = None, labelled: bool = False) -> Judgement:
+    """One sentence (see the module doc)."""
+    s = " ".join(sentence.split())
+    if len(s) < MIN_CLAIM_CHARS:
+        return Judgement("empty", "too short to carry a claim", s)
+    if SPECULATION.search(s):
+        return Judgement("speculation", f"speculates ({SPECULATION.search(s).group(0)!r})", s)  # type: ignore[union-attr]
+    mined = MINED_NON_MECHANISM.search(s)
+    if mined:
+        return Judgement("bookkeeping", f"bookkeeping or an asserted ceiling ({mined.group(0)!r})", s)
+    bookkeeping = NON_MECHANISM.search(s)
+    label = LABEL.match(s)
+    body = s[label.end() :] if label else s
+    clauses = [c for c in re.split(r"[,;()]|\s[—–-]\s", body) if c.strip()]
+    if bookkeeping:  # an outcome, unless a cause follows it ("within noise: the halved warp count ...")
+        rest = s[bookkeeping.end() :].lstrip(" :;,.-—")
+        if len(rest) < MIN_CLAIM_CHARS or not judge_sentence(rest, lever, labelled).states_cause:
+            return Judgement("bookkeeping", f"reports an outcome, names no cause ({bookkeeping.group(0)!r})", s)
+        return judge_sentence(rest, lever, labelled)
+    if label or labelled:
+        if _restates(body, lever):
+            return Judgement("restatement", "restates the lever", s)
+        if _outcome_only(body):
+            return Judgement("outcome", "an outcome (how it measured), not why", s)
+        if (toks := _tokens(body)) and toks[0].lower() in FIRST_PERSON:
+            return Judgement("outcome", "an account of what was done, not why", s)
+        if _measurement_only(clauses) and not (label and label.group(1).lower() == "bottleneck"):
+            return Judgement("measurement", "a measurement in a stated-cause field, no mechanism", s)
+        return Judgement("cause", "a stated cause" + (f" ({label.group(1).lower()}:)" if label else ""), s)
+    if _outcome_only(s):
+        return Judgement("outcome", "an outcome (how it measured), not why", s)
+    if _measurement_only(clauses):
+        return Judgement("measurement", "a measurement, names no mechanism", s)
+    sides = _sides(body)
+    if CONNECTIVE.search(body) and any(not _restates(side, lever) and not _outcome_only(side) for side in sides[1:]):
+        return Judgement("cause", "a clause joined by a causal connective", s)
+    if COST.search(body) and not _restates(body, lever):
+        return Judgement("cause", "a stated cost", s)
+    if RESTRICTION.search(body) and not _restates(body, lever):
+        return Judgement("cause", "a stated restriction", s)
+    if _restates(body, lever):
+        return Judgement("restatement", "restates the lever", s)
+    toks = _tokens(body)
+    if toks and toks[0].lower() in FIRST_PERSON:
+        return Judgement("outcome", "an account of what was done, not why", s)
+    if any(_has_finite_verb(_tokens(c)) for c in clauses):
+        return Judgement("cause", "a clause with a subject and a verb about the kernel", s)
+    return Judgement("unjudged", "no structure the judge can read (a noun phrase?): the agent decides", s)
+
+
+# what a text that states no cause says, best first: the most useful reason for the agent
+_RANK = ("cause", "unjudged", "measurement", "outcome", "restatement", "bookkeeping", "speculation", "empty")
+
+
+def judge(text: object, lever: str | None = None, labelled: bool = False) -> Judgement:
+    """The whole text: its first causal sentence, else the most telling reason it states none."""
+    found = [judge_sentence(s, lever, labelled) for s in sentences(text)]
+    cause = next((j for j in found if j.states_cause), None)
+    if cause is not None:
+        return cause
+    if not found:
+        return Judgement("empty", "no text")
+    return min(found, key=lambda j: _RANK.index(j.kind))
+
+
+def causal_sentences(text: object, lever: str | None = None, labelled: bool = False) -> list[str]:
+    return [s for s in sentences(text) if judge_sentence(s, lever, labelled).states_cause]
+
+
+def is_mechanism(sentence: str, lever: str | None = None, labelled: bool = False) -> bool:
+    """A causal sentence an established fact can carry: a cause, long enough, no absolute latency."""
+    return (
+        len(sentence) >= MIN_MECHANISM_CHARS
+        and judge_sentence(sentence, lever, labelled).states_cause
+        and not ABSOLUTE_LATENCY.search(sentence)
+    )
+
+
+def precheck(sources: list[tuple[str | None, bool]], lever: str) -> tuple[Precheck, str]:
+    """("ok" | "flag", reason) for a failed lever from the texts that may state its cause, in order of
+    authority ((text, labelled) pairs). A flag says why the lever may not make an established fact."""
+    best: Judgement | None = None
+    for text, labelled in sources:
+        j = judge(text, lever, labelled)
+        causes = [s for s in causal_sentences(text, lever, labelled) if not ABSOLUTE_LATENCY.search(s)]
+        if j.states_cause and sum(map(len, causes[:3])) >= MIN_MECHANISM_CHARS:
+            cond = " and a condition" if stated_condition([text or "", lever]) else ""
+            return "ok", f"states a cause ({j.reason}){cond}"
+        if best is None or _RANK.index(j.kind) < _RANK.index(best.kind):
+            best = j
+    if best is None or best.kind == "empty":
+        return "flag", "no text that could state a cause"
+    if best.kind == "cause":
+        return "flag", f"a cause shorter than {MIN_MECHANISM_CHARS} characters"
+    return "flag", best.reason
+
+
+# --- conditions -------------------------------------------------------------------------------------
+
+DTYPE_RE = re.compile(r"\b(?:bf16|fp16|fp8|fp6|fp4|fp32|fp64|tf32|int8|e4m3|e5m2|bfloat16|float16|float32)\b", re.I)
+SHAPE_RE = re.compile(
+    r"\b(?:batch_size|batch|seq_len|seqlen|num_tokens|tokens|hidden(?:_size)?|head_dim|[MNK])"
+    r"\s*(?:<=|>=|==|<|>|=|≤|≥)\s*\d+"
+)
+# what a cause must name to hold only on the architecture it was seen on: the GPU, its ISA, or a resource
+# whose size or presence differs between architectures
+ARCH_BOUND = re.compile(
+    r"\b(?:sm_?\d{2,3}a?|gfx\d{3,4}|__CUDA_ARCH__|compute capability|hopper|blackwell|ampere|ada|cdna\d|rdna\d"
+    r"|[abhl]\d{2,3}n?|gb\d{3}|mi\d{3}x?|rtx\s?\d{4}|a6000|shared memory|smem|lds|l1|l2|sms?\b|register file"
+    r"|registers? per (?:sm|block)|occupancy|resident|waves?|tma|wgmma|tcgen05|tensor cores?|tensor memory"
+    r"|cp\.async|ldmatrix|mma|wmma|mfma|tmem|cluster|dsmem|bank conflicts?|banks?|warp ?group|async copy)\b",
+    re.I,
+)
+# the ISA an architecture compiles for: an established fact's sm_arch when the packet names no product ISA
+ARCH_ISA = {
+    "ampere": "sm_80",
+    "hopper": "sm_90",
+    "blackwell": "sm_100",
+    "blackwell-ultra": "sm_103",
+    "blackwell-geforce": "sm_120",
+    "cdna3": "gfx942",
+    "cdna4": "gfx950",
+}
+
+
+def single_match(pattern: re.Pattern, text: str) -> str | None:
+    """The one value the text states (two different dtypes, say, state no single condition)."""
+    found = {m.group(0) for m in pattern.finditer(text)}
+    return found.pop() if len(found) == 1 else None
+
+
+def stated_condition(texts: list[str]) -> dict[str, str]:
+    """The shape regime and dtype the texts state (each once), as written."""
+    joined = " ".join(t for t in texts if t)
+    found = {"shape_regime": single_match(SHAPE_RE, joined), "dtype": single_match(DTYPE_RE, joined)}
+    return {k: v for k, v in found.items() if v}
+
+
+def arch_bound(text: str) -> bool:
+    return bool(ARCH_BOUND.search(text or ""))

@@ -36,6 +36,9 @@ class QualityGate(TypedDict):
 class PitfallRow(TypedDict):
     text: str
     fix: str | None
+    name: NotRequired[str]  # the structured parts, where the step record has them
+    cause: NotRequired[str]
+    lesson: NotRequired[str]
 
 
 class OpenDirection(TypedDict):
@@ -112,6 +115,12 @@ class BuildsOn(TypedDict):
     is_baseline: bool
 
 
+class DiffBase(TypedDict):
+    version: str
+    sha: str | None
+    kernel_blob: str | None
+
+
 class StrategyPart(TypedDict):
     improve_pct: float
     geomean_us: float
@@ -119,6 +128,7 @@ class StrategyPart(TypedDict):
     final: bool
     builds_on: BuildsOn | None
     review: str | None
+    diff_base: DiffBase
 
 
 class Occurrence(TypedDict):
@@ -144,6 +154,7 @@ class Lever(TypedDict):
     split_by: SplitBy
     fix: str | None
     cause: str | None
+    lesson: str | None
     occurrences: list[Occurrence]
     fact_precheck: FactPrecheck
     measured: Measured | None
@@ -228,6 +239,7 @@ class Measurements(TypedDict):
     improve_pct_vs_floor: float | None
     floor_before_us: float | None
     per_shape_latency: list[ShapeLatency]
+    shapes_measured: int
     correctness: Correctness  # the schema leaves it open: it is the version's
 
 
@@ -262,7 +274,15 @@ class EstablishedFactRequired(TypedDict):
     precheck_note: str
 
 
+class EvidenceItem(TypedDict):
+    id: str
+    kind: str
+    text: str
+
+
 class AgentFacing(TypedDict):
+    evidence: list[EvidenceItem]
+    what_this_record_is: str
     operator: OperatorFacts
     what_the_run_said: WhatTheRunSaid
     measurements: Measurements
@@ -274,6 +294,7 @@ class AgentFacing(TypedDict):
     why_it_failed: NotRequired[str | None]
     how_it_was_fixed: NotRequired[str | None]
     times_tried: NotRequired[int]
+    lesson_recorded: NotRequired[str | None]
     established_fact_required: NotRequired[EstablishedFactRequired]
     code_file: NotRequired[str]
 
@@ -282,6 +303,18 @@ class ProvenanceBuildsOn(TypedDict):
     version: str
     commit: str | None
     geomean_us: float | None
+    capture_dirs: list[str]
+
+
+class ProvenanceDiffBase(TypedDict):
+    version: str
+    commit: str | None
+
+
+class EvidenceSource(TypedDict):
+    id: str
+    field: str
+    source: str
 
 
 class Provenance(TypedDict):
@@ -291,7 +324,9 @@ class Provenance(TypedDict):
     occurrences: list[Any]
     capture_dirs: list[str]
     report: str | None
+    evidence: list[EvidenceSource]
     builds_on: NotRequired[ProvenanceBuildsOn]
+    diff_base: NotRequired[ProvenanceDiffBase]
 
 
 class PacketRow(TypedDict):

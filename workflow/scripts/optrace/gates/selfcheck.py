@@ -1,6 +1,6 @@
 """`optrace validate record FILE [--results R --slug S]`: an agent's self-check of the one record it wrote.
 
-All 17 gates on that record alone, against its packet and the trace's facts, while the workflow runs:
+All 19 gates on that record alone, against its packet and the trace's facts, while the workflow runs:
 no Snakemake, no lock, no cache written, nothing of the trace's other records read (relations and
 store-overlap judge it next to nothing but the live store). `--results` and `--slug` default to what
 the record's path says (`<results>/distilled/<slug>/<id>.json`, the `{out}` an agent is given).
@@ -17,7 +17,7 @@ from optrace.errors import InputError
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes
 from optrace.gates.trace.runner import finish, judge
 from optrace.gates.trace.store_overlap import LiveStore, load_live_store
-from optrace.gates.validate import TracePaths, TraceRun
+from optrace.gates.tracerun import TracePaths, TraceRun
 
 
 def locate(record: Path, results: Path | None, slug: str | None) -> TracePaths:
@@ -34,7 +34,7 @@ def locate(record: Path, results: Path | None, slug: str | None) -> TracePaths:
 def check_record_file(
     record: Path, paths: TracePaths, profile: Path, live_index: Path | None, denylist_terms: tuple[str, ...]
 ) -> dict[str, tuple[str, list[str]]]:
-    """{gate: (PASS|FAIL|SKIP, messages)} of the 17 gates on one record file."""
+    """{gate: (PASS|FAIL|SKIP, messages)} of the 19 gates on one record file."""
     run = TraceRun(paths, profile, load_live_store(live_index) if live_index else LiveStore(), denylist_terms)
     name = record.name
     target = run.targets.get(name[: -len(".json")] if name.endswith(".json") else name)

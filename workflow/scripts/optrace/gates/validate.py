@@ -1,4 +1,4 @@
-"""`optrace validate`: all 17 gates (9 store + 8 trace) on every distilled record, per trace, with a
+"""`optrace validate`: all 19 gates (9 store + 10 trace) on every distilled record, per trace, with a
 content-hash cache; a summary over all traces; and the injection tests that prove each gate fires.
 
     optrace validate trace --results R --slug S [--profile P] [--live-store INDEX]
@@ -13,13 +13,9 @@ content-hash cache; a summary over all traces; and the injection tests that prov
         -> an agent's self-check of one record while the workflow runs (optrace.gates.selfcheck); exit 1 on a FAIL
     optrace validate --injection-tests
         -> plants one defect per case into passing records of the example trace; exit 1 unless every
-           case fires exactly its gate and every one of the 17 gates has a case that fired
+           case fires exactly its gate and every one of the 19 gates has a case that fired
 
-The cache (`R/work/S/validation-cache.json`) maps sha256(context, record path and bytes, packet bytes,
-code bytes) to the record's per-record verdicts; the context digest covers the gates' source code,
-both schemas, ingest's versions.jsonl, profiles.jsonl and meta.json and the denylist. A run keeps only
-the entries it used. Cross-record gates (relations, store-overlap) are recomputed every run from cached
-ids.
+The cache (`R/work/S/validation-cache.json`, gates.tracerun) maps a record's content to its verdicts.
 
 Why the cache cannot be forged: each entry carries an HMAC-SHA256 of its key and verdicts under a
 secret key kept OUTSIDE the results tree (optrace.secret: CACHE_KEY_ENV, default
@@ -34,263 +30,21 @@ The report names each record's sha256, and stage copies a record only when the b
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import hashlib
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
 
-from optrace import PACKAGE_DIR
-from optrace.distill.records import record_names
 from optrace.errors import InputError
 from optrace.gates import REPORT_SCHEMA, SUMMARY_SCHEMA
 from optrace.gates.store.model import FAIL, PASS
 from optrace.gates.store.runner import GATE_DEFS as STORE_GATE_DEFS
-from optrace.gates.store.schema import CONTRACT
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes
-from optrace.gates.trace.model import PROFILE, Packet, TraceContext, trace_context
-from optrace.gates.trace.runner import ALL_GATES, TRACE_GATE_DEFS, Judged, RecordVerdict, finish, judge
+from optrace.gates.trace.model import PROFILE
+from optrace.gates.trace.runner import ALL_GATES, TRACE_GATE_DEFS, RecordVerdict
 from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, load_live_store, overlaps
-from optrace.jsonio import dumps_compact, load_or_none, read_json, read_jsonl, write_text_atomic
-from optrace.rows import manifest_packets
-from optrace.run.codedigest import package_digest
-from optrace.scrub.leak_patterns import add_denylist_argument, denylist_pattern, read_denylist
-from optrace.secret import cache_secret, mac, verifies
+from optrace.gates.tracerun import CACHE_NAME, TracePaths, TraceRun
+from optrace.jsonio import dumps_compact, read_json, write_text_atomic
+from optrace.scrub.leak_patterns import add_denylist_argument, read_denylist
 
-MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
-
-CACHE_NAME = "validation-cache.json"
-CACHE_FORMAT = 2
 SHOWN_FAILURES = 20  # failing records `check` prints
-
-
-# --- where a trace's files are -------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TracePaths:
-    results: Path
-    slug: str
-
-    @property
-    def distilled(self) -> Path:
-        return self.results / "distilled" / self.slug
-
-    @property
-    def packets(self) -> Path:
-        return self.results / "packets" / self.slug
-
-    @property
-    def work(self) -> Path:
-        return self.results / "work" / self.slug
-
-    @property
-    def report(self) -> Path:
-        return self.results / "staging" / "reports" / self.slug / "validation.json"
-
-    def relpath(self, name: str) -> str:
-        return f"distilled/{self.slug}/{name}"
-
-
-def manifest_targets(packets: Path) -> dict[str, tuple[str, str | None]]:
-    """Record id -> (seg_id, code file) from the packets manifest."""
-    path = packets / "manifest.json"
-    return {e["id"]: (e["seg_id"], e.get("code_file")) for e in manifest_packets(path, read_json(path))}
-
-
-# --- the cache -----------------------------------------------------------------------------------
-
-
-def context_digest(parts: list[bytes]) -> bytes:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(hashlib.sha256(part).digest())
-    return h.digest()
-
-
-def record_key(context: bytes, relpath: str, record: bytes, packet: bytes, code: bytes) -> str:
-    h = hashlib.sha256(context)
-    for part in (relpath.encode(), record, packet, code):
-        h.update(len(part).to_bytes(8, "little") + part)  # length-prefixed: no two splits hash alike
-    return h.hexdigest()
-
-
-def entry_parts(key: str, verdict: dict) -> tuple[bytes, bytes]:
-    """What a cache entry's MAC covers: its key and its verdicts."""
-    return key.encode(), dumps_compact(verdict).encode()
-
-
-@dataclass
-class Cache:
-    """What a previous run left: per-record verdicts by key, and ingest's facts for the context it ran in."""
-
-    entries: dict[str, Any]
-    context: str = ""
-    facts: dict | None = None
-
-
-def load_cache(path: Path) -> Cache:
-    """Anything unreadable or of another format is simply a cold cache."""
-    data = load_or_none(path)
-    if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT or not isinstance(data.get("entries"), dict):
-        return Cache({})
-    facts = data.get("facts")
-    return Cache(data["entries"], str(data.get("context")), facts if isinstance(facts, dict) else None)
-
-
-def cached(entries: dict[str, Any], key: str, secret: bytes) -> Judged | None:
-    """The verified entry for key, or None: absent, not what to_json wrote, or a MAC that does not verify
-    (an entry written by anyone but the validator) -- then the record is judged again."""
-    entry = entries.get(key)
-    if not (isinstance(entry, dict) and isinstance(entry.get("mac"), str) and isinstance(entry.get("verdict"), dict)):
-        return None
-    try:
-        if not verifies(secret, entry["mac"], *entry_parts(key, entry["verdict"])):
-            return None
-        return Judged.from_json(entry["verdict"])
-    except (TypeError, ValueError):
-        return None
-
-
-# --- one trace -----------------------------------------------------------------------------------
-
-
-def facts_json(trace: TraceContext) -> dict:
-    return {
-        "commits": dict(trace.commits),
-        "usable_captures": sorted(trace.usable_captures),
-        "capture_versions": dict(trace.capture_versions),
-        "meta": dict(trace.meta),
-    }
-
-
-def _str_map(value: Any) -> TypeGuard[dict[str, str]]:
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
-
-
-def facts_from_json(slug: str, facts: dict, profile: str) -> TraceContext | None:
-    """The cached facts, or None when they are not what facts_json wrote."""
-    commits, usable, versions, meta = (facts.get(k) for k in ("commits", "usable_captures", "capture_versions", "meta"))
-    if not (
-        _str_map(commits)
-        and _str_map(versions)
-        and isinstance(meta, dict)
-        and isinstance(usable, list)
-        and all(isinstance(d, str) for d in usable)
-    ):
-        return None
-    return TraceContext(slug, commits, frozenset(usable), profile, versions, meta)
-
-
-@dataclass
-class TraceRun:
-    paths: TracePaths
-    profile: Path
-    live: LiveStore
-    denylist_terms: tuple[str, ...]
-    checked: int = 0  # records judged this run (cache misses)
-
-    def __post_init__(self):
-        self.targets = manifest_targets(self.paths.packets)
-        self.denylist = denylist_pattern(self.denylist_terms)
-        self._packet_files: dict[str, tuple[bytes, bytes]] = {}
-        self._trace: TraceContext | None = None
-        self.secret = cache_secret()
-
-    def packet_files(self, seg_id: str, code_file: str | None) -> tuple[bytes, bytes]:
-        if seg_id not in self._packet_files:
-            data, error = read_bytes(self.paths.packets / f"{seg_id}.json", MAX_PACKET_BYTES)
-            if data is None:
-                raise InputError(self.paths.packets / f"{seg_id}.json", f"packet {error}")
-            code = b""
-            if code_file:
-                code_read, error = read_bytes(self.paths.packets / code_file, MAX_PACKET_BYTES)
-                if code_read is None:
-                    raise InputError(self.paths.packets / code_file, f"packet code {error}")
-                code = code_read
-            self._packet_files[seg_id] = data, code
-        return self._packet_files[seg_id]
-
-    @property
-    def trace(self) -> TraceContext:
-        if self._trace is None:  # parsing 3000 versions costs more than 10 records: only on a miss
-            self._trace = trace_context(
-                self.paths.slug,
-                read_jsonl(self.paths.work / "versions.jsonl"),
-                read_jsonl(self.paths.work / "profiles.jsonl"),
-                str(self.profile),
-                read_json(self.paths.work / "meta.json"),
-            )
-        return self._trace
-
-    def context(self) -> bytes:
-        files = [
-            self.profile,
-            CONTRACT,
-            self.paths.work / "versions.jsonl",
-            self.paths.work / "profiles.jsonl",
-            self.paths.work / "meta.json",
-        ]
-        try:
-            parts = [path.read_bytes() for path in files]
-        except OSError as exc:
-            raise InputError(exc.filename, f"cannot be read ({exc.strerror})") from None
-        return context_digest(
-            [
-                package_digest(PACKAGE_DIR).encode(),
-                self.paths.slug.encode(),
-                "\0".join(self.denylist_terms).encode(),
-                *parts,
-            ]
-        )
-
-    def parse_packet(self, target: tuple[str, str | None], data: bytes, code: bytes) -> Packet:
-        seg_id, code_file = target
-        try:
-            return Packet.from_bytes(seg_id, data, code if code_file else None, code_file)
-        except ValueError as exc:
-            raise InputError(self.paths.packets / f"{seg_id}.json", f"packet is not valid JSON ({exc})") from None
-
-    def judge_file(self, name: str, context: bytes, cache: Cache, used: dict) -> Judged:
-        relpath = self.paths.relpath(name)
-        data, error = read_bytes(self.paths.distilled / name, MAX_RECORD_BYTES)
-        target = self.targets.get(name[: -len(".json")])
-        packet_bytes, code = self.packet_files(*target) if target else (b"", b"")
-        key = record_key(context, relpath, data or (error or "").encode(), packet_bytes, code)
-        judged = cached(cache.entries, key, self.secret)
-        if judged is not None:
-            used[key] = cache.entries[key]  # verified: kept as written
-            return judged
-        if judged is None:
-            record = None
-            if data is not None:
-                record, error = parse_json_bytes(data)
-            packet = self.parse_packet(target, packet_bytes, code) if target else None
-            judged = judge(relpath, record, error, packet, self.trace, self.denylist)
-            judged = dataclasses.replace(judged, sha256=hashlib.sha256(data).hexdigest() if data is not None else None)
-            self.checked += 1
-        verdict = judged.to_json()
-        used[key] = {"verdict": verdict, "mac": mac(self.secret, *entry_parts(key, verdict))}
-        return judged
-
-    def run(self, cache_path: Path) -> tuple[list[RecordVerdict], list[str]]:
-        """(verdicts, seg_ids of packets without a record); refreshes the cache file."""
-        cache, used = load_cache(cache_path), dict[str, dict]()
-        context = self.context()
-        if cache.context == context.hex() and cache.facts is not None:
-            self._trace = facts_from_json(self.paths.slug, cache.facts, str(self.profile))
-        names = record_names(self.paths.distilled)
-        judged = [self.judge_file(name, context, cache, used) for name in names]
-        if used.keys() != cache.entries.keys() or cache.context != context.hex():
-            facts = facts_json(self._trace) if self._trace is not None else None
-            write_text_atomic(
-                cache_path,
-                dumps_compact({"format": CACHE_FORMAT, "context": context.hex(), "facts": facts, "entries": used}),
-            )
-        covered = {name[: -len(".json")] for name in names}
-        missing = sorted(seg for rid, (seg, _) in self.targets.items() if rid not in covered)
-        return finish(judged, self.live), missing
 
 
 def gate_table() -> list[dict]:

@@ -20,6 +20,8 @@ from typing import Any, cast, overload
 from optrace.ingest.git_history import KERNEL_FILE, open_trace
 from optrace.ingest.trace_files import read_text
 from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
+from optrace.mine.evidence import evidence_items
+from optrace.mine.partition import technique_text
 from optrace.rows import (
     AgentFacing,
     Measurements,
@@ -36,6 +38,7 @@ from optrace.rows import (
 )
 from optrace.scrub.anonymize import Scrubber, ShapeLabels, json_strings
 from optrace.scrub.leak_patterns import add_denylist_argument
+from optrace.wording import overlap
 
 MAX_DIFF_CHARS = 60_000
 MAX_KERNEL_CHARS = 40_000
@@ -76,6 +79,26 @@ _SUMMARY_NUMBERS = [
     (r"^Registers/Thread:\s*(\d+)", "registers_per_thread"),
 ]
 MAX_STALLS = 5
+MATERIAL_SIMILARITY = 0.6  # line similarity to a neighbouring kernel at which a snapshot repeats it
+FRESH_OVERLAP = 0.8  # share of a direction's words an earlier change or direction holds: the same direction
+# what each kind of segment is, in the pipeline's words (the record's evidence item of kind `segment`)
+SEGMENT_KINDS = {
+    "final-kernel": "the final kernel: the fastest version this run kept",
+    "mega-snapshot": "an earlier kernel of this run, kept after a large measured gain and superseded by later steps",
+    "curated-pitfall": "a pitfall this run recorded, with the cause and the fix its step record states: do not "
+    "retry this lever while that cause holds",
+    "strategy": "a change this run kept because it beat the floor (the best kept version before it) by the measured gain",
+    "anti-strategy": "a lever this run tried and did not keep, for the cause its evidence states: do not retry this "
+    "lever while that cause holds",
+}
+STEP_RECORD_FIELDS = {
+    "change": "optimization.action_description",
+    "gate_verdict": "quality_gate.failure_reason",
+    "evidence_summary": "profile_evidence.evidence_summary",
+    "bottleneck_type": "profile_evidence.bottleneck_type",
+    "expected_impact": "optimization.expected_impact",
+    "category_hint": "optimization.action_category",
+}
 
 
 def summary_metrics(text: str) -> ProfilerMetrics:
@@ -120,6 +143,7 @@ class PacketBuilder:
         self.shapes = ShapeLabels.from_keys(sorted({k for r in rows for k in r["by_shape_us"]}))
         self._scrubbed: dict = {}
         self._metrics: dict[str, ProfilerMetrics] = {}
+        self._changes_so_far: dict[str, list[str]] = {}  # strategy packets in version order: done, offered
         # kernel blob of the nearest earlier version that has one, for every version
         self._kernel_before: dict[str, str | None] = {}
         last = None
@@ -179,6 +203,18 @@ class PacketBuilder:
         return entry
 
     def measurements(self, row: VersionRow, seg: SegmentRow) -> Measurements:
+        """The version's measurements; none for a curated pitfall (its version's numbers are the kept
+        change's, not the pitfall's)."""
+        if seg["seg_kind"] == "curated-pitfall":
+            none: Measurements = {
+                "geomean_us": None,
+                "improve_pct_vs_floor": None,
+                "floor_before_us": None,
+                "per_shape_latency": [],
+                "shapes_measured": 0,
+                "correctness": {"status": None, "max_abs_err": None, "max_rel_err": None},
+            }
+            return none
         lever = seg.get("lever")
         st = seg.get("strategy") or (lever.get("measured") if lever else None)
         per_shape = sorted(
@@ -189,6 +225,7 @@ class PacketBuilder:
             "improve_pct_vs_floor": st.get("improve_pct") if st else None,
             "floor_before_us": st.get("floor_before_us") if st else None,
             "per_shape_latency": per_shape,
+            "shapes_measured": len(per_shape),
             "correctness": row["correctness"],
         }
 
@@ -239,10 +276,16 @@ class PacketBuilder:
         """(packet, code text, code file suffix)"""
         row = self.rows[seg["version"]]
         versions = [o["version"] for o in seg["lever"]["occurrences"]] if "lever" in seg else [row["version"]]
-        profiler, capture_dirs, report = self.profiler(versions)
+        pitfall = seg["seg_kind"] == "curated-pitfall"
+        # a pitfall's version captured the kept change, not the pitfall
+        profiler, capture_dirs, report = self.profiler([] if pitfall else versions)
         directions, pitfalls = self.directions_and_pitfalls(versions)
+        if seg["record_type"] == "strategy":
+            directions = self.fresh_directions(seg, directions)
         dsl = seg["scope"]["dsl"]
         agent: AgentFacing = {
+            "evidence": [],
+            "what_this_record_is": self.what_it_is(seg),
             "operator": self.operator(dsl),
             "what_the_run_said": self.run_said(row),
             "measurements": self.measurements(row, seg),
@@ -251,10 +294,11 @@ class PacketBuilder:
             "pitfalls_recorded_here": pitfalls,
         }
         code, suffix = None, None
+        parent_dirs: list[str] = []
         if seg["record_type"] == "strategy":
             base = seg["strategy"]["builds_on"]
             base_row = self.rows[base["version"]] if base else None
-            parent_profiler = self.profiler([base["version"]])[0] if base else None
+            parent_profiler, parent_dirs, _ = self.profiler([base["version"]]) if base else (None, [], None)
             agent["builds_on"] = {
                 "was_the_untouched_baseline": bool(base and base["is_baseline"]),
                 "previous_approach": self.text(base_row["action_description"]) if base_row else None,
@@ -264,13 +308,16 @@ class PacketBuilder:
                 else None,
                 "parent_bottleneck_type": self.text(base_row.get("bottleneck_type")) if base_row else None,
             }
-            if base and base["kernel_blob"] and row["kernel_blob"] and base["kernel_blob"] != row["kernel_blob"]:
-                code, suffix = unified_diff(self.kernel(base["kernel_blob"]), self.kernel(row["kernel_blob"])), ".diff"
+            edited = seg["strategy"]["diff_base"]["kernel_blob"]
+            if edited and row["kernel_blob"] and edited != row["kernel_blob"]:
+                code, suffix = unified_diff(self.kernel(edited), self.kernel(row["kernel_blob"])), ".diff"
         elif seg["record_type"] == "anti-strategy":
             lv = seg["lever"]
             agent["the_failed_lever"] = lv["text"]
             agent["why_it_failed"] = lv.get("cause")
             agent["how_it_was_fixed"] = lv["fix"]
+            if pitfall:
+                agent["lesson_recorded"] = lv.get("lesson")
             agent["times_tried"] = len(lv["occurrences"])
             agent["established_fact_required"] = {
                 "rule": FACT_RULE,
@@ -278,7 +325,7 @@ class PacketBuilder:
                 "precheck_note": lv["fact_precheck"]["reason"],
             }
             before = self._kernel_before[row["version"]]  # what this attempt changed
-            if row["kernel_changed"] and before and row["kernel_blob"] and before != row["kernel_blob"]:
+            if row["kernel_changed"] and before and row["kernel_blob"] and before != row["kernel_blob"] and not pitfall:
                 code, suffix = unified_diff(self.kernel(before), self.kernel(row["kernel_blob"])), ".diff"
         else:
             code, suffix = self.kernel(row["kernel_blob"])[:MAX_KERNEL_CHARS], ".py"
@@ -286,6 +333,8 @@ class PacketBuilder:
             assert suffix is not None  # set with the code
             code = self.scrub.code(code, dsl)
             agent["code_file"] = seg["seg_id"] + suffix
+        items, fields = evidence_items(agent, seg["seg_kind"])
+        agent["evidence"] = items
         packet: PacketRow = {
             "seg_id": seg["seg_id"],
             "record_type": seg["record_type"],
@@ -307,6 +356,10 @@ class PacketBuilder:
                 "occurrences": [{"version": v, "commit": self.rows[v]["sha"]} for v in versions],
                 "capture_dirs": capture_dirs,
                 "report": report,
+                "evidence": [
+                    {"id": i, "field": f, "source": self.source_of(f, row, seg, capture_dirs, parent_dirs)}
+                    for i, f in fields
+                ],
             },
         }
         strategy = seg.get("strategy")
@@ -315,8 +368,100 @@ class PacketBuilder:
                 "version": b["version"],
                 "commit": b["sha"],
                 "geomean_us": b["geomean_us"],
+                "capture_dirs": parent_dirs,
             }
+            d = strategy["diff_base"]
+            packet["provenance"]["diff_base"] = {"version": d["version"], "commit": d["sha"]}
         return packet, code, suffix
+
+    def source_of(
+        self, field: str, row: VersionRow, seg: SegmentRow, captures: list[str], parent_captures: list[str]
+    ) -> str:
+        """Where the trace states an evidence item: its file (and field) or commit; for people only."""
+        memory = f"memory/{row['version']}.json"
+        if field.startswith("operator."):
+            return "the benchmark metadata (definition.json, solution.json, workload.jsonl)"
+        if field in ("what_the_run_said.commit_subject", "what_the_run_said.commit_body"):
+            return f"commit {row['sha']}: {field.rsplit('_', 1)[-1]}"
+        if field.startswith("what_the_run_said."):
+            return f"{memory}: {STEP_RECORD_FIELDS.get(field.split('.', 1)[1], field)}"
+        if field.startswith("profiler."):
+            return ", ".join(captures) or "no capture"
+        if field.startswith("builds_on.parent_profiler"):
+            return ", ".join(parent_captures) or "no capture"
+        if field.startswith("builds_on."):
+            base = (seg.get("strategy") or {}).get("builds_on") or {}
+            return f"memory/{base.get('version')}.json"
+        if field in ("the_failed_lever", "why_it_failed", "how_it_was_fixed", "lesson_recorded"):
+            occurrences = (seg.get("lever") or {}).get("occurrences") or []
+            return f"{memory} or commit {row['sha']} ({len(occurrences)} occurrence(s))"
+        if field == "what_this_record_is":
+            return f"the ladder: {seg['seg_kind']} at commit {row['sha']}"
+        return memory
+
+    def what_it_is(self, seg: SegmentRow) -> str:
+        """The operator, the GPU and the kind of segment, as the pipeline states them."""
+        t, op = self.meta["target"], seg["scope"]["operator_family"]
+        where = f"the {op} operator on {t['product'].upper()} ({t['vendor']} {t['arch']}"
+        where += f", {t['isa']})" if t.get("isa") else ")"
+        kind = SEGMENT_KINDS.get(seg["seg_kind"]) or SEGMENT_KINDS[seg["record_type"]]
+        if seg["record_type"] == "strategy":
+            base = seg["strategy"]["builds_on"]
+            kind += "; it builds on " + (
+                "the untouched baseline kernel" if base and base["is_baseline"] else "the previous kept kernel"
+            )
+        return f"{kind}; {where}, written in {seg['scope']['dsl']}"
+
+    def names(self, seg: SegmentRow) -> str | None:
+        """The lever or change a segment is about, as its packet names it (the claims gate keeps one
+        record from naming another segment's lever its own evidence does not name)."""
+        if "lever" in seg:
+            return seg["lever"]["text"]
+        if seg["record_type"] == "strategy":
+            return self.text(technique_text(self.rows[seg["version"]]))
+        return None
+
+    def redundant_snapshots(self, segments: list[SegmentRow]) -> dict[str, str]:
+        """seg_id -> why, for every snapshot reference kernel that is not materially different from its
+        neighbours in the store: the kernel before it (the previous snapshot, else the kernel its step
+        edited) or after it (the next snapshot, else the final kernel). The strategy records already
+        quote what such a snapshot would repeat."""
+        refs = sorted((s for s in segments if s["record_type"] == "reference-kernel"), key=lambda s: s["n"])
+        final = next((s for s in refs if s["seg_kind"] == "final-kernel"), None)
+        snaps = [s for s in refs if s["seg_kind"] == "mega-snapshot"]
+        edited = {
+            s["version"]: s["strategy"]["diff_base"]["kernel_blob"] for s in segments if s["record_type"] == "strategy"
+        }
+        out = {}
+        for i, snap in enumerate(snaps):
+            before = snaps[i - 1]["kernel_blob"] if i else edited.get(snap["version"])
+            after = snaps[i + 1]["kernel_blob"] if i + 1 < len(snaps) else (final or {}).get("kernel_blob")
+            mine = self.kernel(snap["kernel_blob"]).splitlines()
+            for side, blob in (("before", before), ("after", after)):
+                if not blob:
+                    continue
+                ratio = difflib.SequenceMatcher(None, mine, self.kernel(blob).splitlines(), autojunk=False).ratio()
+                if ratio >= MATERIAL_SIMILARITY:
+                    out[snap["seg_id"]] = (
+                        f"{ratio:.0%} of its lines are the kernel {side} it in the store: not materially different"
+                    )
+                    break
+        return out
+
+    def fresh_directions(self, seg: SegmentRow, directions: list) -> list:
+        """A strategy's open directions without those an earlier strategy packet already offered and those
+        this step or an earlier one already did (a direction is offered once, to the step before it)."""
+        done = self._changes_so_far.setdefault("done", [])
+        done.append(self.text(technique_text(self.rows[seg["version"]])))
+        offered = self._changes_so_far.setdefault("offered", [])
+        out = []
+        for d in directions:
+            text = d.get("direction") or ""
+            if any(overlap(text, x) >= FRESH_OVERLAP for x in done + offered):
+                continue
+            offered.append(text)
+            out.append(d)
+        return out
 
 
 def packet_leaks(packet: PacketRow, code: str | None, scrubber: Scrubber, seen: dict | None = None) -> list[str]:
@@ -351,7 +496,10 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
             opened.history.read_blob,
             lambda rel: read_text(opened.files, rel, cap=1024 * 1024),
         )
+        skipped = builder.redundant_snapshots(segments)
         for seg in segments:
+            if seg["seg_id"] in skipped:
+                continue
             packet, code, suffix = builder.build(seg)
             leaks = packet_leaks(packet, code, scrubber, checked)
             if leaks:
@@ -370,6 +518,7 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
                     "id": seg["id"],
                     "record_type": seg["record_type"],
                     "code_file": packet["agent_facing"].get("code_file"),
+                    "names": builder.names(seg),
                 }
             )
     for stale in out_dir.iterdir():  # segments that no longer exist leave no packet behind
@@ -378,7 +527,13 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
     if not failures:
         write_json(
             out_dir / "manifest.json",
-            {"slug": slug, "head_sha": meta["head_sha"], "count": len(entries), "packets": entries},
+            {
+                "slug": slug,
+                "head_sha": meta["head_sha"],
+                "count": len(entries),
+                "packets": entries,
+                "skipped": [{"seg_id": k, "why": v} for k, v in sorted(skipped.items())],
+            },
         )
     return len(entries), failures
 

@@ -25,12 +25,14 @@ from pathlib import Path
 
 from optrace.facts import precheck
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
+from optrace.mine.evidence import lever_parts
 from optrace.mine.ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
 from optrace.rows import (
     REPEAT_MARK,
     Experiment,
     Measured,
     Occurrence,
+    PitfallRow,
     RecordType,
     SegmentRow,
     SplitBy,
@@ -38,6 +40,9 @@ from optrace.rows import (
     read_versions,
 )
 from optrace.scrub.leak_patterns import add_denylist_argument
+from optrace.wording import overlap, sentences
+
+FLOOR_HOLDERS = ANCHORS + ("floor",)  # the outcomes that set the floor a later claim is measured against
 
 MAX_TECHNIQUE_CHARS = 48
 MIN_LEVER_CHARS = 12
@@ -231,25 +236,40 @@ def gain_pct(parent_us: float, new_us: float) -> float:
     return round((parent_us - new_us) / parent_us * 100.0, 2)
 
 
+def diff_base(rows: list[VersionRow], version: str) -> VersionRow | None:
+    """The kernel a step edited: the latest version before it that the run kept (or its baseline) with a
+    kernel.py. Reverted attempts and chores in between are not part of the step's change, and neither is
+    a kept change the floor never measured (its diff is its own)."""
+    base = None
+    for row in sorted(rows, key=lambda r: r["n"]):
+        if row["version"] == version:
+            return base
+        if row["verdict"] in ("kept", "baseline") and row["kernel_blob"]:
+            base = row
+    return base
+
+
 def strategy_segments(
     ctx: Context, rows: dict[str, VersionRow], steps: list[Step], scrub: Callable[[str], str]
 ) -> list[SegmentRow]:
-    """A claim builds on the previous anchor (baseline, re-baseline or claim): its diff, its `builds_on`
-    and its parent geomean all refer to that one version, and its gain is measured against it."""
-    out, previous = [], None
+    """A claim is measured against the floor it beat: the version holding the floor when it ran (a
+    baseline, re-baseline, claim or a version that took the floor without a claim). Its gain,
+    `builds_on` and parent geomean refer to that version; its diff is against the kernel it edited
+    (diff_base), which is the floor's kernel unless a kept, unmeasured change came in between."""
+    out, holder = [], None
+    ordered = list(rows.values())
     for step in steps:
-        if step.outcome not in ANCHORS:
-            continue
-        if step.outcome in CLAIMS and previous is not None:
+        if step.outcome in CLAIMS and holder is not None:
             row = rows[step.version]
             text = scrub(technique_text(row))
             seg = _common(
                 ctx, row, "strategy", step.outcome, "", technique_slug(text), "strategy", row["version"], text
             )
             seg["seg_id"] = f"strategy-{seg['id'][-6:]}"  # file names reach the agent: no version id in them
-            base = rows[previous.version]
-            # an anchor and a claim are measured versions (the ladder rejects the others)
+            base = rows[holder.version]
+            # the floor holder and the claim are measured versions (the ladder rejects the others)
             assert base["geomean_us"] is not None and row["geomean_us"] is not None
+            edited = diff_base(ordered, row["version"]) or base
             seg["strategy"] = {
                 "improve_pct": gain_pct(base["geomean_us"], row["geomean_us"]),
                 "geomean_us": row["geomean_us"],
@@ -261,11 +281,13 @@ def strategy_segments(
                     "sha": base["sha"],
                     "kernel_blob": base["kernel_blob"],
                     "geomean_us": base["geomean_us"],
-                    "is_baseline": previous.outcome == "baseline",
+                    "is_baseline": holder.outcome == "baseline",
                 },
+                "diff_base": {"version": edited["version"], "sha": edited["sha"], "kernel_blob": edited["kernel_blob"]},
             }
             out.append(seg)
-        previous = step
+        if step.outcome in FLOOR_HOLDERS:
+            holder = step
     return out
 
 
@@ -306,20 +328,24 @@ def failed_levers(row: VersionRow, by_version: dict[str, VersionRow]) -> list[tu
     return [(text, "agent", None)] if len(text) >= MIN_LEVER_CHARS else []
 
 
-def evidence_text(row: VersionRow, lever: str, cause: str | None) -> str:
-    """All the prose the run left about a lever's version: what the precheck reads."""
-    parts = [
-        lever,
-        cause or "",
-        row["subject"] or "",
-        row.get("body") or "",
-        row["quality_gate"]["failure_reason"] or "",
-        row.get("evidence_summary") or "",
-        row.get("expected_impact") or "",
-    ]
-    parts += [p["text"] + " " + (p["fix"] or "") for p in row["pitfalls"]]
-    parts += [experiment_cause(e) or "" for e in row.get("experiments") or []]
-    return " ".join(p for p in parts if p)
+def cause_sources(row: VersionRow, lever: str, cause: str | None, own_prose: bool) -> list[tuple[str | None, bool]]:
+    """The texts that may state why a lever failed, in order of authority, each with whether it is a
+    stated-cause field (optrace.facts.precheck reads them so): the lever's own cause (a revert's reason,
+    an experiment's evidence), the reason written beside it, then -- when the version's prose is the
+    lever's alone -- the gate verdict, the commit body, the evidence summary and the subject."""
+    beside = lever_parts(lever)
+    out: list[tuple[str | None, bool]] = [(cause, True)] + [(text, True) for kind, text in beside if kind != "lever"]
+    if own_prose:
+        out += [
+            (row["quality_gate"]["failure_reason"], False),
+            (row.get("body"), False),
+            (row.get("evidence_summary"), False),
+            (row["subject"], False),
+        ]
+    else:  # a version with several levers: only its sentences that name this one
+        shared = " ".join(x for x in (row["quality_gate"]["failure_reason"], row.get("body")) if x)
+        out.append((" ".join(s for s in sentences(shared) if overlap(lever, s) >= 0.5) or None, False))
+    return out
 
 
 def tried_against(row: VersionRow, floor: float | None, split_by: str) -> Measured | None:
@@ -354,7 +380,9 @@ def anti_segments(
                 levers[key]["lever"]["occurrences"].append(occurrence)
                 continue
             technique = technique_slug(clean)
-            verdict, reason = precheck(scrub(evidence_text(row, lever, cause)))
+            own = split_by in ("agent", "revert-pair")
+            sources = [(scrub(t) if t else None, lab) for t, lab in cause_sources(row, lever, cause, own)]
+            verdict, reason = precheck(sources, clean)
             seg = _common(ctx, row, "anti-strategy", SEG_KINDS[split_by], "", technique, "anti-strategy", key, clean)
             seg["seg_id"] = f"anti-{seg['id'][-6:]}"
             seg["lever"] = {
@@ -362,6 +390,7 @@ def anti_segments(
                 "split_by": split_by,
                 "fix": None,
                 "cause": scrub(cause) if cause else None,
+                "lesson": None,
                 "occurrences": [occurrence],
                 "fact_precheck": {"verdict": verdict, "reason": reason},
                 "measured": tried_against(row, floors.get(row["version"]), split_by),
@@ -370,30 +399,48 @@ def anti_segments(
     return list(levers.values())
 
 
+def pitfall_parts(pit: PitfallRow) -> tuple[str, str | None, bool]:
+    """(name, cause, whether the cause is a stated-cause field) of a recorded pitfall: its structured
+    name and explanation where the step record has them, else its first sentence and the rest."""
+    if pit.get("name") and pit.get("cause"):
+        return pit["name"], pit["cause"], True
+    parts = sentences(pit["text"])
+    if len(parts) > 1 and len(parts[0]) >= MIN_LEVER_CHARS:
+        return parts[0], " ".join(parts[1:]), False
+    return pit.get("name") or pit["text"], pit.get("cause"), bool(pit.get("cause"))
+
+
 def pitfall_segments(
     ctx: Context, rows: list[VersionRow], taken: set[str], scrub: Callable[[str], str]
 ) -> list[SegmentRow]:
+    """One anti-strategy segment per distinct recorded pitfall: its name is what was attempted, its
+    explanation its cause, its fix and lesson its own (the version's verdict and numbers are not its)."""
     out: dict[str, SegmentRow] = {}
     for row in rows:
         for pit in row["pitfalls"]:
-            clean = scrub(pit["text"])
-            key = lever_key(clean)
-            if len(clean) < MIN_LEVER_CHARS or key in taken:
+            full = scrub(pit["text"])
+            key = lever_key(full)
+            if len(full) < MIN_LEVER_CHARS or key in taken:
                 continue
             occurrence: Occurrence = {"version": row["version"], "sha": row["sha"]}
             if key in out:
                 out[key]["lever"]["occurrences"].append(occurrence)
                 continue
-            verdict, reason = precheck(clean + " " + (scrub(pit["fix"]) if pit["fix"] else ""))
-            seg = _common(
-                ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(clean), "pitfall", key, clean
+            name, cause, labelled = pitfall_parts(pit)
+            name, cause = scrub(name), scrub(cause) if cause else None
+            fix, lesson = (
+                (scrub(pit["fix"]) if pit["fix"] else None),
+                (scrub(pit["lesson"]) if pit.get("lesson") else None),
             )
+            verdict, reason = precheck([(cause, labelled), (lesson, False), (fix, False)], name)
+            seg = _common(ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(full), "pitfall", key, full)
             seg["seg_id"] = f"pitfall-{seg['id'][-6:]}"
             seg["lever"] = {
-                "text": clean,
+                "text": name,
                 "split_by": "curated",
-                "fix": scrub(pit["fix"]) if pit["fix"] else None,
-                "cause": None,
+                "fix": fix,
+                "cause": cause,
+                "lesson": lesson,
                 "occurrences": [occurrence],
                 "fact_precheck": {"verdict": verdict, "reason": reason},
                 "measured": None,

@@ -11,39 +11,29 @@ provenance and are judged by the store's rules alone) must also be established, 
   `tbd`, `various`, `-`, `?`);
 - the mechanism and the condition are not speculative (may, might, maybe, possibly, perhaps, probably,
   likely, presumably, seems, appears to, suspect, unclear, not sure);
-- the mechanism names a cause (a causal word of facts.MECHANISM_RE: because, due to, limited by, spill,
-  occupancy, exceeds, cannot, ...), and is not bookkeeping or an asserted ceiling: "lever exhausted",
-  "retired", "dead-end recorded", "Nth dead-end", "hardware/hw floor", "at the floor", "already optimal",
-  "nothing left to gain", "no further gain" (MINED_NON_MECHANISM).
+- the mechanism states a cause, as optrace.facts judges a stated-cause field for partition and the
+  drafter too: not a measurement, an outcome, an account of what was done or a restatement of
+  `attempted` (the claims gate judges each sentence by the structure its cited evidence has), and is
+  not bookkeeping or
+  an asserted ceiling: "lever exhausted", "retired", "dead-end recorded", "Nth dead-end", "hardware/hw
+  floor", "at the floor", "already optimal", "nothing left to gain", "no further gain".
 (That the condition is within the record's scope and the mechanism is the packet's own text are trace
-gates' rules: layout and no-fabrication.)
+gates' rules: layout and claims.)
 """
 
 from __future__ import annotations
 
 import re
 
-from optrace.facts import MECHANISM_RE, MIN_MECHANISM_CHARS, NON_MECHANISM
+from optrace.facts import MIN_MECHANISM_CHARS, MINED_NON_MECHANISM, NON_MECHANISM, SPECULATION, judge
 from optrace.gates.store.model import Gate, GateContext, RecordView, obj, text
 
 CONDITION_KEYS = ("sm_arch", "shape_regime", "dtype", "toolchain")
 INCONCLUSIVE_VERDICTS = ("unknown", "unstable")
 PLACEHOLDER = re.compile(r"^\s*(?:unknown|n/?a|none|null|any|all|\*|tbd|various|unspecified|-+|\?+)\s*$", re.I)
-SPECULATION = re.compile(
-    r"\b(?:may|might|maybe|possibly|perhaps|probably|likely|presumably|seems?|appears? to"
-    r"|suspect(?:ed)?|unclear|not sure|we think|i think)\b",
-    re.I,
-)
-MINED_NON_MECHANISM = re.compile(
-    r"lever (?:is |was )?exhausted|\bexhausted\b|\bretired?\b|dead[- ]end recorded"
-    r"|\b(?:first|second|third|fourth|fifth|\d+(?:st|nd|rd|th))\s+(?:consecutive\s+)?dead[- ]end"
-    r"|(?:hardware|hw)[- ](?:floor|limit reached)|at the (?:hardware |hw )?floor|already optimal"
-    r"|nothing (?:left|more) to gain|no further (?:gain|improvement)",
-    re.I,
-)
 
 
-def mined_problems(fact: dict) -> list[str]:
+def mined_problems(fact: dict, attempted: object) -> list[str]:
     where = "payload.established_fact"
     condition = c if isinstance(c := fact.get("condition"), dict) else {}
     out = [
@@ -58,8 +48,10 @@ def mined_problems(fact: dict) -> list[str]:
         m = MINED_NON_MECHANISM.search(mechanism)
         if m:
             out.append(f"{where}.mechanism: {m.group(0)!r} is bookkeeping or an asserted ceiling, not a cause")
-        if not MECHANISM_RE.search(mechanism):
-            out.append(f"{where}.mechanism: names no cause (because, due to, limited by, exceeds, ...)")
+        lever = attempted if isinstance(attempted, str) else None
+        judged = judge(mechanism, lever, labelled=True)  # the field states the cause; is it one?
+        if not judged.states_cause and not m:
+            out.append(f"{where}.mechanism: states no cause ({judged.reason})")
     out += [
         f"{loc}: {m.group(0)!r} is speculation, not an established fact"
         for loc, value in texts
@@ -106,7 +98,7 @@ def check(view: RecordView, ctx: GateContext) -> list[str]:
     else:
         out += condition_problems(fact.get("condition")) + mechanism_problems(fact.get("mechanism"))
         if view.from_trace:
-            out += mined_problems(fact)
+            out += mined_problems(fact, payload.get("attempted"))
     return [f"{view.relpath}: {m}" for m in out]
 
 

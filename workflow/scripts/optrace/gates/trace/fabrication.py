@@ -1,7 +1,7 @@
-"""Gate `no-fabrication`: every number, every gain and every stated cause of a record is its packet's.
+"""Gate `no-fabrication`: every number and every gain of a record is its packet's.
 
-Four rules, for records mined from a trace (this is a trace gate: the real store's curated records
-never meet it).
+Three rules, for records mined from a trace (this is a trace gate: the real store's curated records
+never meet it). What each sentence says with those numbers is the claims gate's rule.
 
 1. **Numbers.** Every string and every object key of the whole record is read with the number reader
    of gates.trace.numbers (digits glued to letters, after hyphens or dots, in CJK text, full-width,
@@ -25,7 +25,8 @@ never meet it).
    episode_key, level, type, retrieval.scope.<target's keys> (layout), evidence.raw.source_repo,
    version and git_commit (provenance): any other value fails that gate. A string that is one of the contract's enumerated values
    (`one-line`, `lower-better`) is a category, not a claim. Everything else is read: keys, evidence.raw,
-   a `snippet` key anywhere but under payload.implementation, the rank.
+   a `snippet` key anywhere but under payload.implementation, the rank; the claims block
+   (evidence.raw.evidence_extra.claims) is the claims gate's, which reads its numbers with their slots.
 2. **Gains.** The packet measures one improvement: measurements.improve_pct_vs_floor, i.e.
    (floor_before_us - geomean_us) / floor_before_us x 100. A strategy's gain is that improvement:
    basis `measured`, kind `performance`, primary `latency` (a latency metric `lower-better`), gain.pct and every metric's (and
@@ -40,141 +41,25 @@ never meet it).
    (baseline_geomean_us: the packet states none) fails.
 3. **Rank.** worth.rank is the stage's to compute: a distilled record carries the unranked
    {score: 0.0, tier: provisional} and nothing else (a staged copy, under records/, is the stage's).
-4. **Causes.** The prose that explains -- payload.mechanism, payload.problem.bottleneck,
-   payload.established_fact.mechanism and every established_fact.condition value -- and the prose that
-   recounts the step -- payload.change, attempted, lesson, trace.builds_on.approach, problem.statement and every item of
-   payload.next_steps, retrieval.triggers and retrieval.signals.symptoms -- uses only words the packet
-   uses (a change the step never made, "uses TMA multicast", or a symptom nobody observed fails): every word of 4+ letters (lower-cased, a plural's trailing `s` ignored), grammar words
-   that join a cause to its effect (because, since, which, ... : GRAMMAR) aside, appears in the
-   packet's agent-facing text or code. A cause copied or condensed from the packet passes; one that
-   names a mechanism the packet never mentions ("bank conflicts", "register spills") fails.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal
-from functools import cached_property, lru_cache
-from typing import Any, TypeGuard
+from functools import lru_cache
+from typing import Any
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.store.schema import CONTRACT
 from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import QUOTED_CODE
-from optrace.gates.trace.numbers import BIDI_CONTROL, comparable, decimals, magnitude, number_tokens, unit_tokens
+from optrace.gates.trace.numbers import BIDI_CONTROL, magnitude, number_tokens, unit_tokens
+from optrace.gates.trace.pool import Pool, suffix_unit
+from optrace.gates.trace.pool import number as _number
 
-DIFF_HEADER = re.compile(r"^(?:--- |\+\+\+ |@@ ).*$", re.M)
 UNRANKED = {"score": 0.0, "tier": "provisional"}
-GROUNDED_PROSE = (
-    ("payload", "mechanism"),
-    ("payload", "problem", "bottleneck"),
-    ("payload", "established_fact", "mechanism"),
-)
-# what the record says was done, tried, built on, learned and observed: the packet's account, not a new one
-GROUNDED_ACCOUNT = (
-    ("payload", "change"),
-    ("payload", "attempted"),
-    ("payload", "lesson"),
-    ("payload", "trace", "builds_on", "approach"),
-    ("payload", "problem", "statement"),
-)
-GROUNDED_LISTS = (("payload", "next_steps"), ("retrieval", "triggers"), ("retrieval", "signals", "symptoms"))
-CONDITION = ("payload", "established_fact", "condition")
-WORD = re.compile(r"[a-z]{4,}")
-# Grammar, not content: the words that join a cause to its effect carry no claim of their own.
-GRAMMAR = frozenset(
-    [
-        "because",
-        "since",
-        "which",
-        "that",
-        "this",
-        "these",
-        "those",
-        "when",
-        "where",
-        "while",
-        "with",
-        "without",
-        "from",
-        "into",
-        "onto",
-        "than",
-        "then",
-        "there",
-        "their",
-        "they",
-        "them",
-        "each",
-        "only",
-        "also",
-        "more",
-        "less",
-        "most",
-        "much",
-        "many",
-        "some",
-        "such",
-        "over",
-        "under",
-        "both",
-        "does",
-        "done",
-        "would",
-        "could",
-        "should",
-        "cannot",
-        "have",
-        "having",
-        "been",
-        "being",
-        "were",
-        "what",
-        "whose",
-        "other",
-        "same",
-        "very",
-        "thus",
-        "hence",
-        "therefore",
-        "cause",
-        "causes",
-        "caused",
-        "result",
-        "results",
-        "resulting",
-        "leads",
-        "lead",
-        "leading",
-        "makes",
-        "make",
-        "made",
-        "reason",
-        "through",
-        "across",
-        "after",
-        "before",
-        "about",
-        "between",
-        "within",
-        "here",
-        "just",
-        "even",
-        "still",
-        "already",
-        "once",
-        "every",
-        "first",
-        "second",
-    ]
-) | frozenset(
-    # the imperative of a lesson ("do not retry this lever while the cause above holds; keep the kernel
-    # without it; try instead ..."): advice, which names no mechanism and states no fact of its own
-    ["retry", "keep", "above", "holds", "instead", "avoid"]
-)
+CLAIMS_BLOCK = ("evidence", "raw", "evidence_extra", "claims")
 EFFECT_NUMBERS = ("new_geomean_us", "parent_geomean_us", "baseline_geomean_us", "delta_pct")
 
 
@@ -222,16 +107,9 @@ def leaves(value: Any, path: tuple, out: list) -> list:
     return out
 
 
-KEY_UNITS = (("pct", "%"), ("_us", "us"), ("_ms", "ms"), ("_ns", "ns"))
-
-
 def key_unit(path: tuple) -> str | None:
     """The unit of a JSON number from its key (`delta_pct` -> %, `geomean_us` -> us), or None."""
     return suffix_unit(next((p for p in reversed(path) if isinstance(p, str)), ""))
-
-
-def suffix_unit(key: str) -> str | None:
-    return next((unit for suffix, unit in KEY_UNITS if key.endswith(suffix)), None)
 
 
 def leaf_units(path: tuple, value: Any) -> Iterator[tuple[str, str]]:
@@ -249,179 +127,6 @@ def leaf_tokens(path: tuple, value: Any) -> Iterator[tuple[str, bool]]:
     else:
         key = next((p for p in reversed(path) if isinstance(p, str)), "")
         yield repr(value), key.endswith("pct")
-
-
-def rounds_to(value: Decimal, target: Decimal) -> bool:
-    if not (comparable(value) and comparable(target)):
-        return False
-    quantum = Decimal(1).scaleb(-decimals(target))
-    try:
-        return any(value.quantize(quantum, rounding=mode) == target for mode in (ROUND_HALF_UP, ROUND_HALF_EVEN))
-    except ArithmeticError:  # more digits than the context holds: an absurd token, not a rounding
-        return False
-
-
-@lru_cache(maxsize=1 << 12)  # keyed by the packet's numbers themselves: no state crosses packets
-def roundings(values: frozenset[Decimal], places: int) -> frozenset[Decimal]:
-    """Every value v with more decimals than `places` rounded to `places` as rounds_to rounds it: a
-    target of `places` decimals is in this set exactly when rounds_to(v, target) for some v."""
-    quantum, out = Decimal(1).scaleb(-places), set()
-    for v in values:
-        if decimals(v) <= places or not comparable(v):
-            continue
-        try:  # rounds_to tries half-up first: when that cannot be computed it is False for v
-            out.add(v.quantize(quantum, rounding=ROUND_HALF_UP))
-            out.add(v.quantize(quantum, rounding=ROUND_HALF_EVEN))
-        except ArithmeticError:
-            continue
-    return frozenset(out)
-
-
-def matches(values: frozenset[Decimal], value: Decimal) -> bool:
-    if value in values:
-        return True
-    places = decimals(value)
-    return places > 0 and comparable(value) and value in roundings(values, places)
-
-
-def magnitudes(found: set[str]) -> frozenset[Decimal]:
-    # tokens repeat a lot (a kernel's constants, per-shape tables): convert each distinct one once
-    return frozenset(v for v in map(magnitude, found) if v is not None)
-
-
-def _number(v: Any) -> TypeGuard[int | float]:
-    return type(v) in (int, float)
-
-
-def _dec(v: float | int) -> Decimal:
-    return Decimal(repr(v))
-
-
-@dataclass(frozen=True)
-class Pool:
-    """What a packet states: its numbers, its words and its one measured improvement."""
-
-    packet: Packet
-
-    @cached_property
-    def _texts(self) -> tuple[list[str], list[tuple[str, int | float]]]:
-        """Every string and object key of the agent-facing layer (the leaves `leaves` reads), and every
-        JSON number with the nearest object key above it (which says its unit); no paths are built."""
-        texts: list[str] = []
-        numbers: list[tuple[str, int | float]] = []
-        stack = [("", self.packet.agent_facing)]
-        while stack:
-            key, node = stack.pop()
-            if isinstance(node, dict):
-                for k, item in node.items():
-                    texts.append(k)
-                    stack.append((k, item))
-            elif isinstance(node, list):
-                stack.extend((key, item) for item in node)
-            elif isinstance(node, str):
-                texts.append(node)
-            elif type(node) in (int, float):
-                numbers.append((key, node))
-        return texts, numbers
-
-    @cached_property
-    def stated(self) -> frozenset[Decimal]:
-        texts, numbers = self._texts
-        found = {repr(value) for _, value in numbers}
-        for t in texts:
-            found.update(tok for tok, _ in number_tokens(t))
-        return magnitudes(found)
-
-    @cached_property
-    def code(self) -> str:
-        code = self.packet.code or ""
-        if (self.packet.code_file or "").endswith(".diff"):
-            code = DIFF_HEADER.sub("", code)
-        return code
-
-    @cached_property
-    def with_unit(self) -> dict[str, frozenset[Decimal]]:
-        """unit -> the numbers the packet writes with that unit (text, code, keys ending pct/_us/...)."""
-        found: dict[str, set[str]] = {}
-        texts, numbers = self._texts
-        for text in texts:
-            for token, unit in unit_tokens(text):
-                found.setdefault(unit, set()).add(token)
-        for key, value in numbers:
-            if (key_unit := suffix_unit(key)) is not None:
-                found.setdefault(key_unit, set()).add(repr(value))
-        for token, unit in unit_tokens(self.code):
-            found.setdefault(unit, set()).add(token)
-        return {unit: magnitudes(tokens) for unit, tokens in found.items()}
-
-    def supports_unit(self, value: Decimal, unit: str) -> bool:
-        return matches(self.with_unit.get(unit, frozenset()), value) or (
-            unit == "%" and self.is_improvement_magnitude(value)
-        )
-
-    @cached_property
-    def in_code(self) -> frozenset[Decimal]:
-        return magnitudes({tok for tok, _ in number_tokens(self.code)})
-
-    @cached_property
-    def words(self) -> frozenset[str]:
-        texts, _ = self._texts
-        # the target's scope names the operator the statement describes (dense-gemm-shape-sweep)
-        scope = [v for v in obj(self.packet.target, "scope").values() if isinstance(v, str)]
-        # a packet repeats its words: stem each distinct one once (the same set)
-        return frozenset(map(stem, set(WORD.findall(("\n".join(texts + scope) + "\n" + self.code).lower()))))
-
-    def supports(self, value: Decimal) -> bool:
-        return matches(self.stated, value) or matches(self.in_code, value)
-
-    @cached_property
-    def measurements(self) -> dict:
-        return obj(self.packet.agent_facing, "measurements")
-
-    @cached_property
-    def improvement(self) -> tuple[Decimal, Decimal | None] | None:
-        """(improve_pct_vs_floor as stated, the exact improvement from floor and geomean or None)."""
-        m = self.measurements
-        pct, floor, geo = m.get("improve_pct_vs_floor"), m.get("floor_before_us"), m.get("geomean_us")
-        if not _number(pct):
-            return None
-        exact = None
-        if _number(floor) and _number(geo) and floor > 0:
-            exact = (_dec(floor) - _dec(geo)) / _dec(floor) * 100
-        return _dec(pct), exact
-
-    def is_improvement(self, value: Any) -> bool:
-        """value is the packet's improvement: same sign, exactly as stated or the exact value rounded
-        half-even to the decimals written (at least one)."""
-        if not _number(value) or self.improvement is None:
-            return False
-        stated, exact = self.improvement
-        v = _dec(value)
-        if not v.is_finite() or (v > 0) != (stated > 0) or (v < 0) != (stated < 0):
-            return False
-        if v == stated:
-            return True
-        d = decimals(v)
-        return (
-            exact is not None
-            and 1 <= d <= 12
-            and comparable(v)
-            and exact.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_EVEN) == v
-        )
-
-    def is_improvement_magnitude(self, value: Decimal) -> bool:
-        """A percentage in prose that is the improvement's magnitude, rounded to its precision."""
-        if self.improvement is None:
-            return False
-        stated, exact = self.improvement
-        return any(
-            x is not None and (abs(x) == value or (decimals(value) > 0 and rounds_to(abs(x), value)))
-            for x in (stated, exact)
-        )
-
-
-def stem(word: str) -> str:
-    return word[:-1] if word.endswith("s") and len(word) > 4 else word
 
 
 # --- rule 1: numbers --------------------------------------------------------------------------
@@ -450,6 +155,8 @@ def is_exempt(path: tuple, value: Any, bound: dict[tuple, Any], staged: bool) ->
     if path in bound and isinstance(value, str):  # its gate fails any other value
         return True
     if staged and path[:2] == ("worth", "rank"):
+        return True
+    if path[:4] == CLAIMS_BLOCK:  # the claims gate reads it: each number with the slot it names
         return True
     return isinstance(value, str) and value in enum_strings()
 
@@ -606,45 +313,10 @@ def rank_problems(view: RecordView) -> list[str]:
     return []
 
 
-# --- rule 4: causes ---------------------------------------------------------------------------
-
-
-def grounded_texts(record: dict) -> Iterator[tuple[str, str]]:
-    for path in GROUNDED_PROSE + GROUNDED_ACCOUNT:
-        value = obj(record, *path[:-1]).get(path[-1])
-        if isinstance(value, str):
-            yield format_loc(path), value
-    for path in GROUNDED_LISTS:
-        items = obj(record, *path[:-1]).get(path[-1])
-        for i, item in enumerate(items if isinstance(items, list) else []):
-            if isinstance(item, str):
-                yield f"{format_loc(path)}[{i}]", item
-    for key, value in obj(record, *CONDITION).items():
-        if isinstance(value, str):
-            yield format_loc(CONDITION + (key,)), value
-
-
-def cause_problems(record: dict, pool: Pool) -> list[str]:
-    out = []
-    for where, value in grounded_texts(record):
-        missing = sorted({w for w in WORD.findall(value.lower()) if w not in GRAMMAR and stem(w) not in pool.words})
-        if missing:
-            out.append(
-                f"{where}: {', '.join(map(repr, missing[:5]))} appear nowhere in the packet: a cause must "
-                "be the packet's own"
-            )
-    return out
-
-
 @needs_packet
 def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     pool = Pool(ev.packet)
-    problems = (
-        number_problems(view, pool)
-        + gain_problems(view.record, pool)
-        + rank_problems(view)
-        + cause_problems(view.record, pool)
-    )
+    problems = number_problems(view, pool) + gain_problems(view.record, pool) + rank_problems(view)
     return [f"{view.relpath}: {p}" for p in problems]
 
 

@@ -1,4 +1,4 @@
-"""Injection tests for all 17 gates: plant one defect into real, passing records, and exactly the gate
+"""Injection tests for all 19 gates: plant one defect into real, passing records, and exactly the gate
 that owns it must FAIL, naming the record.
 
 The records are the drafter's, made from the example trace's packets (mined in a scratch directory).
@@ -94,7 +94,8 @@ def workbench(root: Path, slug: str = SLUG) -> Workbench:
     """Packets, facts and drafted records of a mined trace at root (packets/ and work/ of slug)."""
     packets_dir, work = root / "packets" / slug, root / "work" / slug
     packets = {}
-    for entry in json.loads((packets_dir / "manifest.json").read_text(encoding="utf-8"))["packets"]:
+    manifest = json.loads((packets_dir / "manifest.json").read_text(encoding="utf-8"))
+    for entry in manifest["packets"]:
         code_file = entry.get("code_file")
         code = (packets_dir / code_file).read_bytes() if code_file else None
         packets[entry["id"]] = Packet.from_bytes(
@@ -105,6 +106,7 @@ def workbench(root: Path, slug: str = SLUG) -> Workbench:
         read_jsonl(work / "versions.jsonl"),
         read_jsonl(work / "profiles.jsonl"),
         meta=json.loads((work / "meta.json").read_text(encoding="utf-8")),
+        manifest=manifest,
     )
     records = []
     for rid, packet in sorted(packets.items()):
@@ -307,6 +309,67 @@ def _raw(record: dict) -> dict:
     return record["evidence"]["raw"]
 
 
+def _claims(record: dict) -> dict:
+    return record["evidence"]["raw"]["evidence_extra"]["claims"]
+
+
+def _restate(path: str, text: Callable[[str], str], cites: Callable[[Planted], list[str]] | None = None):
+    """Set the field at a dotted path (no list indices) and its claim to the new text, as an agent that
+    keeps its citations in step would; `cites` replaces what the claim cites."""
+
+    def plant(p: Planted) -> None:
+        keys = path.split(".")
+        node = p.record
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = text(node[keys[-1]])
+        entries = _claims(p.record)["fields"][path]
+        entries[:] = [{**entries[0], "says": node[keys[-1]], "cites": cites(p) if cites else entries[0]["cites"]}]
+
+    return plant
+
+
+def _items_of(p: Planted, kind: str) -> list[str]:
+    items = p.evidence.packet.agent_facing.get("evidence") or []
+    return [i["id"] for i in items if i.get("kind") == kind]
+
+
+def _with_next_steps(p: Planted) -> bool:
+    return _is_strategy(p) and bool(obj(p.record, "payload").get("next_steps")) and bool(_items_of(p, "change"))
+
+
+def _next_step_cites_the_change(p: Planted) -> None:
+    entries = _claims(p.record)["fields"]["payload.next_steps[0]"]
+    entries[0]["cites"] = _items_of(p, "change")[:1]
+
+
+def _with_approach(p: Planted) -> bool:
+    base = obj(p.evidence.packet.agent_facing, "builds_on")
+    return _builds_on_a_milestone(p) and bool(base.get("previous_approach")) and bool(_items_of(p, "segment"))
+
+
+def _anti(p: Planted) -> bool:
+    return p.record.get("type") == "anti-strategy"
+
+
+def _entitled_metrics(p: Planted) -> bool:
+    return _measured_gain(p) and bool(obj(p.record, "retrieval", "signals", "metrics"))
+
+
+def _metric_is_the_gain(record: dict) -> None:
+    record["retrieval"]["signals"]["metrics"]["memory_throughput_pct"] = record["worth"]["gain"]["pct"]
+
+
+def _other_risk(record: dict) -> None:
+    cost = record["payload"]["cost"]
+    cost["risk"] = {"low": "med", "med": "low", "high": "low"}[cost["risk"]]
+
+
+def _missing_integer(p: Planted) -> int:
+    pool = Pool(p.evidence.packet)
+    return next(n for n in range(2, 1000) if not pool.supports(Decimal(n)))
+
+
 TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
     TraceInjection("profile", "raw carries a wiki page_path", _any, _edit(lambda r: _raw(r).update(page_path=None))),
     TraceInjection(
@@ -338,16 +401,66 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
     ),
     TraceInjection(
         "no-fabrication",
-        "invented percentage in the goal",
-        _any,
-        _append_to_goal(lambda p: "It saves 37.77% of the traffic."),
+        "invented percentage as a metric's unit",
+        _measured_gain,
+        _edit(lambda r: r["worth"]["gain"]["metrics"][0].update(unit="37.77%")),
     ),
     TraceInjection(
-        "no-fabrication", "small integer the packet never states", _any, _append_to_goal(_missing_small_integer)
+        "no-fabrication",
+        "small integer the packet never states",
+        _any,
+        lambda p: _raw(p.record).update(hunk_index=_missing_integer(p)),
     ),
     TraceInjection("no-fabrication", "gain pct not in the packet", _measured_gain, _edit(_invent_gain)),
     TraceInjection("no-fabrication", "gain with its sign flipped", _measured_gain, _edit(_flip_gain)),
-    TraceInjection("no-fabrication", "number glued to a word", _any, _append_to_goal(lambda p: "speedup37.77%")),
+    TraceInjection(
+        "no-fabrication",
+        "number glued to a word",
+        _any,
+        _edit(lambda r: _raw(r).update(file_paths=["speedup37.77%"])),
+    ),
+    TraceInjection(
+        "claims",
+        "citations of another packet",
+        _any,
+        lambda p: _claims(p.record).update(
+            packet=next(q.seg_id for q in p.bench.packets.values() if q.seg_id != p.evidence.packet.seg_id)
+        ),
+    ),
+    TraceInjection(
+        "claims", "a next step resting on the step's own change", _with_next_steps, _next_step_cites_the_change
+    ),
+    TraceInjection(
+        "claims", "a word the cited evidence lacks", _any, _restate("payload.goal", lambda t: f"{t} with TMA multicast")
+    ),
+    TraceInjection(
+        "claims",
+        "slower where the packet measured faster",
+        _measured_gain,
+        _restate("payload.goal", lambda t: f"{t} The kernel is slower than before."),
+    ),
+    TraceInjection(
+        "claims", "a scope word the evidence lacks", _any, _restate("payload.goal", lambda t: f"{t} in general")
+    ),
+    TraceInjection(
+        "claims", "a field without its claim", _any, lambda p: _claims(p.record)["fields"].pop("payload.goal")
+    ),
+    TraceInjection(
+        "structured-facts",
+        "verdict not the one the packet gives",
+        _anti,
+        _edit(lambda r: r["payload"].update(verdict="performance-ceiling")),
+    ),
+    TraceInjection(
+        "structured-facts",
+        "confidence not the packet's",
+        _any,
+        _edit(lambda r: r["evidence"]["summary"].update(confidence="documented")),
+    ),
+    TraceInjection(
+        "structured-facts", "a capture metric holding the gain", _entitled_metrics, _edit(_metric_is_the_gain)
+    ),
+    TraceInjection("structured-facts", "risk not what the diff gives", _measured_gain, _edit(_other_risk)),
     TraceInjection("provenance", "commit of another version", _any, _other_version_commit),
     TraceInjection(
         "provenance", "commit unknown to the trace", _any, _edit(lambda r: _raw(r).update(git_commit="0" * 40))
@@ -373,15 +486,17 @@ TRACE_INJECTIONS: tuple[TraceInjection, ...] = (
     ),
     TraceInjection(
         "lineage",
-        "builds on the approach of another version",
-        _builds_on_a_milestone,
-        _edit(lambda r: r["payload"]["trace"]["builds_on"].update(approach=r["payload"]["change"])),
+        "builds on another approach than its parent's",
+        _with_approach,
+        _restate(
+            "payload.trace.builds_on.approach", lambda t: "The previous kept kernel.", lambda p: _items_of(p, "segment")
+        ),
     ),
     TraceInjection(
         "ncu-attribution",
         "profiler named without a usable capture",
         _no_capture,
-        _append_to_goal(lambda p: "Nsight Compute shows it."),
+        _edit(lambda r: _raw(r).update(file_paths=["profiles/nsight-compute-report.txt"])),
     ),
     TraceInjection(
         "store-overlap", "episode_key another record of the trace holds", _twin_scope, _episode_of_another_record

@@ -24,7 +24,7 @@ a trace gate):
   n_shapes = operator.n_benchmarked_shapes, var_axes within operator.variable_axes and predicate `*`
   (a packet states no narrower regime); a gain metric's measured_over counts those same shapes;
   payload.trace.builds_on.is_baseline is builds_on.was_the_untouched_baseline; payload.cost.edit_scope
-  of a diff is what the diff edits (drafter.edit_scope: one-line only when at most one line goes out
+  of a diff is what the diff edits (kernelcode.edit_scope: one-line only when at most one line goes out
   and one comes in);
 - an established fact's condition is within the scope: sm_arch is the packet's ISA (operator.isa, or
   the ISA of the scope's arch when the packet names none), and no architecture or product other than
@@ -39,15 +39,13 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from optrace.distill.drafter import (  # the ISA of an arch: the drafter's fallback condition, judged the same way
-    ARCH_ISA,
-    edit_scope,
-)
+from optrace.facts import ARCH_ISA  # the ISA of an arch: the drafter's fallback condition, judged the same way
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.store.store import store_path
 from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import collapsed, folded, strings
 from optrace.gates.trace.numbers import normalize, number_tokens
+from optrace.kernelcode import edit_scope
 
 PRODUCT = r"[abhlv]\d{2,3}[a-z]?|g[bh]\d{3}|rtx\s?\d{4}(?:\s?ti)?|mi\d{3}[a-z]?|t4|p100"
 ARCH = (

@@ -24,6 +24,8 @@ TRACE_GATES = (
     "layout",
     "verbatim",
     "no-fabrication",
+    "claims",
+    "structured-facts",
     "provenance",
     "ncu-attribution",
     "lineage",
@@ -77,6 +79,8 @@ class TraceContext:
     profile: str = str(PROFILE)
     capture_versions: Mapping[str, str] = field(default_factory=dict)  # usable dir -> the version it captured
     meta: Mapping[str, Any] = field(default_factory=dict)  # meta.json's facts (META_FACTS), {} when unknown
+    # (seg_id, the lever or change it is about) of every packet of the trace (the packets manifest)
+    names: tuple[tuple[str, str], ...] = ()
 
     @cached_property
     def versions_of(self) -> dict[str, str]:
@@ -91,11 +95,27 @@ def meta_facts(meta: Any) -> dict:
     return {k: meta[k] for k in META_FACTS if k in meta} if isinstance(meta, dict) else {}
 
 
+def manifest_names(manifest: Any) -> tuple[tuple[str, str], ...]:
+    """(seg_id, name) of every packet entry that names a lever or change."""
+    entries = manifest.get("packets") if isinstance(manifest, dict) else None
+    rows = entries if isinstance(entries, list) else []
+    return tuple(
+        (e["seg_id"], e["names"])
+        for e in rows
+        if isinstance(e, dict) and isinstance(e.get("seg_id"), str) and isinstance(e.get("names"), str)
+    )
+
+
 def trace_context(
-    slug: str, versions: list[Any], profiles: list[Any], profile: str = str(PROFILE), meta: Any = None
+    slug: str,
+    versions: list[Any],
+    profiles: list[Any],
+    profile: str = str(PROFILE),
+    meta: Any = None,
+    manifest: Any = None,
 ) -> TraceContext:
-    """Facts from ingest's rows (versions.jsonl, profiles.jsonl, meta.json); rows of an unexpected shape
-    are ignored."""
+    """Facts from ingest's rows (versions.jsonl, profiles.jsonl, meta.json) and the packets manifest; rows
+    of an unexpected shape are ignored."""
     rows = [r for r in versions if isinstance(r, dict)]
     commits = {
         r["version"]: r["sha"] for r in rows if isinstance(r.get("version"), str) and isinstance(r.get("sha"), str)
@@ -105,7 +125,7 @@ def trace_context(
     ]
     usable = frozenset(p["dir"] for p in usable_rows)
     versions_of = {p["dir"]: p["version"] for p in usable_rows if isinstance(p.get("version"), str)}
-    return TraceContext(slug, commits, usable, profile, versions_of, meta_facts(meta))
+    return TraceContext(slug, commits, usable, profile, versions_of, meta_facts(meta), manifest_names(manifest))
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,18 @@ A capture is usable for a record when ingest found that it measured the kernel u
 harness kernel such as torch's RNG fill): the packet says so (profiler.ncu_measured_the_kernel_under_test),
 one of its capture_dirs is usable in ingest's profiles.jsonl, and profiles.jsonl says that capture is
 of one of the record's own versions (the packet's provenance version and occurrences): a capture of
-another version does not count. This is a trace gate: it judges mined records only.
+another version does not count -- except that a strategy's bottleneck fields speak of the capture of the
+version it builds on (provenance.builds_on.capture_dirs, of that version: the problem the step fixed), and
+only of it (its own after-profile diagnoses the next step). This is a trace gate: it judges mined records
+only.
 
 Without such a capture a record states nothing a profiler establishes:
 - evidence.summary.bottleneck_evidence: basis `bench-only` or `none`, no tool;
-- payload.problem.bottleneck, retrieval.signals.bottleneck and evidence.summary.mechanism_metrics are
-  null or absent, and retrieval.signals.metrics is empty (its metrics are profiler counters);
-- no string of the record (code quoted verbatim aside) names a profiler or a profiler metric: ncu,
+- retrieval.signals.bottleneck and evidence.summary.mechanism_metrics are null or absent, and
+  retrieval.signals.metrics is empty (its metrics are profiler counters); payload.problem.bottleneck is
+  null or whole clauses of the bottleneck the run's commit subject states (`(bottleneck: ...)`);
+- no string of the record (code quoted verbatim aside) names a profiler or a profiler metric (unless a
+  strategy has its parent's capture to speak of): ncu,
   Nsight, nsys, rocprof, omniperf, CUPTI, a roofline, "profiler shows" (also glued to what follows,
   `NCUreport`, and in full-width or look-alike letters), counter names such as `dram__bytes` or
   `dram_throughput_pct`, "achieved occupancy".
@@ -18,8 +23,8 @@ Whatever the capture, basis `microbenchmark` fails (a trace holds no microbenchm
 `asserted` (an assertion is not evidence).
 With the capture, the claims must agree with it: payload.problem.bottleneck and bottleneck_evidence.note
 are whole consecutive clauses of the capture's conclusion (whitespace and case aside; a clause ends at
-. ; : , ! or ?), never a fragment that says something else ("not hide"), a tool is Nsight Compute's (`ncu`),
-and retrieval.signals.bottleneck names a class the conclusion gives evidence for (BOTTLENECK_EVIDENCE).
+. ; : , ! or ?), never a fragment that says something else ("not hide"), and a tool is Nsight Compute's
+(`ncu`); the bottleneck label and the metrics are the capture's (the structured-facts gate).
 """
 
 from __future__ import annotations
@@ -38,22 +43,11 @@ PROFILER_TEXT = re.compile(
     r"|\bachieved[_ ]occupancy\b|\b(?:warp|stall)_\w*(?:reason|cycles)\b",
     re.I,
 )
-BOTTLENECK_EVIDENCE = {
-    "launch-overhead": r"launch",
-    "host-sync-stall": r"sync|host",
-    "store-bandwidth-bound": r"bandwidth|memory[- ]bound|dram",
-    "alu-saturated": r"alu|compute[- ]bound|fma|pipe",
-    "tiny-m-gemm": r"gemm|small[- ]m|tiny",
-    "occupancy-register-capped": r"occupancy|register",
-    "precision-gate-failure": r"precision|accura|toleran",
-    "vendor-library-floor": r"cublas|cudnn|library|vendor",
-    "tail-effect": r"tail|wave",
-    "moe-load-imbalance": r"imbalanc|expert",
-}
 NO_CAPTURE_BASES = ("bench-only", "none")
 NEVER_BASES = ("microbenchmark", "asserted")
 PROFILER_TOOLS = ("ncu", "nsight compute")
 QUOTED_CODE = (("payload", "implementation", "snippet"), ("payload", "implementation", "dispatch_snippet"))
+CLAIMS_BLOCK = ("evidence", "raw", "evidence_extra", "claims")  # copies of the record's own strings
 
 
 def record_versions(ev: PacketEvidence) -> set[str]:
@@ -62,17 +56,63 @@ def record_versions(ev: PacketEvidence) -> set[str]:
     return {v for v in versions | {prov.get("version")} if isinstance(v, str)}
 
 
-def has_usable_capture(ev: PacketEvidence) -> bool:
-    packet, trace = ev.packet, ev.trace
-    dirs = packet.provenance.get("capture_dirs")
-    mine = record_versions(ev)
+def _usable(profiler: dict, dirs: object, versions: set[str], ev: PacketEvidence) -> bool:
+    trace = ev.trace
     return (
-        obj(packet.agent_facing, "profiler").get("ncu_measured_the_kernel_under_test") is True
+        profiler.get("ncu_measured_the_kernel_under_test") is True
         and isinstance(dirs, list)
         and any(
-            isinstance(d, str) and d in trace.usable_captures and trace.capture_versions.get(d) in mine for d in dirs
+            isinstance(d, str) and d in trace.usable_captures and trace.capture_versions.get(d) in versions
+            for d in dirs
         )
     )
+
+
+def has_own_capture(ev: PacketEvidence) -> bool:
+    """A usable capture of one of the record's own versions."""
+    packet = ev.packet
+    return _usable(obj(packet.agent_facing, "profiler"), packet.provenance.get("capture_dirs"), record_versions(ev), ev)
+
+
+def has_parent_capture(ev: PacketEvidence) -> bool:
+    """A strategy's usable capture of the version it builds on (what the step attacked)."""
+    packet = ev.packet
+    if packet.data.get("record_type") != "strategy":
+        return False
+    base = obj(packet.provenance, "builds_on")
+    version = base.get("version")
+    profiler = obj(packet.agent_facing, "builds_on", "parent_profiler")
+    return isinstance(version, str) and _usable(profiler, base.get("capture_dirs"), {version}, ev)
+
+
+def has_usable_capture(ev: PacketEvidence) -> bool:
+    """Any capture the record may speak of: its own version's, or a strategy's parent's."""
+    return has_own_capture(ev) or has_parent_capture(ev)
+
+
+def entitled_conclusion(ev: PacketEvidence) -> str | None:
+    """The conclusion a record's bottleneck fields may quote: a strategy's parent capture's (the problem
+    it fixed; its own after-profile diagnoses the next step), any other record's own capture's; None
+    when it has no such capture."""
+    if ev.packet.data.get("record_type") == "strategy":
+        if not has_parent_capture(ev):
+            return None
+        said = obj(ev.packet.agent_facing, "builds_on", "parent_profiler").get("conclusion")
+    else:
+        if not has_own_capture(ev):
+            return None
+        said = obj(ev.packet.agent_facing, "profiler").get("conclusion")
+    return said if isinstance(said, str) else ""
+
+
+def stated_bottlenecks(ev: PacketEvidence) -> list[str]:
+    """The bottlenecks the run's own commit subject states (`(bottleneck: ...)`), as evidence items."""
+    items = ev.packet.agent_facing.get("evidence")
+    return [
+        i["text"]
+        for i in (items if isinstance(items, list) else [])
+        if isinstance(i, dict) and i.get("kind") == "stated-bottleneck" and isinstance(i.get("text"), str)
+    ]
 
 
 # Latin letters written with Cyrillic/Greek look-alikes ("Nѕight"), read as the Latin ones
@@ -117,7 +157,7 @@ def profiler_hit(text: str) -> re.Match | None:
     return m
 
 
-def without_capture(record: dict) -> list[str]:
+def without_capture(record: dict, stated: list[str], any_capture: bool) -> list[str]:
     summary, signals = obj(record, "evidence", "summary"), obj(record, "retrieval", "signals")
     be = obj(summary, "bottleneck_evidence")
     out = []
@@ -134,8 +174,14 @@ def without_capture(record: dict) -> list[str]:
         out.append(
             f"evidence.summary.bottleneck_evidence.tool: {be.get('tool')!r} without a usable capture of this version"
         )
-    if obj(record, "payload", "problem").get("bottleneck") is not None:
-        out.append("payload.problem.bottleneck: set without a usable capture of this version")
+    bottleneck = obj(record, "payload", "problem").get("bottleneck")
+    if bottleneck is not None and not (
+        isinstance(bottleneck, str) and any(is_clauses_of(collapsed(bottleneck), collapsed(s)) for s in stated)
+    ):
+        out.append(
+            "payload.problem.bottleneck: set without a usable capture of this version (and not the bottleneck "
+            "its commit subject states)"
+        )
     if signals.get("bottleneck") is not None:
         out.append("retrieval.signals.bottleneck: set without a usable capture of this version")
     if signals.get("metrics"):
@@ -143,7 +189,10 @@ def without_capture(record: dict) -> list[str]:
     metrics = summary.get("mechanism_metrics")
     if metrics is not None and not (isinstance(metrics, dict) and all(v is None for v in metrics.values())):
         out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
+    if any_capture:  # a strategy's parent capture: profiler words may speak of it, the fields above may not
+        return out
     judged = [(path, text) for path, text in strings(record) if path[:3] != ("evidence", "raw", "git_commit")]
+    judged = [(path, text) for path, text in judged if path[:4] != CLAIMS_BLOCK]
     joined = "\0".join(text for _, text in judged)  # NUL is a boundary no part of PROFILER_TEXT matches
     if not profiler_hit(joined):
         judged = []  # one scan says no string has a hit; only a hit needs the per-string scan that says where
@@ -189,11 +238,6 @@ def with_capture(record: dict, conclusion: str) -> list[str]:
     tool = be.get("tool")
     if tool is not None and not (isinstance(tool, str) and tool.strip().casefold() in PROFILER_TOOLS):
         out.append(f"evidence.summary.bottleneck_evidence.tool: {tool!r}, but the capture is Nsight Compute's (ncu)")
-    label = obj(record, "retrieval", "signals").get("bottleneck")
-    if label is not None and not (
-        isinstance(label, str) and label in BOTTLENECK_EVIDENCE and re.search(BOTTLENECK_EVIDENCE[label], said)
-    ):
-        out.append(f"retrieval.signals.bottleneck: {label!r} is not what the capture's conclusion gives evidence for")
     return out
 
 
@@ -209,11 +253,11 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
         if basis in NEVER_BASES
         else []
     )
-    if has_usable_capture(ev):
-        conclusion = obj(ev.packet.agent_facing, "profiler").get("conclusion")
-        out += with_capture(record, conclusion if isinstance(conclusion, str) else "")
+    conclusion = entitled_conclusion(ev)
+    if conclusion is not None:
+        out += with_capture(record, conclusion)
     else:
-        out += without_capture(record)
+        out += without_capture(record, stated_bottlenecks(ev), has_usable_capture(ev))
     return [f"{view.relpath}: {m}" for m in out]
 
 

@@ -1,10 +1,10 @@
-"""All 17 gates on the records of one trace: the per-record part (cacheable) and the cross-record part.
+"""All 19 gates on the records of one trace: the per-record part (cacheable) and the cross-record part.
 
     judge(relpath, record, error, packet, trace, denylist) -> Judged   verdicts of every gate that can
-        judge the record alone: 7 store gates (gates.store's check_view) and 7 trace gates
+        judge the record alone: 7 store gates (gates.store's check_view) and 9 trace gates
     finish(judged, live) -> [RecordVerdict]   adds what depends on the other records and the live
         store (relations, store-overlap; recomputed every run, never cached) and gives every record a
-        verdict for all 17 gates
+        verdict for all 19 gates
 
 A record's Judged depends only on its bytes, its path, its packet, the trace's facts, the gates' code
 and the denylist, which is what makes it safe to cache by content hash. `index` is a whole-store gate:
@@ -19,8 +19,18 @@ from typing import Any
 from optrace.gates.store import relations
 from optrace.gates.store.model import FAIL, GATES, PASS, SKIP, GateContext, RecordView, obj
 from optrace.gates.store.runner import applicable, check_record, check_view, run_check
+from optrace.gates.trace import (
+    claims,
+    fabrication,
+    layout,
+    lineage,
+    ncu_attribution,
+    provenance,
+    store_overlap,
+    structured,
+    verbatim,
+)
 from optrace.gates.trace import corpus_profile as profile
-from optrace.gates.trace import fabrication, layout, lineage, ncu_attribution, provenance, store_overlap, verbatim
 from optrace.gates.trace.model import TRACE_GATES, Evidence, Packet, TraceContext
 from optrace.gates.trace.store_overlap import Claim, LiveStore, overlaps
 from optrace.scrub.leak_patterns import Denylist
@@ -30,6 +40,8 @@ PER_RECORD_GATES = (
     layout.GATE,
     verbatim.GATE,
     fabrication.GATE,
+    claims.GATE,
+    structured.GATE,
     provenance.GATE,
     ncu_attribution.GATE,
     lineage.GATE,
@@ -81,7 +93,7 @@ class Judged:
 @dataclass(frozen=True)
 class RecordVerdict:
     judged: Judged
-    gates: dict[str, tuple[str, list[str]]]  # gate -> (PASS|FAIL|SKIP, messages), all 17 in run order
+    gates: dict[str, tuple[str, list[str]]]  # gate -> (PASS|FAIL|SKIP, messages), all 19 in run order
 
     @property
     def failed(self) -> list[str]:

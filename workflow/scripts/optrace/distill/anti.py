@@ -1,0 +1,203 @@
+"""An anti-strategy: a failed lever or a recorded pitfall, written only as an established fact.
+
+Its cause is read from the trace's own statements in order of authority: the lever's own stated cause (a
+pitfall's explanation, an experiment's evidence, a revert's reason), the reason written beside the lever,
+its fix, then the version's gate verdict, commit body and evidence summary (where one version lists
+several levers, only what it says about this one: the sentence or bracket that names it). The one judge
+of a cause is optrace.facts. The condition is what the statements scope it to: the toolchain, the
+architecture only when the cause is bound to it, a shape regime or dtype they state. The lesson is the
+trace's: its lesson, its fix, a sentence saying when the lever pays off, else the run's next direction.
+"""
+
+from __future__ import annotations
+
+import re
+
+from optrace.distill.claims import Claims, Said, Sources, servable
+from optrace.distill.common import measured_effect, problem
+from optrace.distill.draft import Draft
+from optrace.distill.strategy import DIFF_FORMAT
+from optrace.facts import (
+    DTYPE_RE,
+    MIN_MECHANISM_CHARS,
+    SHAPE_RE,
+    arch_bound,
+    judge_sentence,
+    single_match,
+)
+from optrace.kernelcode import diff_snippet
+from optrace.pipeline_facts import anti_verdict
+from optrace.wording import overlap, sentences
+
+# (kind, whether it is a stated-cause field, whether it is the version's prose shared with other levers)
+CAUSE_ORDER = (
+    ("cause", True, False),
+    ("lever-cause", True, False),
+    ("fix", False, False),
+    ("gate-verdict", False, True),
+    ("body", False, True),
+    ("evidence-summary", False, True),
+    ("pitfall", False, False),  # only the sentences of a recorded pitfall about this lever (own_pitfalls)
+)
+MAX_CAUSE_SENTENCES = 3
+NAMES_THE_LEVER = 0.5  # share of the lever's words a shared sentence must hold to be about it
+PAYS_OFF = re.compile(r"\bonly (?:pays off|helps|works|wins|overlaps)\b|\bpays off only\b", re.I)
+_BRACKET = re.compile(r"\(([^()]{8,})\)")
+_BOUNDARY = re.compile(r"(?:^|[:;]\s+|,\s+|\)\s*(?:,\s*)?(?:and\s+)?|\band\s+)")
+
+
+def about_this_lever(sentence: str, lever: str) -> str | None:
+    """The part of a sentence of shared prose that is about this lever: the `<lever> (<reason>)` span
+    that names it, else the whole sentence when it names the lever, else None."""
+    best, best_score = None, 0.0
+    for m in _BRACKET.finditer(sentence):
+        head_start = max((b.end() for b in _BOUNDARY.finditer(sentence, 0, m.start())), default=0)
+        span = sentence[head_start : m.end()].strip()
+        score = overlap(lever, sentence[head_start : m.start()])
+        if score > best_score:
+            best, best_score = span, score
+    if best is not None and best_score >= NAMES_THE_LEVER:
+        return best
+    return sentence if overlap(lever, sentence) >= NAMES_THE_LEVER else None
+
+
+def own_pitfalls(packet: dict, src: Sources, lever: str) -> list[dict]:
+    """The items of the pitfalls its version recorded about this lever (whose name names it), name aside."""
+    wanted: set[str] = set()
+    for p in packet["agent_facing"].get("pitfalls_recorded_here") or []:
+        parts = sentences(p.get("pitfall"))
+        if parts and p.get("pitfall") != lever and overlap(parts[0], lever) >= NAMES_THE_LEVER:
+            wanted |= set(parts[1:])
+    return [i for i in src.of("pitfall") if i["text"] in wanted]
+
+
+def cause_claims(packet: dict, src: Sources, lever: str, own_prose: bool) -> list[Said]:
+    """The causal sentences of the first source (CAUSE_ORDER) that states a cause of at least 40 characters."""
+    for kind, labelled, shared in CAUSE_ORDER:
+        found: list[Said] = []
+        for item in own_pitfalls(packet, src, lever) if kind == "pitfall" else src.of(kind):
+            for s in sentences(item["text"]):
+                part = s if (own_prose or not shared) else about_this_lever(s, lever)
+                causal = part and servable(part) and judge_sentence(part, lever, labelled).states_cause
+                if causal and len(found) < MAX_CAUSE_SENTENCES:
+                    found.append(Said(part, (item["id"],)))
+        if found and sum(len(f.says) for f in found) >= MIN_MECHANISM_CHARS:
+            return found
+    return []
+
+
+def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said]) -> dict[str, Said]:
+    """The toolchain, the ISA when the cause is bound to the architecture, and a shape regime or dtype
+    the lever or its cause states once, each citing where it is stated."""
+    scope = packet["target"]["scope"]
+    isa = packet["agent_facing"]["operator"].get("isa")
+    where = src.of("segment")[:1]
+    out: dict[str, Said] = {}
+    if scope["dsl"] != "any" and where:
+        out["toolchain"] = Said(scope["dsl"], (where[0]["id"],))
+    stated = [(lever_item["text"], (lever_item["id"],))] + [(w.says, w.cites) for w in why]
+    text = " ".join(t for t, _ in stated)
+    if isa and where and arch_bound(text) and isa in where[0]["text"]:
+        out["sm_arch"] = Said(isa, (where[0]["id"],))
+    for key, pattern in (("shape_regime", SHAPE_RE), ("dtype", DTYPE_RE)):
+        value = single_match(pattern, text)
+        if value:
+            cites = tuple(dict.fromkeys(c for t, cs in stated if value in t for c in cs))
+            out[key] = Said(value, cites)
+    return out
+
+
+def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_prose: bool) -> list[Said]:
+    """The trace's lesson, its fix (or the fix of a pitfall its version recorded about it), a sentence
+    saying when the lever pays off, the run's next direction, else: do not retry the lever while its cause
+    holds (the pipeline's statement of the segment)."""
+    for kind in ("lesson", "fix"):
+        found = [Said(" ".join(i["text"].split()), (i["id"],)) for i in src.of(kind) if servable(i["text"])]
+        if found:
+            return found
+    for p in packet["agent_facing"].get("pitfalls_recorded_here") or []:
+        if p.get("pitfall") != lever and overlap(lever, p.get("pitfall") or "") >= NAMES_THE_LEVER:
+            wanted = set(sentences(p.get("fix")))
+            found = [Said(i["text"], (i["id"],)) for i in src.of("pitfall-fix") if i["text"] in wanted]
+            if found and all(servable(f.says) for f in found):
+                return found
+    mechanism = {w.says for w in why}
+    for kind in ("cause", "lever-cause", "gate-verdict", "body"):
+        for item in src.of(kind):
+            for s in sentences(item["text"]):
+                part = s if own_prose or kind in ("cause", "lever-cause") else about_this_lever(s, lever)
+                if part and part not in mechanism and PAYS_OFF.search(part) and servable(part):
+                    return [Said(part, (item["id"],))]
+    directions = [i for i in src.of("direction") if servable(i["text"])]
+    if directions:
+        return [Said(f"Try instead: {' '.join(directions[0]['text'].split())}", (directions[0]["id"],))]
+    where = src.of("segment")[:1]
+    return [Said("Do not retry this lever while the cause above holds.", tuple(i["id"] for i in where))]
+
+
+def observed_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said]) -> list[Said]:
+    """What was seen when the lever was tried: a pitfall's own name (the error it is); else the lever's own
+    gate verdict or cause where it states numbers, then its change against the floor it was tried
+    against (a slot). Never the mechanism again."""
+    if packet["seg_kind"] == "curated-pitfall":
+        return [Said(" ".join(lever_item["text"].split()), (lever_item["id"],))]
+    out: list[Said] = []
+    mechanism = {w.says for w in why}
+    kinds = ("gate-verdict", "cause") if packet["seg_kind"] in ("deadend-prose", "deadend-experiment") else ("cause",)
+    for item in src.of(*kinds):
+        for s in sentences(item["text"]):
+            if re.search(r"\d", s) and servable(s) and s not in mechanism and len(out) < 2:
+                out.append(Said(s, (item["id"],)))
+        if out:
+            break
+    pct = packet["agent_facing"]["measurements"].get("improve_pct_vs_floor")
+    if type(pct) in (int, float):
+        slot = "measurements.improve_pct_vs_floor"
+        text = f"The attempt measured {pct}% against the floor it was tried against" + (
+            " (slower)." if pct < 0 else "."
+        )
+        out.append(Said(text, (slot,), ((repr(abs(pct)) if isinstance(pct, float) else str(abs(pct)), slot),)))
+    return out
+
+
+def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:
+    """An established fact or nothing. The packet's precheck is a hint: the drafter judges the cause and
+    the condition itself, from the packet's statements."""
+    a = packet["agent_facing"]
+    levers = [i for i in src.of("lever") if servable(i["text"])]
+    if not levers:
+        return "the failed lever is absent or states absolute latencies"
+    lever_item = levers[0]
+    lever = " ".join(lever_item["text"].split())
+    own = packet["seg_kind"] == "deadend-prose"
+    why = cause_claims(packet, src, lever, own)
+    if not why:
+        return f"no causal sentence of at least {MIN_MECHANISM_CHARS} characters in the packet's statements"
+    condition = condition_claims(packet, src, lever_item, why)
+    if not condition:
+        return "no checkable condition (arch, shape regime, dtype or toolchain)"
+    where = src.of("segment")[:1]
+    goal = Said(
+        f"Avoid retrying on {a['operator']['gpu']}: {lever}", (lever_item["id"],) + tuple(i["id"] for i in where)
+    )
+    mechanism = " ".join(w.says for w in why)
+    observed = observed_claims(packet, src, lever_item, why)
+    payload = {
+        "goal": claims.put("payload.goal", [goal]),
+        "problem": problem(packet, src, claims),
+        "attempted": claims.put("payload.attempted", [Said(lever, (lever_item["id"],))]),
+        "verdict": anti_verdict(packet),
+        "lesson": claims.put("payload.lesson", lesson_claims(packet, src, lever, why, own)),
+        **({"observed": claims.put("payload.observed", observed)} if observed else {}),
+        "root_cause": claims.put("payload.root_cause", why),
+    }
+    snippet = diff_snippet(code) if packet["seg_kind"] != "curated-pitfall" else None
+    if snippet:
+        payload["implementation"] = {"format": DIFF_FORMAT, "snippet": snippet}
+    payload["established_fact"] = {
+        "condition": {k: claims.put(f"payload.established_fact.condition.{k}", [v]) for k, v in condition.items()},
+        "mechanism": claims.put("payload.established_fact.mechanism", why),
+    }
+    assert payload["established_fact"]["mechanism"] == mechanism
+    gain = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
+    return Draft(payload, gain, measured_effect(packet), [] if observed else ["observed"])

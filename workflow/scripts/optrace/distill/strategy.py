@@ -1,0 +1,119 @@
+"""A strategy: a measured milestone, in the trace's own words.
+
+- change: the step record's description of the change, else the commit subject's;
+- goal: what the step set out to do (its expected impact), else its commit body's first sentence, else the change;
+- mechanism: why it is faster, the causal sentences of its own statements in order of authority (the
+  commit body, the step record's evidence summary and expected impact, the bottleneck its subject states),
+  never a restatement of the change and never its own after-profile (that diagnoses the next step);
+- next_steps: the run's open directions the packet still offers (packets drop the ones already taken);
+- the gain, its basis and the cost are measured or derived, never written.
+"""
+
+from __future__ import annotations
+
+from optrace.distill.claims import Claims, Said, Sources, each, said, servable
+from optrace.distill.common import correctness, first_sentences, measured_effect, problem, technique_claims
+from optrace.distill.draft import Draft
+from optrace.facts import causal_sentences
+from optrace.kernelcode import cost_of, diff_snippet
+
+DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
+MECHANISM_KINDS = ("body", "evidence-summary", "expected-impact", "stated-bottleneck", "subject")
+MAX_MECHANISM_SENTENCES = 3
+
+
+def mechanism(src: Sources, change: str, used: set[str]) -> list[Said]:
+    """The causal sentences of the first statement kind that has any (see the module doc)."""
+    for kind in MECHANISM_KINDS:
+        found: list[Said] = []
+        for item in src.of(kind):
+            if item["id"] in used:
+                continue
+            labelled = kind == "stated-bottleneck"
+            for s in causal_sentences(item["text"], change, labelled):
+                if servable(s) and len(found) < MAX_MECHANISM_SENTENCES:
+                    found.append(Said(s, (item["id"],)))
+        if found:
+            return found
+    return []
+
+
+def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:
+    a = packet["agent_facing"]
+    m = a["measurements"]
+    pct = m.get("improve_pct_vs_floor")
+    if type(pct) not in (int, float):
+        return "no measured gain over the previous floor"
+    change_items = src.first("change", "subject")
+    if not change_items:
+        return "nothing servable says what changed (absent, or only with absolute latencies)"
+    snippet = diff_snippet(code)
+    if snippet is None:
+        return "no diff against the kernel this step edited to quote"
+    thin = []
+    change_said = said(change_items)
+    assert change_said is not None  # first() returns servable items
+    change = claims.put("payload.change", [change_said])
+    base = a.get("builds_on") or {}
+    approach_items = [i for i in src.of("previous-approach") if servable(i["text"])]
+    if approach_items:
+        approach = claims.put("payload.trace.builds_on.approach", [said(approach_items)])  # type: ignore[list-item]
+    else:
+        thin.append("trace.builds_on.approach")
+        segment = src.of("segment")[:1]
+        text = (
+            "The untouched baseline kernel." if base.get("was_the_untouched_baseline") else "The previous kept kernel."
+        )
+        approach = claims.put("payload.trace.builds_on.approach", [Said(text, tuple(i["id"] for i in segment))])
+    goal_items = [i for i in src.of("expected-impact") if servable(i["text"])]
+    goal_said = said(goal_items) or (first_sentences(src.of("body")) or [change_said])[0]
+    used = set(goal_said.cites)
+    why = mechanism(src, change, used) or mechanism(src, change, set())
+    if not why:
+        thin.append("mechanism")
+    directions = each(src.of("direction"))
+    if not directions:
+        thin.append("next_steps")
+    status = (m.get("correctness") or {}).get("status")
+    shapes = m.get("shapes_measured") or 0
+    over = (
+        Said(
+            f"geomean over the {shapes} measured shapes",
+            ("measurements.shapes_measured",),
+            ((str(shapes), "measurements.shapes_measured"),),
+        )
+        if shapes
+        else Said("geomean over the measured shapes", ("measurements.geomean_us",))
+    )
+    technique_here = [t for t in technique_claims(packet, src)[:1]]
+    payload = {
+        "goal": claims.put("payload.goal", [goal_said]),
+        "problem": problem(packet, src, claims),
+        "trace": {
+            "builds_on": {"approach": approach, "is_baseline": bool(base.get("was_the_untouched_baseline"))},
+            "technique_here": claims.put_list("payload.trace.technique_here", technique_here),
+        },
+        "change": change,
+        "mechanism": claims.put("payload.mechanism", why) if why else "",
+        "implementation": {"format": DIFF_FORMAT, "snippet": snippet},
+        "cost": cost_of(code, status),
+        "next_steps": claims.put_list("payload.next_steps", directions),
+    }
+    gain = {
+        "basis": "measured",
+        "kind": "performance",
+        "primary": "latency",
+        "pct": pct,
+        "metrics": [
+            {
+                "metric": "latency",
+                "direction": "lower-better",
+                "source": "step-record",
+                "delta_pct": pct,
+                "measured_over": claims.put("worth.gain.metrics[0].measured_over", [over]),
+            }
+        ],
+        **correctness(m),
+    }
+    effect = measured_effect(packet, parent_geomean_us=m.get("floor_before_us"), delta_pct=pct)
+    return Draft(payload, gain, effect, thin)

@@ -1,0 +1,311 @@
+"""The rules one claim must satisfy against the evidence it cites (gates.trace.claims runs them).
+
+A `Cited` is what a claim rests on: the texts of the items it cites, the meanings of the slots it cites,
+and the packet's measured change and correctness. Each rule returns problems (empty: satisfied):
+
+- content:   every content word of the claim is a word of its cited items, of its cited slots' meanings
+             or of the record's identity (operator, GPU, DSL, harness);
+- numbers:   a number inside a word (bf16, sm_90) is that word's, which the cited items or identity hold;
+             any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
+             and unit, in a clause whose words fit what the slot measures and when) or quoted from a cited
+             item (the same number next to the same word);
+- polarity:  a word negated in the claim is negated where a cited item has it, and the other way round;
+- direction: a direction word (more, fewer, grows, halves) runs the way a cited item runs the same word;
+- speed:     faster / slower (less / more latency) agrees with the measured change unless a cited item
+             says the same;
+- cause:     a claim joining cause to effect keeps the cited sentence's cause on the cause side;
+- verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
+             cited item says;
+- scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's;
+- correctness: passed / correct / bit-exact / failed agree with the packet's correctness check unless a
+             cited item says so.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from functools import cached_property
+
+from optrace.gates.trace.numbers import decimals, normalize
+from optrace.slots import SlotKind, kind_of
+from optrace.wording import CLAUSE_BREAK, Reading, read, stem
+
+# words that say what a number measures: a number's clause may not hold another quantity's word
+QUANTITY_WORDS = {
+    "geomean-latency": {"geomean", "geometric", "overall", "average", "mean"},
+    "shape-latency": {"largest", "smallest", "slowest", "worst", "maximum", "max", "minimum", "min", "single"},
+    "improvement": {"faster", "slower", "gain", "improvement", "speedup", "slowdown", "regression", "better", "worse"},
+    "count-shapes": {"shape", "shapes", "workload", "workloads"},
+    "count-tried": {"times", "attempts", "retried", "occurrences"},
+    "count-runs": {"runs", "run", "sessions", "session", "repeats", "repetitions", "trials", "seeds", "abba", "timed"},
+    "error": {"error", "err", "errors", "diff", "deviation", "tolerance"},
+    "capture": {"throughput", "occupancy", "registers", "stall", "stalls", "hit", "bandwidth", "dram", "sol"},
+}
+BEFORE_WORDS = {"floor", "parent", "previous", "prior", "before", "old", "earlier", "incumbent", "was", "from"}
+AFTER_WORDS = {"new", "now", "after", "result", "becomes", "became", "to"}
+BASELINE_WORDS = {"baseline", "untouched", "original", "naive"}
+FRAMEWORK_WORDS = {"framework", "pytorch", "torch", "eager", "cublas", "cudnn", "library", "reference", "vendor"}
+EXACT_WORDS = {"exact", "exactly", "identical", "lossless", "bitwise"}
+PASS_WORDS = {"pass", "passed", "passes", "passing", "correct"}
+FAIL_WORDS = {"fail", "failed", "fails", "failing", "incorrect", "mismatch", "mismatched", "wrong"}
+ARROW = re.compile(r"(->|→|=>|\bto\b)")
+_WORDS = re.compile(r"[a-z0-9_]+")
+DIGITS = re.compile(r"(?<![\w.])[-+−]?(?=[\d.])(\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
+GLUED = re.compile(r"[A-Za-z0-9_]*\d[A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*")
+CAUSE_FIRST = re.compile(r"\b(?:so|therefore|thus|hence|leads? to|results? in|causes?|which means)\b", re.I)
+EFFECT_FIRST = re.compile(r"\b(?:because|since|due to|owing to|caused by|as a result of)\b", re.I)
+
+
+@dataclass(frozen=True)
+class Cited:
+    """What one claim rests on."""
+
+    texts: tuple[str, ...]  # the cited items' texts
+    meanings: tuple[str, ...]  # the cited slots' meanings
+    identity: frozenset[str]  # canonical words of the record's identity
+    identity_runs: frozenset[str]  # lower-case words of the identity, as written (H100, triton)
+    measured_change: float | None  # improve_pct_vs_floor
+    correctness: dict  # the packet's correctness check
+    is_baseline: bool  # the packet's floor is the untouched baseline
+
+    @cached_property
+    def readings(self) -> tuple[Reading, ...]:
+        return tuple(read(t) for t in self.texts)
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        out = set(self.identity)
+        for r in self.readings:
+            out |= r.all_words
+        for m in self.meanings:
+            out |= read(m).all_words
+        return frozenset(out)
+
+    @cached_property
+    def runs(self) -> frozenset[str]:
+        found = set(self.identity_runs)
+        for t in self.texts:
+            found.update(w.lower().strip(".") for w in GLUED.findall(normalize(t)))
+        return frozenset(found)
+
+
+def content(says: Reading, cited: Cited) -> list[str]:
+    missing = sorted(w for w in says.content if w not in cited.words)
+    if not missing:
+        return []
+    return [f"{', '.join(map(repr, missing[:5]))} is not in the evidence it cites"]
+
+
+def polarity(says: Reading, cited: Cited) -> list[str]:
+    theirs: dict[str, set[bool]] = {}
+    for r in cited.readings:
+        for w, states in r.polarity().items():
+            theirs.setdefault(w, set()).update(states)
+    out = []
+    for w, states in says.polarity().items():
+        if w in theirs and not states & theirs[w]:
+            out.append(f"{w!r} is {'negated' if True in states else 'asserted'} here but not in the evidence it cites")
+    return out[:2]
+
+
+def direction(says: Reading, cited: Cited) -> list[str]:
+    theirs: dict[str, set[int]] = {}
+    for r in cited.readings:
+        for w, signs in r.directions().items():
+            theirs.setdefault(w, set()).update(signs)
+    out = []
+    for w, signs in says.directions().items():
+        if w in theirs and not signs & theirs[w]:
+            way = "up" if 1 in signs else "down"
+            out.append(f"{w!r} goes {way} here, the other way in the evidence it cites")
+    return out[:2]
+
+
+def speed(says: Reading, cited: Cited) -> list[str]:
+    supported: set[str] = set()
+    for r in cited.readings:
+        supported |= r.speed()
+    m = cited.measured_change
+    out = []
+    for sense in sorted(says.speed() - supported):
+        contradicts = (
+            m is None
+            or (sense == "+" and m <= 0)
+            or (sense == "-" and m >= 0)
+            or (sense == "!+" and m > 0)
+            or (sense == "!-" and m < 0)
+        )
+        if contradicts:
+            word = {"+": "faster", "-": "slower", "!+": "not faster", "!-": "not slower"}[sense]
+            said = "measured no change" if m is None else f"measured {m:+g}%"
+            out.append(f"says {word}, but the packet {said} and no evidence it cites says so")
+    return out
+
+
+def verdict(says: Reading, cited: Cited, record_type: str) -> list[str]:
+    supported: set[str] = set()
+    for r in cited.readings:
+        supported |= r.verdicts()
+    wrong = "not-kept" if record_type == "strategy" else "kept"
+    if wrong in says.verdicts() and wrong not in supported:
+        what = "reverted or not kept" if wrong == "not-kept" else "kept or committed"
+        return [f"calls the step {what}, against the record's verdict, and no evidence it cites says so"]
+    return []
+
+
+def scope(says: Reading, cited: Cited) -> list[str]:
+    theirs: set[str] = set()
+    for r in cited.readings:
+        theirs |= r.scope_words()
+    extra = sorted(says.scope_words() - theirs)
+    return [f"scope word {w!r} is not in the evidence it cites" for w in extra[:2]]
+
+
+def _plain_words(text: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def correctness(text: str, cited: Cited) -> list[str]:
+    ws = _plain_words(text)
+    theirs = {w for t in cited.texts for w in _plain_words(t)}
+    status, err = cited.correctness.get("status"), cited.correctness.get("max_abs_err")
+    out = []
+    if ws & EXACT_WORDS - theirs and not (type(err) in (int, float) and err == 0):
+        out.append(f"says exact, but the packet's max_abs_err is {err!r}")
+    if ws & PASS_WORDS - theirs and status != "PASS":
+        out.append(f"says it passed, but the packet's correctness status is {status!r}")
+    if ws & FAIL_WORDS - theirs and (status is None or status == "PASS"):
+        out.append(f"says it failed, but the packet's correctness status is {status!r}")
+    return out
+
+
+def _sides(sentence: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(cause words, effect words) of a sentence joining a cause to an effect, or None."""
+    for pattern, cause_after in ((EFFECT_FIRST, True), (CAUSE_FIRST, False)):
+        m = pattern.search(sentence)
+        if m:
+            first, second = read(sentence[: m.start()]).content, read(sentence[m.end() :]).content
+            return (second, first) if cause_after else (first, second)
+    return None
+
+
+def cause_order(text: str, cited: Cited) -> list[str]:
+    mine = _sides(text)
+    if mine is None:
+        return []
+    for t in cited.texts:
+        theirs = _sides(t)
+        if theirs is None:
+            continue
+        as_cause, as_effect = len(mine[0] & theirs[0]), len(mine[0] & theirs[1])
+        if as_effect > as_cause and as_effect >= 2 and len(mine[1] & theirs[0]) >= 1:
+            return ["puts the cited sentence's effect as the cause (cause and effect swapped)"]
+    return []
+
+
+# --- numbers ----------------------------------------------------------------------------------------
+
+
+def _clause_words(text: str, start: int, end: int) -> set[str]:
+    """Words of the clause around text[start:end], at most 8 each side."""
+    left = CLAUSE_BREAK.split(text[:start])[-1]
+    right = CLAUSE_BREAK.split(text[end:])[0]
+    words = _WORDS.findall(left.lower())[-8:] + _WORDS.findall(right.lower())[:8]
+    return {stem(w) for w in words} | set(words)
+
+
+def _neighbours(text: str, start: int, end: int) -> set[str]:
+    left = re.findall(r"[a-z][a-z_]+|%", text[:start].lower())[-1:]
+    right = re.findall(r"[a-z][a-z_]+|%", text[end:].lower())[:1]
+    return {stem(w) for w in left + right}
+
+
+def _quotes(token: str, text: str, start: int, end: int, cited: Cited) -> bool:
+    """The token appears in a cited item next to a word it has next to it here."""
+    mine = _neighbours(text, start, end)
+    for t in cited.texts:
+        n = normalize(t)
+        for m in DIGITS.finditer(n):
+            if m.group(1) == token and _neighbours(n, m.start(1), m.end(1)) & mine:
+                return True
+    return False
+
+
+def matches_value(token: str, value: float, exact: Decimal | None = None) -> bool:
+    """The token is the value, or the value (or the exact quantity it rounds) rounded half-even to the
+    token's decimals, which are at least one: 18.5 from 18.54, never 19."""
+    try:
+        t = Decimal(token)
+    except InvalidOperation:
+        return False
+    for v in (Decimal(repr(abs(value))),) + ((abs(exact),) if exact is not None else ()):
+        if t == v:
+            return True
+        d = decimals(t)
+        if 1 <= d <= 12 and abs(v.adjusted()) < 30 and v.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_EVEN) == t:
+            return True
+    return False
+
+
+def slot_use(text: str, start: int, end: int, kind: SlotKind, cited: Cited) -> list[str]:
+    """The clause around a number fits what its slot measures, when, and against what."""
+    words = _clause_words(text, start, end)
+    out = []
+    others = {q for q, ws in QUANTITY_WORDS.items() if q != kind.quantity and words & ws}
+    if others and not words & QUANTITY_WORDS.get(kind.quantity, set()):
+        out.append(f"its clause speaks of {sorted(others)[0]}, but the slot is {kind.quantity}")
+    before, after = bool(words & BEFORE_WORDS), bool(words & AFTER_WORDS)
+    arrow = ARROW.search(text[end : end + 6])
+    arrowed_in = ARROW.search(text[max(0, start - 6) : start])
+    if kind.role == "after" and (arrow or (before and not after)):
+        out.append("it is this version's number, written as the one before")
+    if kind.role == "before" and (arrowed_in or (after and not before)):
+        out.append("it is the floor's number, written as the new one")
+    if kind.quantity == "improvement":
+        if words & FRAMEWORK_WORDS:
+            out.append("the measured change is against the floor, not against a framework or reference")
+        elif words & BASELINE_WORDS and not cited.is_baseline:
+            out.append("the measured change is against the previous best, not the untouched baseline")
+    return out
+
+
+def numbers(text: str, slots: dict[str, str], cited: Cited, agent: dict, exact_change: Decimal | None) -> list[str]:
+    from optrace.slots import resolve
+
+    norm = normalize(text)
+    out = []
+    for run in GLUED.finditer(norm):
+        word = run.group(0)
+        if not re.search(r"\d", word) or re.fullmatch(r"[\d.]+", word):
+            continue
+        if word.lower().strip(".") not in cited.runs:
+            out.append(f"{word!r} is not a word of the evidence it cites")
+    for m in DIGITS.finditer(norm):
+        token, start, end = m.group(1), m.start(1), m.end(1)
+        if re.match(r"[A-Za-z_]", norm[end : end + 1]) or (start and re.match(r"[A-Za-z_]", norm[start - 1])):
+            continue  # inside a word: judged as that word above
+        name = slots.get(token)
+        if name is None:
+            if not _quotes(token, norm, start, end, cited):
+                out.append(f"{token!r} names no slot and is not quoted from the evidence it cites")
+            continue
+        kind, value = kind_of(name), resolve(agent, name)
+        if kind is None or value is None:
+            out.append(f"{token!r} names {name!r}, which is no slot of this packet")
+            continue
+        exact = exact_change if name == "measurements.improve_pct_vs_floor" else None
+        if not matches_value(token, value, exact):
+            out.append(f"{token!r} is not {name} ({value!r})")
+            continue
+        sign = m.group(0)[:1]
+        if (sign in "-−" and value > 0) or (sign == "+" and value < 0):
+            out.append(f"{m.group(0)!r} has the other sign than {name} ({value!r})")
+        unit = re.match(r"\s*(%|percent\b|us\b|µs|ms\b|ns\b|x\b|×)", norm[end:])
+        if unit:
+            written = "%" if unit.group(1) in ("%", "percent") else "x" if unit.group(1) in ("x", "×") else "us"
+            if written != (kind.unit or ""):
+                out.append(f"{token!r} is written in {unit.group(1)!r}, but {name} is in {kind.unit or 'no unit'}")
+        out += [f"{token!r} ({name}): {p}" for p in slot_use(norm, start, end, kind, cited)]
+    return out

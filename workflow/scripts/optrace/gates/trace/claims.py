@@ -1,0 +1,283 @@
+"""Gate `claims`: every string a mined record serves is a claim, and each claim says what the evidence of
+its own packet it cites says.
+
+A record carries its citations in `evidence.raw.evidence_extra.claims` (raw is human-only: retrieval never
+serves it, and the contract lets raw hold evidence_extra):
+
+    {"packet": "<seg_id>", "fields": {"<path>": [{"says": "...", "cites": ["e3", "measurements.geomean_us"],
+                                                   "slots": {"6.1": "measurements.improve_pct_vs_floor"}}]}}
+
+The rule, for records mined from a trace:
+1. Coverage. Every claim string (every string of the record and every key of an open map, but those
+   EXEMPT lists: identity, enumerated categories, quoted code, structured facts other gates bind) has an
+   entry at its path (`payload.next_steps[0]`, `payload.config.BLOCK<key>`), and its claims' `says`, joined
+   by a space, are the string (white space aside). No entry names a path the record does not hold, and
+   `packet` is the record's own packet.
+2. Citations. Each claim cites at least one id, each an evidence item of this packet (`agent_facing.
+   evidence`) or a measurement slot that resolves in it (optrace.slots), and an item of a kind the field
+   may rest on (KINDS_FOR: a next step on an open direction, an approach on what the parent did, a
+   strategy's bottleneck on its parent's capture, ...): a citation of another packet, of nothing, or of
+   another segment's statements fails.
+3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
+   speed, cause and effect, verdict, scope and correctness words.
+4. A claim naming the lever or change of another segment of the trace (the packets manifest names them)
+   needs a cited item that names it too.
+5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
+   as optrace.facts judges it (a stated-cause field when it cites only stated-cause items).
+This replaces the rule that every word of a cause appear somewhere in the packet: a false sentence of the
+packet's own words fails rule 3, and a true rewording that cites its evidence passes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from decimal import Decimal
+from functools import lru_cache
+
+from optrace.facts import judge
+from optrace.gates.store.model import Gate, RecordView, format_loc, obj
+from optrace.gates.trace import claim_rules as rules
+from optrace.gates.trace.model import PacketEvidence, needs_packet
+from optrace.gates.trace.numbers import normalize
+from optrace.slots import kind_of, resolve
+from optrace.wording import content_words, read
+
+CLAIMS_AT = ("evidence", "raw", "evidence_extra", "claims")
+EXEMPT = re.compile(
+    r"^(?:schema|id|type|level|status|episode_key"
+    r"|retrieval\.(?:scope|generality|signals\.(?:bottleneck|metrics|shape_regime))(?:\..*|\[.*)?"
+    r"|payload\.problem\.(?:target|operator|dsl)|payload\.verdict|payload\.implementation\..*|payload\.cost\..*"
+    r"|payload\.trace\.builds_on\.is_baseline"
+    r"|evidence\.summary\.(?:confidence|measured_on(?:\..*)?|bottleneck_evidence\.(?:basis|tool)|mechanism_metrics.*)"
+    r"|evidence\.raw\.(?:source_repo|version|git_commit|hunk_index|file_paths.*|effect\.basis|evidence_extra\.claims.*)"
+    r"|worth\.rank.*|worth\.track.*|worth\.gain\.(?:basis|kind|primary|correctness\.gate)"
+    r"|worth\.gain\.(?:metrics|regressions)\[\d+\]\.(?:metric|direction|source|unit))$"
+)
+# objects whose keys are free (the contract leaves them open), with the keys it names: any other key
+# says something, and is a claim too
+OPEN_MAPS = {
+    "payload.config": frozenset(),
+    "payload.problem.shape_contract": frozenset(),
+    "evidence.raw.evidence_extra": frozenset({"claims"}),
+    "evidence.summary.bottleneck_evidence": frozenset({"basis", "tool", "note"}),
+    "evidence.raw.effect": frozenset(
+        {"basis", "new_geomean_us", "parent_geomean_us", "baseline_geomean_us", "delta_pct", "measurement",
+         "comparable", "note"}
+    ),
+}  # fmt: skip
+CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
+STATED_CAUSE_KINDS = {"cause", "lever-cause"}
+ALL_KINDS = None  # any kind may back the field
+_OWN = {"change", "subject", "body", "expected-impact", "evidence-summary", "stated-bottleneck", "category", "segment"}
+_CAUSE = {
+    "cause", "lever-cause", "fix", "lesson", "gate-verdict", "body", "evidence-summary", "stated-bottleneck",
+    "expected-impact", "conclusion", "capture-symptom", "capture-stall", "pitfall", "pitfall-fix", "lever", "subject",
+}  # fmt: skip
+_CAPTURE = {"conclusion", "capture-symptom", "capture-stall", "bottleneck-type", "stated-bottleneck"}
+_PARENT = {"parent-conclusion", "parent-symptom", "parent-stall", "parent-bottleneck-type", "bottleneck-type"}
+# (field pattern, record types or None for all, the item kinds a claim there may cite)
+KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...] = tuple(
+    (re.compile(p), types, kinds)
+    for p, types, kinds in (
+        (r"^payload\.next_steps\[\d+\]$", None, {"direction", "direction-rationale"}),
+        (r"^payload\.trace\.builds_on\.approach$", ("strategy",), {"previous-approach", "segment"}),
+        (r"^payload\.trace\.builds_on\.approach$", None, {"change", "subject", "body"}),
+        (r"^payload\.trace\.techniques_applied_before\[\d+\]$", None, {"previous-approach"}),
+        (r"^payload\.problem\.statement$", None, {"operator", "segment"}),
+        (r"^payload\.problem\.bottleneck$", ("strategy",), {"parent-conclusion", "stated-bottleneck"}),
+        (r"^payload\.problem\.bottleneck$", None, {"conclusion"}),
+        (r"^evidence\.summary\.bottleneck_evidence\.note$", ("strategy",), {"parent-conclusion"}),
+        (r"^evidence\.summary\.bottleneck_evidence\.note$", None, {"conclusion"}),
+        (r"^payload\.(?:change|goal)$", ("strategy",), _OWN),
+        (r"^payload\.goal$", None, {"lever", "segment", "change", "subject", "body"}),
+        (r"^payload\.mechanism$", ("strategy",), _OWN | {"conclusion", "parent-conclusion"}),
+        (r"^payload\.attempted$", None, {"lever", "change", "subject"}),
+        (r"^payload\.lesson$", None, _CAUSE | {"direction", "segment"}),
+        (r"^payload\.(?:root_cause|hypothesis|would_retry_if|observed)$", None, _CAUSE),
+        (r"^payload\.established_fact\.", None, _CAUSE | {"segment"}),
+        (r"^payload\.applies_when\[\d+\]$", None, _OWN | _PARENT),
+        (
+            r"^retrieval\.technique_tags\[\d+\]$",
+            None,
+            {"change", "subject", "lever", "lever-cause", "cause", "category"},
+        ),
+        (
+            r"^payload\.trace\.technique_here\[\d+\]$",
+            None,
+            {"change", "subject", "lever", "lever-cause", "cause", "category"},
+        ),
+        (r"^retrieval\.signals\.symptoms\[\d+\]$", ("strategy",), _PARENT | {"stated-bottleneck"}),
+        (r"^retrieval\.signals\.symptoms\[\d+\]$", None, _CAPTURE | {"lever", "cause"}),
+        (r"^retrieval\.triggers\[\d+\]$", ("strategy",), _PARENT | {"stated-bottleneck", "segment", "change"}),
+        (r"^retrieval\.triggers\[\d+\]$", None, _CAPTURE | {"lever", "cause", "segment"}),
+        (r"^worth\.gain\.", None, {"gate-verdict", "segment"}),
+        (r"^evidence\.raw\.effect\.", None, {"gate-verdict", "segment"}),
+        (r"^.*$", None, _OWN | _CAUSE | _CAPTURE | _PARENT | {"operator"}),
+    )
+)
+
+
+def kinds_for(path: str, record_type: object) -> set[str] | None:
+    for pattern, types, kinds in KINDS_FOR:
+        if pattern.match(path) and (types is None or record_type in types):
+            return kinds
+    return ALL_KINDS
+
+
+def claim_strings(record: dict) -> Iterator[tuple[str, str]]:
+    """(path, text) of every claim string of the record (rule 1)."""
+    stack: list[tuple[tuple, object]] = [((), record)]
+    while stack:
+        path, node = stack.pop()
+        loc = format_loc(path)
+        if EXEMPT.match(loc) and path:
+            continue
+        if isinstance(node, dict):
+            known = OPEN_MAPS.get(loc)
+            if known is not None:
+                yield from ((f"{loc}.{key}<key>", str(key)) for key in node if key not in known)
+            stack.extend((path + (k,), v) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((path + (i,), v) for i, v in enumerate(node))
+        elif isinstance(node, str) and node.strip():
+            yield loc, node
+
+
+def collapsed(text: str) -> str:
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=1 << 12)
+def _lever_words(text: str) -> frozenset[str]:
+    return content_words(text)
+
+
+def names(text: str, lever: str) -> bool:
+    """The text names the lever: most of its content words (at least two) are the text's."""
+    mine = _lever_words(lever)
+    return len(mine) >= 2 and len(mine & content_words(text)) >= max(2, 0.6 * len(mine))
+
+
+class PacketClaims:
+    """One packet's evidence as the claims rule reads it."""
+
+    def __init__(self, ev: PacketEvidence):
+        self.ev, agent = ev, ev.packet.agent_facing
+        self.agent = agent
+        items = agent.get("evidence") if isinstance(agent.get("evidence"), list) else []
+        self.items = {i["id"]: i for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)}
+        op, scope = obj(agent, "operator"), obj(ev.packet.target, "scope")
+        identity = [str(v) for v in list(scope.values()) + [op.get("gpu"), op.get("dsl"), op.get("harness")] if v]
+        identity += ["kernel", "operator"]
+        self.identity = frozenset(w for t in identity for w in read(t).all_words)
+        self.identity_runs = frozenset(w.lower() for t in identity for w in rules.GLUED.findall(normalize(t)))
+        m = obj(agent, "measurements")
+        change = m.get("improve_pct_vs_floor")
+        self.change = change if type(change) in (int, float) else None
+        floor, geo = m.get("floor_before_us"), m.get("geomean_us")
+        self.exact = (
+            (Decimal(repr(floor)) - Decimal(repr(geo))) / Decimal(repr(floor)) * 100
+            if all(type(v) in (int, float) for v in (floor, geo)) and floor > 0
+            else None
+        )
+        self.correctness = obj(m, "correctness")
+        self.is_baseline = obj(agent, "builds_on").get("was_the_untouched_baseline") is True
+        self.own_names = {
+            n for n in (agent.get("the_failed_lever"), obj(agent, "what_the_run_said").get("change")) if n
+        }
+
+    def cited(self, cites: list[str]) -> rules.Cited:
+        texts = tuple(
+            self.items[c]["text"] for c in cites if c in self.items and isinstance(self.items[c].get("text"), str)
+        )
+        meanings = tuple(k.meaning + " " + c.replace(".", " ") for c in cites if (k := kind_of(c)) is not None)
+        return rules.Cited(
+            texts, meanings, self.identity, self.identity_runs, self.change, self.correctness, self.is_baseline
+        )
+
+
+def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: object) -> list[str]:
+    if not isinstance(entry, dict) or not isinstance(entry.get("says"), str):
+        return [f"{where}: a claim is an object with `says` (text) and `cites` (ids)"]
+    says, cites, slots = entry["says"], entry.get("cites"), entry.get("slots", {})
+    if not isinstance(cites, list) or not cites or not all(isinstance(c, str) for c in cites):
+        return [f"{where}: {says[:60]!r} cites no evidence (cites must list item ids or slot names)"]
+    if not isinstance(slots, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in slots.items()):
+        return [f"{where}: slots must map each number as written to a slot name"]
+    out = []
+    allowed = kinds_for(where, record_type)
+    for c in cites:
+        if c in pc.items:
+            kind = pc.items[c].get("kind")
+            if allowed is not None and kind not in allowed:
+                out.append(f"{where}: cites {c} ({kind}), which this field may not rest on")
+        elif kind_of(c) is None or resolve(pc.agent, c) is None:
+            out.append(f"{where}: cites {c!r}, which is no evidence item or slot of this packet")
+    if out:
+        return out
+    cited = pc.cited(cites)
+    says_read = read(says)
+    problems = (
+        rules.content(says_read, cited)
+        + rules.numbers(says, slots, cited, pc.agent, pc.exact)
+        + rules.polarity(says_read, cited)
+        + rules.direction(says_read, cited)
+        + rules.speed(says_read, cited)
+        + rules.cause_order(says, cited)
+        + rules.verdict(says_read, cited, str(record_type))
+        + rules.scope(says_read, cited)
+        + rules.correctness(says, cited)
+    )
+    if where.split("[")[0] in CAUSE_FIELDS:
+        labelled = all(pc.items.get(c, {}).get("kind") in STATED_CAUSE_KINDS for c in cites if c in pc.items)
+        j = judge(says, None, labelled)
+        if not j.states_cause:
+            problems.append(f"states no cause ({j.reason})")
+    named = [n for sid, n in pc.ev.trace.names if sid != pc.ev.packet.seg_id and n not in pc.own_names]
+    for lever in named:
+        if names(says, lever) and not names(" ".join(cited.texts), lever):
+            problems.append(f"names another segment's lever ({lever[:60]!r}), which its evidence does not name")
+            break
+    return [f"{where}: {says[:60]!r}: {p}" for p in problems]
+
+
+@needs_packet
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
+    rel, record = view.relpath, view.record
+    block = obj(record, *CLAIMS_AT)
+    if not block:
+        return [f"{rel}: evidence.raw.evidence_extra.claims: missing; every claim must cite its evidence"]
+    out = []
+    if block.get("packet") != ev.packet.seg_id:
+        out.append(
+            f"{rel}: evidence.raw.evidence_extra.claims.packet: {block.get('packet')!r} is not this record's "
+            f"packet {ev.packet.seg_id!r}"
+        )
+    fields = block.get("fields")
+    if not isinstance(fields, dict):
+        return out + [f"{rel}: evidence.raw.evidence_extra.claims.fields: missing or not an object"]
+    pc = PacketClaims(ev)
+    strings = dict(claim_strings(record))
+    for path, text in strings.items():
+        entries = fields.get(path)
+        if not isinstance(entries, list) or not entries:
+            out.append(f"{rel}: {path}: {collapsed(text)[:60]!r} cites no evidence (no claim for it)")
+            continue
+        joined = " ".join(
+            e.get("says", "") if isinstance(e, dict) and isinstance(e.get("says"), str) else "" for e in entries
+        )
+        if collapsed(joined) != collapsed(text):
+            out.append(f"{rel}: {path}: its claims do not say what the field says")
+            continue
+        for entry in entries:
+            out += [f"{rel}: {m}" for m in entry_problems(path, entry, pc, record.get("type"))]
+    out += [
+        f"{rel}: evidence.raw.evidence_extra.claims: {p!r} is no claim string of this record"
+        for p in fields
+        if p not in strings
+    ]
+    return out
+
+
+GATE = Gate("claims", "every claim cites its own packet's evidence and says what that evidence says", check=check)

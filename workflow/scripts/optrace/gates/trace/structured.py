@@ -1,0 +1,71 @@
+"""Gate `structured-facts`: the facts the pipeline derives from the packet are the record's, unchanged.
+
+The drafter fills them from the packet (optrace.pipeline_facts, optrace.kernelcode) and an agent may
+copy or leave them out, never change them:
+- an anti-strategy's payload.verdict is the pipeline's (api-limitation when its own statements say the
+  toolchain cannot build it, accuracy when it failed its correctness check or says so, else
+  not-worth-it-here: `performance-ceiling` is a claim about the hardware no single run establishes);
+- evidence.summary.confidence is `measured` exactly when the packet measured a geomean, else `inferred`;
+- with the capture the record is entitled to (a strategy's: the capture of the version it builds on,
+  which shows what the step attacked; any other record's: its own version's), every
+  retrieval.signals.metrics key is a throughput, occupancy or register number of that capture with its
+  value, and retrieval.signals.bottleneck is the label that capture's symptoms give, or absent (without
+  such a capture, the ncu-attribution gate fails both);
+- payload.cost.risk and risk_basis are what the diff's size and the correctness check give;
+- payload.trace.rediscovered is the number of times the run tried the lever (times_tried; 1 for a
+  strategy), payload.trace.n_operators is 1.
+"""
+
+from __future__ import annotations
+
+from optrace.gates.store.model import Gate, RecordView, obj
+from optrace.gates.trace.model import PacketEvidence, needs_packet
+from optrace.kernelcode import cost_of
+from optrace.pipeline_facts import anti_verdict, bottleneck_label, capture_for_signals, confidence, signal_metrics
+
+
+@needs_packet
+def check(view: RecordView, ev: PacketEvidence) -> list[str]:
+    record, packet = view.record, ev.packet.data
+    payload, out = obj(record, "payload"), []
+    if record.get("type") == "anti-strategy" and "verdict" in payload:
+        want = anti_verdict(packet)
+        if payload["verdict"] != want:
+            out.append(f"payload.verdict: {payload['verdict']!r}, but the packet's statements give {want!r}")
+    summary = obj(record, "evidence", "summary")
+    if "confidence" in summary and summary["confidence"] != confidence(packet):
+        out.append(f"evidence.summary.confidence: {summary['confidence']!r} is not {confidence(packet)!r}")
+    signals = obj(record, "retrieval", "signals")
+    if capture_for_signals(packet) is not None:
+        metrics, want_metrics = obj(signals, "metrics"), signal_metrics(packet)
+        for key, value in metrics.items():
+            if key not in want_metrics or value != want_metrics[key] or type(value) is not type(want_metrics[key]):
+                out.append(f"retrieval.signals.metrics.{key}: {value!r} is not the capture's {want_metrics.get(key)!r}")
+        label = signals.get("bottleneck")
+        if label is not None and label != bottleneck_label(packet):
+            out.append(
+                f"retrieval.signals.bottleneck: {label!r} is not the label the capture's symptoms give "
+                f"({bottleneck_label(packet)!r})"
+            )
+    cost = obj(payload, "cost")
+    code_file = ev.packet.code_file or ""
+    if cost and code_file.endswith(".diff"):
+        status = obj(ev.packet.agent_facing, "measurements", "correctness").get("status")
+        want = cost_of(ev.packet.code, status)
+        for key in ("risk", "risk_basis"):
+            if key in cost and cost[key] != want[key]:
+                out.append(f"payload.cost.{key}: {cost[key]!r} is not what the diff and its check give ({want[key]!r})")
+    trace = obj(payload, "trace")
+    tried = ev.packet.agent_facing.get("times_tried", 1)
+    if trace.get("rediscovered") is not None and trace.get("rediscovered") != tried:
+        out.append(f"payload.trace.rediscovered: {trace.get('rediscovered')!r}, but the run tried it {tried!r} times")
+    if trace.get("n_operators") not in (None, 1):
+        out.append(f"payload.trace.n_operators: {trace.get('n_operators')!r}, but one trace measures one operator")
+    return [f"{view.relpath}: {m}" for m in out]
+
+
+GATE = Gate(
+    "structured-facts",
+    "verdict, confidence, capture signals, cost and counts are the pipeline's, unchanged",
+    check=check,
+)
