@@ -47,7 +47,8 @@ def test_the_self_check_passes_a_good_record_and_names_the_gate_that_blocks_a_ba
     bad["payload"]["goal"] += " It is 87.6543% faster."
     draft.write_text(json.dumps(bad))
     res = optrace("validate", "record", draft, "--results", m.results, "--slug", m.slug)
-    assert res.returncode == 1 and "FAIL (no-fabrication)" in res.stdout and "87.6543" in res.stdout
+    # the number is the packet's nowhere, and the sentence is no claim the record's citations back
+    assert res.returncode == 1 and "FAIL (no-fabrication, claims)" in res.stdout and "87.6543" in res.stdout
 
 
 def test_the_self_check_refuses_unusable_input_in_one_line(mined, tmp_path):

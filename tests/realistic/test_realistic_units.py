@@ -2,8 +2,8 @@
 
 import pytest
 
-from optrace.distill.drafter import cost_of, edit_scope
-from optrace.facts import precheck
+from optrace.facts import judge
+from optrace.kernelcode import cost_of, edit_scope
 from optrace.ingest.memory import parse_record
 from optrace.mine.partition import _strip, revert_reason, technique_slug
 
@@ -20,12 +20,12 @@ from optrace.mine.partition import _strip, revert_reason, technique_slug
     ],
 )
 def test_causal_forms_as_runs_write_them(text):
-    assert precheck(text)[0] == "ok", text
+    assert judge(text).states_cause, text
 
 
 @pytest.mark.parametrize("text", ["flat-within-noise, +0.4%", "no improvement over the floor", "tried it, slower"])
 def test_an_outcome_is_no_cause(text):
-    assert precheck(text)[0] == "flag"
+    assert not judge(text).states_cause
 
 
 def test_memory_cause_fields_reach_the_step_record():

@@ -17,8 +17,6 @@ from optrace.mine.ladder import CLAIMS
 from tests.realistic.test_realistic import Mined, mine_trace, norm
 from tests.support import more_traces as mt
 
-DRAFTER = "drafter: #26 (claims helper)"
-PARTITION = "partition: #26 (claims helper)"
 PACKETS = "packets: #26 (claims helper) passes the step to the scrubber"
 UPSTREAM = "ingest/ladder: #26 part B (traces helper)"
 NAMES = list(mt.BUILDERS)
@@ -197,7 +195,7 @@ def test_one_segment_per_failed_lever_and_per_curated_pitfall(mined, name):
         assert sorted(s["lever"]["text"] for s in levers if s["version"] == version) == sorted(items)
 
 
-@pytest.mark.parametrize("name", traces(fp8_gemm_b200=PARTITION, swiglu_h20=PARTITION))
+@pytest.mark.parametrize("name", NAMES)
 def test_a_lever_segment_carries_the_cause_its_trace_states(mined, name):
     m, want = one(mined, name)
     for start, cause in want["failed_levers"].items():
@@ -208,7 +206,7 @@ def test_a_lever_segment_carries_the_cause_its_trace_states(mined, name):
             assert cause in (seg["lever"]["cause"] or ""), seg["lever"]
 
 
-@pytest.mark.parametrize("name", traces(helion_add=PARTITION, fp8_gemm_b200=PARTITION, swiglu_h20=PARTITION))
+@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
 def test_a_claim_after_floor_only_steps_is_measured_against_the_floor_it_beat(mined, name):
     m, want = one(mined, name)
     for version, (_, gain) in want["claims"].items():
@@ -221,7 +219,7 @@ def test_a_claim_after_floor_only_steps_is_measured_against_the_floor_it_beat(mi
 # ---- the drafter -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", traces(helion_add=DRAFTER, fp8_gemm_b200=DRAFTER, swiglu_h20=DRAFTER))
+@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
 def test_a_causal_mechanism_in_every_strategy_whose_trace_states_one(mined, name):
     m, want = one(mined, name)
     by_version = strategies(m)
@@ -230,7 +228,7 @@ def test_a_causal_mechanism_in_every_strategy_whose_trace_states_one(mined, name
         assert record is not None and norm(cause) in norm(record["payload"]["mechanism"]), version
 
 
-@pytest.mark.parametrize("name", traces(fp8_gemm_b200=DRAFTER, swiglu_h20=DRAFTER))
+@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
 def test_an_anti_strategy_for_every_failed_lever_with_a_stated_cause_and_none_without(mined, name):
     m, want = one(mined, name)
     for start, cause in want["failed_levers"].items():
@@ -241,7 +239,7 @@ def test_an_anti_strategy_for_every_failed_lever_with_a_stated_cause_and_none_wi
             assert norm(cause) in norm(record["payload"]["established_fact"]["mechanism"]), start
 
 
-@pytest.mark.parametrize("name", traces(fp8_gemm_b200=DRAFTER, swiglu_h20=DRAFTER))
+@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM, swiglu_h20=UPSTREAM))
 def test_an_anti_strategy_for_every_curated_pitfall_with_a_stated_cause_and_none_without(mined, name):
     m, want = one(mined, name)
     for start, cause in want["pitfalls"].items():
@@ -255,7 +253,7 @@ TEMPLATE_LESSON = "Do not retry this lever on "
 TEMPLATE_GOAL = "Cut the latency of "
 
 
-@pytest.mark.parametrize("name", traces(helion_add=DRAFTER, fp8_gemm_b200=DRAFTER, swiglu_h20=DRAFTER))
+@pytest.mark.parametrize("name", NAMES)
 def test_no_template_sentence_where_the_trace_has_its_own(mined, name):
     m, _ = one(mined, name)
     for _, record in antis(m, pitfalls=False) + antis(m, pitfalls=True):

@@ -5,19 +5,24 @@ gate.
 
     judge(text, lever=None, labelled=False) -> Judgement     the whole text: its first causal sentence wins
     causal_sentences(text, lever, labelled) -> [str]         the sentences that state a cause
+    stated_cause(sources, lever, own_prose) -> [(sentence, tag)]   why a failed lever failed, read in the
+                                                             order of authority (CAUSE_ORDER)
+    precheck(sources, lever, own_prose) -> ("ok" | "flag", reason)  partition's hint from the same reading
 
 A sentence states a cause by its structure, not by a word list of causes:
 - a clause joined to the lever or outcome by a causal connective (because, since, so, thus, due to,
   which ..., leads to), whose side is not a restatement of the lever;
 - a stated-mechanism field (`labelled`: a pitfall's explanation or root cause, an experiment's evidence,
-  a revert's reason, a lever's own parenthesis) or a label in the text ("bottleneck: ...", "root cause:");
+  a revert's reason) or a label in the text ("bottleneck: ...", "root cause:");
 - a clause with a subject and a finite verb ("the kernel waits on global loads", "the 2*I intermediate
   never reaches HBM"), or a restriction ("exist only for __CUDA_ARCH__ >= 800", "aligned only when the base
-  pointer is", "requires", "unless"), or a cost ("an extra IMAD per LDS"),
+  pointer is", "requires", "unless", "Required: 245760, Hardware limit: 232448"), or a cost ("an extra IMAD
+per LDS"),
 and it is not: speculation (may, might, possibly, ...), bookkeeping or an asserted ceiling (dead-end
 counts, "within noise", "at the hardware floor"), a measurement (numbers and metric names with no
 verb: "LSU instructions -74%, long_scoreboard still top stall"), an outcome ("it was slower than the
-kept kernel") or a restatement of the lever (most of its words are the lever's). What none of these
+kept kernel"), advice (a sentence that starts by saying what to do: "run the tests on the sm_90 runner
+only") or a restatement of the lever (most of its words are the lever's, the reason beside it aside). What none of these
 decides is `unjudged`: partition flags it for the agent instead of guessing.
 
 Conditions (`stated_condition`): a shape regime or dtype the text states once; whether a cause is bound
@@ -28,11 +33,15 @@ between architectures) -- an architecture goes into an established fact's condit
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from optrace.rows import Precheck
-from optrace.wording import read, sentences, word_set, words
+from optrace.wording import overlap, read, sentences, word_set, words
+
+T = TypeVar("T")
 
 MIN_CLAIM_CHARS = 12
 MIN_MECHANISM_CHARS = 40
@@ -62,7 +71,7 @@ ABSOLUTE_LATENCY = re.compile(r"[\d.]+\s*(?:us|µs|μs|ms)\b", re.I)
 
 # --- the judge --------------------------------------------------------------------------------------
 
-Kind = str  # cause | measurement | outcome | restatement | bookkeeping | speculation | unjudged | empty
+Kind = str  # cause | measurement | outcome | advice | restatement | bookkeeping | speculation | unjudged | empty
 
 
 @dataclass(frozen=True)
@@ -85,8 +94,9 @@ CONNECTIVE = re.compile(
     re.I,
 )
 RESTRICTION = re.compile(
-    r"\bonly (?:when|if|for|on|with|where|at|below|above|after|before|once|up to)\b|\bunless\b|\brequires?\b"
-    r"|\bexceeds?\b|\bdoes not fit\b|\bnot supported\b|\bunsupported\b|\bcan not\b|\bcannot\b|\bneeds?\b",
+    r"\bonly (?:when|if|for|on|with|where|at|below|above|after|before|once|up to)\b|\bunless\b|\brequired?\b"
+    r"|\brequires\b|\bexceed(?:s|ed)?\b|\bdoes not fit\b|\bnot supported\b|\bunsupported\b|\bcan not\b"
+    r"|\bcannot\b|\bneeds?\b|\b(?:hardware|resource|register|shared[- ]memory) limit\b|\bout of (?:resources?|memory)\b",
     re.I,
 )
 COST = re.compile(
@@ -104,6 +114,16 @@ DETERMINERS = word_set(
     """
 )
 FIRST_PERSON = frozenset(["i", "we", "my", "our", "us"])
+# verbs a sentence starts with when it says what to do (a fix, a lesson), not why: "run the tests on the
+# sm_90 runner only", "zero the amax buffer before each launch"
+IMPERATIVES = word_set(
+    """
+    run use keep set compile target zero check avoid add remove pin call pass move make put try reduce
+    increase lower raise drop split fuse pad align cast prefer replace switch disable enable hoist
+    stage store load read write launch re-check recheck verify ensure guard skip limit cap retry measure
+    time profile benchmark clear reset initialise initialize allocate free copy
+    """
+)
 # verbs in their base form, as a plural subject takes them ("batch sizes above 8000 leave ...")
 BASE_VERBS = word_set(
     """
@@ -111,6 +131,20 @@ BASE_VERBS = word_set(
     cause force prevent limit hide reach exceed require serialize serialise saturate compete
     contend conflict fail run use issue cover drop help hurt block stop overlap evict thrash
     collide dominate occupy lose waste miss
+    """
+)
+# verbs that report what happened to a run, not why: "amax differs from the reference on 1 of 5 seeds"
+OUTCOME_VERBS = word_set(
+    """
+    differs differ differed diverges diverged mismatches mismatched fails failed passes passed hangs hung
+    crashes crashed deadlocks deadlocked regresses regressed errors errored aborts aborted timed
+    """
+)
+# what follows a verb and not a plural noun: its object's article, or a preposition it takes
+VERB_OBJECT_STARTS = word_set(
+    """
+    a an the its their each every one two no more less fewer most half twice on onto into through from
+    across over under behind past out away back
     """
 )
 # the predicate of an outcome: how it measured, not why
@@ -153,6 +187,8 @@ def _has_finite_verb(toks: list[str]) -> bool:
             return True
         if before[-1] in ("only", "also", "still", "always", "then", "now", "just") and i >= 2:
             return True
+        if i + 1 < len(low) and low[i + 1] in VERB_OBJECT_STARTS:  # "wave quantisation leaves a partial wave"
+            return True
     return False
 
 
@@ -163,7 +199,9 @@ MEASURE_WORDS = word_set(
     instructions issued percent at to from vs and sectors sector request requests per bytes
     utilization util busy pipe active warps cycles ratio count metric metrics counter counters dram
     memory compute sol now only down up rose fell dropped higher lower mean geomean latency us ms
-    ns a an in on with dominant largest second first
+    ns a an in on with dominant largest second first against tolerance shape shapes over median abba
+    candidate incumbent reference baseline seeds runs workloads errors error bytes spill spills stores
+    loads reports reported ptxas registers register thread threads block blocks warp warps cta ctas
     """
 )
 
@@ -171,7 +209,7 @@ MEASURE_WORDS = word_set(
 def _measurement_clause(clause: str) -> bool:
     toks = _tokens(clause)
     measured = [t for t in toks if NUMERIC.match(t) or _is_identifier(t) or (t.isupper() and len(t) > 1)]
-    rest = [t.lower() for t in toks if t not in measured]
+    rest = [t.lower().rstrip(".,;:") for t in toks if t not in measured]
     return bool(measured) and all(w in MEASURE_WORDS for w in rest)
 
 
@@ -185,13 +223,28 @@ def _outcome_only(sentence: str) -> bool:
     return bool(ws) and all(w in OUTCOME or len(w) <= 2 for w in ws)
 
 
+# the reason a trace writes in brackets beside a lever: `split reduction across CTAs (atomic contention)`
+LEVER_REASON = re.compile(r"\s*\(([^()]{12,})\)\s*$")
+
+
+def lever_name(lever: str) -> str:
+    """The lever without the reason written beside it: what a stated cause must not merely restate."""
+    m = LEVER_REASON.search(lever)
+    return lever[: m.start()].strip() if m else lever
+
+
 def _restates(text: str, lever: str | None) -> bool:
+    """Most of the text's words are the lever's name: the lever without the reason beside it, and without
+    any of its sentences the text quotes (a lever of several sentences may state its reason in one)."""
     if not lever:
         return False
     mine = read(text).content
     if not mine:
         return True
-    return len(mine & read(lever).content) >= 0.7 * len(mine)
+    parts = sentences(lever_name(lever))
+    said = " ".join(text.split()).rstrip(".")
+    name = " ".join(p for p in parts if p.rstrip(".") not in said) if len(parts) > 1 else lever_name(lever)
+    return len(mine & read(name).content) >= 0.7 * len(mine)
 
 
 def _sides(sentence: str) -> list[str]:
@@ -218,6 +271,8 @@ def judge_sentence(sentence: str, lever: str | None = None, labelled: bool = Fal
         if len(rest) < MIN_CLAIM_CHARS or not judge_sentence(rest, lever, labelled).states_cause:
             return Judgement("bookkeeping", f"reports an outcome, names no cause ({bookkeeping.group(0)!r})", s)
         return judge_sentence(rest, lever, labelled)
+    if (toks := _tokens(body)) and toks[0].lower() in IMPERATIVES and not label:
+        return Judgement("advice", "says what to do (a fix or a lesson), not why", s)
     if label or labelled:
         if _restates(body, lever):
             return Judgement("restatement", "restates the lever", s)
@@ -244,13 +299,15 @@ def judge_sentence(sentence: str, lever: str | None = None, labelled: bool = Fal
     toks = _tokens(body)
     if toks and toks[0].lower() in FIRST_PERSON:
         return Judgement("outcome", "an account of what was done, not why", s)
+    if any(t.lower() in OUTCOME_VERBS for t in toks):
+        return Judgement("outcome", "reports what happened (an error, a mismatch), not why", s)
     if any(_has_finite_verb(_tokens(c)) for c in clauses):
         return Judgement("cause", "a clause with a subject and a verb about the kernel", s)
     return Judgement("unjudged", "no structure the judge can read (a noun phrase?): the agent decides", s)
 
 
 # what a text that states no cause says, best first: the most useful reason for the agent
-_RANK = ("cause", "unjudged", "measurement", "outcome", "restatement", "bookkeeping", "speculation", "empty")
+_RANK = ("cause", "unjudged", "measurement", "outcome", "advice", "restatement", "bookkeeping", "speculation", "empty")
 
 
 def judge(text: object, lever: str | None = None, labelled: bool = False) -> Judgement:
@@ -268,31 +325,104 @@ def causal_sentences(text: object, lever: str | None = None, labelled: bool = Fa
     return [s for s in sentences(text) if judge_sentence(s, lever, labelled).states_cause]
 
 
-def is_mechanism(sentence: str, lever: str | None = None, labelled: bool = False) -> bool:
-    """A causal sentence an established fact can carry: a cause, long enough, no absolute latency."""
-    return (
-        len(sentence) >= MIN_MECHANISM_CHARS
-        and judge_sentence(sentence, lever, labelled).states_cause
-        and not ABSOLUTE_LATENCY.search(sentence)
-    )
+# --- why a lever failed: one reading for partition's precheck and the drafter ---------------------
+
+# (kind, whether it is a stated-cause field, whether it is the version's prose shared with other levers),
+# in the order of authority (#26): the structured fields first -- the lever's own stated cause (a
+# pitfall's explanation, an experiment's finding, a revert's reason), the explanation of a pitfall its
+# version recorded about it, the reason written beside it or in its own text, its fix and lesson, the
+# step record's description -- then the commit body, the evidence summary, and last the gate's verdict
+# (an error message says what happened, the prose around it why)
+CAUSE_ORDER = (
+    ("cause", True, False),
+    ("pitfall", False, False),
+    ("lever-cause", False, False),  # a bracket beside a lever may explain it or only describe it
+    ("lever", False, False),  # a lever of several sentences may state its reason in one of them
+    ("fix", False, False),
+    ("lesson", False, False),
+    ("change", False, True),
+    ("body", False, True),
+    ("evidence-summary", False, True),
+    ("gate-verdict", False, True),
+)
+MAX_CAUSE_SENTENCES = 3
+NAMES_THE_LEVER = 0.5  # share of the lever's words a sentence must hold to be about it
+_BRACKET = re.compile(r"\(([^()]{8,})\)")
+_BOUNDARY = re.compile(r"(?:^|[:;]\s+|,\s+|\)\s*(?:,\s*)?(?:and\s+)?|\band\s+)")
 
 
-def precheck(sources: list[tuple[str | None, bool]], lever: str) -> tuple[Precheck, str]:
-    """("ok" | "flag", reason) for a failed lever from the texts that may state its cause, in order of
-    authority ((text, labelled) pairs). A flag says why the lever may not make an established fact."""
-    best: Judgement | None = None
-    for text, labelled in sources:
-        j = judge(text, lever, labelled)
-        causes = [s for s in causal_sentences(text, lever, labelled) if not ABSOLUTE_LATENCY.search(s)]
-        if j.states_cause and sum(map(len, causes[:3])) >= MIN_MECHANISM_CHARS:
-            cond = " and a condition" if stated_condition([text or "", lever]) else ""
-            return "ok", f"states a cause ({j.reason}){cond}"
-        if best is None or _RANK.index(j.kind) < _RANK.index(best.kind):
-            best = j
-    if best is None or best.kind == "empty":
+def about_this_lever(sentence: str, lever: str) -> str | None:
+    """The part of a sentence of shared prose (one version, several levers) that is about this lever: the
+    `<lever> (<reason>)` span that names it, else the whole sentence when it names the lever, else None."""
+    best, best_score = None, 0.0
+    for m in _BRACKET.finditer(sentence):
+        head_start = max((b.end() for b in _BOUNDARY.finditer(sentence, 0, m.start())), default=0)
+        span = sentence[head_start : m.end()].strip()
+        score = overlap(lever, sentence[head_start : m.start()])
+        if score > best_score:
+            best, best_score = span, score
+    if best is not None and best_score >= NAMES_THE_LEVER:
+        return best
+    return sentence if overlap(lever, sentence) >= NAMES_THE_LEVER else None
+
+
+def pitfall_about(pitfall: object, lever: str) -> list[str]:
+    """The explanation of a recorded pitfall whose name (its first sentence) names the lever."""
+    parts = sentences(pitfall)
+    if parts and pitfall != lever and overlap(parts[0], lever) >= NAMES_THE_LEVER:
+        return parts[1:]
+    return []
+
+
+def _candidates(
+    sources: Iterable[tuple[str, object, T]], lever: str, own_prose: bool, kind: str, labelled: bool, shared: bool
+) -> Iterator[tuple[str, T, Judgement]]:
+    for k, text, tag in sources:
+        if k != kind:
+            continue
+        parts = sentences(text)
+        if kind == "lever" and len(parts) < 2:  # one sentence names the lever; of several, one may explain it
+            continue
+        for s in parts:
+            part = s if own_prose or not shared else about_this_lever(s, lever)
+            if part:
+                yield part, tag, judge_sentence(part, lever, labelled)
+
+
+def stated_cause(sources: Sequence[tuple[str, object, T]], lever: str, own_prose: bool) -> list[tuple[str, T]]:
+    """(sentence, tag) of the causal sentences of the first kind in CAUSE_ORDER whose sources state a
+    cause of at least MIN_MECHANISM_CHARS, at most three; [] when none does. `sources` are (kind, text,
+    tag) in packet order (a pitfall's: only pitfall_about's sentences); an absolute latency is no cause
+    to serve."""
+    for kind, labelled, shared in CAUSE_ORDER:
+        found = [
+            (part, tag)
+            for part, tag, j in _candidates(sources, lever, own_prose, kind, labelled, shared)
+            if j.states_cause and not ABSOLUTE_LATENCY.search(part)
+        ][:MAX_CAUSE_SENTENCES]
+        if found and sum(len(part) for part, _ in found) >= MIN_MECHANISM_CHARS:
+            return found
+    return []
+
+
+def precheck(sources: Sequence[tuple[str, object, T]], lever: str, own_prose: bool) -> tuple[Precheck, str]:
+    """("ok" | "flag", reason) for a failed lever, from what stated_cause reads. A flag says why the lever
+    may not make an established fact; it is a hint for the agent, never a drop."""
+    found = stated_cause(sources, lever, own_prose)
+    if found:
+        j = judge_sentence(found[0][0], lever, any(k == "cause" and t == found[0][1] for k, _, t in sources))
+        cond = " and a condition" if stated_condition([found[0][0], lever]) else ""
+        return "ok", f"states a cause ({j.reason}){cond}"
+    judged = [
+        j
+        for kind, labelled, shared in CAUSE_ORDER
+        for _, _, j in _candidates(sources, lever, own_prose, kind, labelled, shared)
+    ]
+    if not judged:
         return "flag", "no text that could state a cause"
+    best = min(judged, key=lambda j: _RANK.index(j.kind))
     if best.kind == "cause":
-        return "flag", f"a cause shorter than {MIN_MECHANISM_CHARS} characters"
+        return "flag", f"a cause shorter than {MIN_MECHANISM_CHARS} characters (or only with absolute latencies)"
     return "flag", best.reason
 
 

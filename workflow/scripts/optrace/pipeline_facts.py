@@ -72,9 +72,10 @@ def bottleneck_label(packet: dict) -> str | None:
 
 
 def verdict_texts(packet: dict) -> list[str]:
-    """The statements a failed lever's verdict is read from: its own items (lever, cause, fix, lesson) and,
+    """The statements a failed lever's verdict is read from: its own items (lever, cause, what was seen,
+    fix, lesson) and,
     where the version's prose is the lever's alone, its gate verdict and commit body."""
-    own = {"lever", "lever-cause", "cause", "fix", "lesson"}
+    own = {"lever", "lever-cause", "cause", "observed", "fix", "lesson"}
     if packet.get("seg_kind") == "deadend-prose":
         own |= {"gate-verdict", "body"}
     items = (packet.get("agent_facing") or {}).get("evidence") or []

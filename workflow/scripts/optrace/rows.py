@@ -36,9 +36,8 @@ class QualityGate(TypedDict):
 class PitfallRow(TypedDict):
     text: str
     fix: str | None
-    name: NotRequired[str]  # the structured parts, where the step record has them
-    cause: NotRequired[str]
-    lesson: NotRequired[str]
+    cause: NotRequired[str | None]  # the stated cause and lesson, where ingest keeps them apart
+    lesson: NotRequired[str | None]
 
 
 class OpenDirection(TypedDict):
@@ -154,6 +153,7 @@ class Lever(TypedDict):
     split_by: SplitBy
     fix: str | None
     cause: str | None
+    observed: str | None
     lesson: str | None
     occurrences: list[Occurrence]
     fact_precheck: FactPrecheck
@@ -226,6 +226,7 @@ class WhatTheRunSaid(TypedDict):
     evidence_summary: str | None
     bottleneck_type: str | None
     expected_impact: str | None
+    experiment_findings: list[str]  # what the version's experiments the run carried on with found
 
 
 class ShapeLatency(TypedDict):
@@ -292,6 +293,7 @@ class AgentFacing(TypedDict):
     builds_on: NotRequired[PacketBuildsOn]
     the_failed_lever: NotRequired[str]
     why_it_failed: NotRequired[str | None]
+    what_was_observed: NotRequired[str | None]
     how_it_was_fixed: NotRequired[str | None]
     times_tried: NotRequired[int]
     lesson_recorded: NotRequired[str | None]

@@ -20,70 +20,35 @@ from optrace.distill.strategy import DIFF_FORMAT
 from optrace.facts import (
     DTYPE_RE,
     MIN_MECHANISM_CHARS,
+    NAMES_THE_LEVER,
     SHAPE_RE,
+    about_this_lever,
     arch_bound,
     judge_sentence,
+    pitfall_about,
     single_match,
+    stated_cause,
 )
 from optrace.kernelcode import diff_snippet
 from optrace.pipeline_facts import anti_verdict
 from optrace.wording import overlap, sentences
 
-# (kind, whether it is a stated-cause field, whether it is the version's prose shared with other levers)
-CAUSE_ORDER = (
-    ("cause", True, False),
-    ("lever-cause", True, False),
-    ("fix", False, False),
-    ("gate-verdict", False, True),
-    ("body", False, True),
-    ("evidence-summary", False, True),
-    ("pitfall", False, False),  # only the sentences of a recorded pitfall about this lever (own_pitfalls)
-)
-MAX_CAUSE_SENTENCES = 3
-NAMES_THE_LEVER = 0.5  # share of the lever's words a shared sentence must hold to be about it
 PAYS_OFF = re.compile(r"\bonly (?:pays off|helps|works|wins|overlaps)\b|\bpays off only\b", re.I)
-_BRACKET = re.compile(r"\(([^()]{8,})\)")
-_BOUNDARY = re.compile(r"(?:^|[:;]\s+|,\s+|\)\s*(?:,\s*)?(?:and\s+)?|\band\s+)")
 
 
-def about_this_lever(sentence: str, lever: str) -> str | None:
-    """The part of a sentence of shared prose that is about this lever: the `<lever> (<reason>)` span
-    that names it, else the whole sentence when it names the lever, else None."""
-    best, best_score = None, 0.0
-    for m in _BRACKET.finditer(sentence):
-        head_start = max((b.end() for b in _BOUNDARY.finditer(sentence, 0, m.start())), default=0)
-        span = sentence[head_start : m.end()].strip()
-        score = overlap(lever, sentence[head_start : m.start()])
-        if score > best_score:
-            best, best_score = span, score
-    if best is not None and best_score >= NAMES_THE_LEVER:
-        return best
-    return sentence if overlap(lever, sentence) >= NAMES_THE_LEVER else None
-
-
-def own_pitfalls(packet: dict, src: Sources, lever: str) -> list[dict]:
-    """The items of the pitfalls its version recorded about this lever (whose name names it), name aside."""
-    wanted: set[str] = set()
+def cause_sources(packet: dict, src: Sources, lever: str) -> list[tuple[str, str, str]]:
+    """(kind, text, item id) of every item that may state why the lever failed (facts.CAUSE_ORDER), a
+    recorded pitfall only with the explanation of one that names this lever."""
+    out = [(i["kind"], i["text"], i["id"]) for i in src.items if i["kind"] != "pitfall"]
     for p in packet["agent_facing"].get("pitfalls_recorded_here") or []:
-        parts = sentences(p.get("pitfall"))
-        if parts and p.get("pitfall") != lever and overlap(parts[0], lever) >= NAMES_THE_LEVER:
-            wanted |= set(parts[1:])
-    return [i for i in src.of("pitfall") if i["text"] in wanted]
+        wanted = set(pitfall_about(p.get("pitfall"), lever))
+        out += [("pitfall", i["text"], i["id"]) for i in src.of("pitfall") if i["text"] in wanted]
+    return out
 
 
 def cause_claims(packet: dict, src: Sources, lever: str, own_prose: bool) -> list[Said]:
-    """The causal sentences of the first source (CAUSE_ORDER) that states a cause of at least 40 characters."""
-    for kind, labelled, shared in CAUSE_ORDER:
-        found: list[Said] = []
-        for item in own_pitfalls(packet, src, lever) if kind == "pitfall" else src.of(kind):
-            for s in sentences(item["text"]):
-                part = s if (own_prose or not shared) else about_this_lever(s, lever)
-                causal = part and servable(part) and judge_sentence(part, lever, labelled).states_cause
-                if causal and len(found) < MAX_CAUSE_SENTENCES:
-                    found.append(Said(part, (item["id"],)))
-        if found and sum(len(f.says) for f in found) >= MIN_MECHANISM_CHARS:
-            return found
-    return []
+    """The causal sentences of the first source that states a cause of at least 40 characters (facts)."""
+    return [Said(s, (item,)) for s, item in stated_cause(cause_sources(packet, src, lever), lever, own_prose)]
 
 
 def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said]) -> dict[str, Said]:
@@ -108,12 +73,14 @@ def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Sai
 
 
 def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_prose: bool) -> list[Said]:
-    """The trace's lesson, its fix (or the fix of a pitfall its version recorded about it), a sentence
-    saying when the lever pays off, the run's next direction, else: do not retry the lever while its cause
-    holds (the pipeline's statement of the segment)."""
-    for kind in ("lesson", "fix"):
-        found = [Said(" ".join(i["text"].split()), (i["id"],)) for i in src.of(kind) if servable(i["text"])]
-        if found:
+    """The trace's lesson, its fix (or the fix of a pitfall its version recorded about it), a sentence of its
+    own saying when the lever pays off or what to do instead (facts judges it advice), the run's next
+    direction, else: do not retry the lever while its cause holds (the pipeline's statement of the
+    segment)."""
+    mechanism = {w.says for w in why}
+    for kind in ("lesson", "fix"):  # the sentences the mechanism does not already say
+        found = [Said(s, (i["id"],)) for i in src.of(kind) for s in sentences(i["text"]) if s not in mechanism]
+        if found and all(servable(f.says) for f in found):
             return found
     for p in packet["agent_facing"].get("pitfalls_recorded_here") or []:
         if p.get("pitfall") != lever and overlap(lever, p.get("pitfall") or "") >= NAMES_THE_LEVER:
@@ -121,12 +88,13 @@ def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_p
             found = [Said(i["text"], (i["id"],)) for i in src.of("pitfall-fix") if i["text"] in wanted]
             if found and all(servable(f.says) for f in found):
                 return found
-    mechanism = {w.says for w in why}
-    for kind in ("cause", "lever-cause", "gate-verdict", "body"):
+    for kind in ("cause", "lever-cause", "change", "body", "gate-verdict"):  # when it pays off, what to do
         for item in src.of(kind):
             for s in sentences(item["text"]):
                 part = s if own_prose or kind in ("cause", "lever-cause") else about_this_lever(s, lever)
-                if part and part not in mechanism and PAYS_OFF.search(part) and servable(part):
+                if not part or part in mechanism or not servable(part):
+                    continue
+                if PAYS_OFF.search(part) or judge_sentence(part, lever).kind == "advice":
                     return [Said(part, (item["id"],))]
     directions = [i for i in src.of("direction") if servable(i["text"])]
     if directions:
@@ -143,8 +111,9 @@ def observed_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said
         return [Said(" ".join(lever_item["text"].split()), (lever_item["id"],))]
     out: list[Said] = []
     mechanism = {w.says for w in why}
-    kinds = ("gate-verdict", "cause") if packet["seg_kind"] in ("deadend-prose", "deadend-experiment") else ("cause",)
-    for item in src.of(*kinds):
+    own = packet["seg_kind"] in ("deadend-prose", "deadend-experiment")
+    kinds = ("observed", "gate-verdict", "cause") if own else ("observed", "cause")
+    for item in [i for kind in kinds for i in src.of(kind)]:
         for s in sentences(item["text"]):
             if re.search(r"\d", s) and servable(s) and s not in mechanism and len(out) < 2:
                 out.append(Said(s, (item["id"],)))

@@ -87,7 +87,7 @@ def bottleneck_evidence(packet: dict, src: Sources, claims: Claims) -> dict:
 def symptom_claims(packet: dict, src: Sources) -> list[Said]:
     """Symptom tags: the bottleneck type the step record states, and the symptoms and top stalls of the
     capture the record is entitled to (a strategy's parent's: the problem it fixed)."""
-    prefix = "parent-" if packet["record_type"] == "strategy" else ""
+    prefix = "parent-" if packet["record_type"] == "strategy" else "capture-"
     kinds = ("bottleneck-type",) if packet["seg_kind"] != "curated-pitfall" else ()
     items = [i for k in kinds for i in src.of(k)] + src.of(f"{prefix}symptom") + src.of(f"{prefix}stall")
     out: dict[str, Said] = {}

@@ -1,9 +1,11 @@
 """A strategy: a measured milestone, in the trace's own words.
 
 - change: the step record's description of the change, else the commit subject's;
-- goal: what the step set out to do (its expected impact), else its commit body's first sentence, else the change;
+- goal: what the step set out to do (its expected impact), else a sentence of its commit body the mechanism
+  does not already say, else the change;
 - mechanism: why it is faster, the causal sentences of its own statements in order of authority (the
-  commit body, the step record's evidence summary and expected impact, the bottleneck its subject states),
+  commit body, what its experiments found, the step record's evidence summary and expected impact, the
+  bottleneck its subject states),
   never a restatement of the change and never its own after-profile (that diagnoses the next step);
 - next_steps: the run's open directions the packet still offers (packets drop the ones already taken);
 - the gain, its basis and the cost are measured or derived, never written.
@@ -18,19 +20,16 @@ from optrace.facts import causal_sentences
 from optrace.kernelcode import cost_of, diff_snippet
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
-MECHANISM_KINDS = ("body", "evidence-summary", "expected-impact", "stated-bottleneck", "subject")
+MECHANISM_KINDS = ("body", "experiment", "evidence-summary", "expected-impact", "stated-bottleneck", "subject")
 MAX_MECHANISM_SENTENCES = 3
 
 
-def mechanism(src: Sources, change: str, used: set[str]) -> list[Said]:
+def mechanism(src: Sources, change: str) -> list[Said]:
     """The causal sentences of the first statement kind that has any (see the module doc)."""
     for kind in MECHANISM_KINDS:
         found: list[Said] = []
         for item in src.of(kind):
-            if item["id"] in used:
-                continue
-            labelled = kind == "stated-bottleneck"
-            for s in causal_sentences(item["text"], change, labelled):
+            for s in causal_sentences(item["text"], change):
                 if servable(s) and len(found) < MAX_MECHANISM_SENTENCES:
                     found.append(Said(s, (item["id"],)))
         if found:
@@ -65,12 +64,15 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
             "The untouched baseline kernel." if base.get("was_the_untouched_baseline") else "The previous kept kernel."
         )
         approach = claims.put("payload.trace.builds_on.approach", [Said(text, tuple(i["id"] for i in segment))])
-    goal_items = [i for i in src.of("expected-impact") if servable(i["text"])]
-    goal_said = said(goal_items) or (first_sentences(src.of("body")) or [change_said])[0]
-    used = set(goal_said.cites)
-    why = mechanism(src, change, used) or mechanism(src, change, set())
+    why = mechanism(src, change)
     if not why:
         thin.append("mechanism")
+    # the goal: what the step expected, else a sentence of its body the mechanism does not already say
+    explained = {w.says for w in why}
+    goal_said = next(
+        (s for s in first_sentences(src.of("expected-impact") + src.of("body"), n=99) if s.says not in explained),
+        change_said,
+    )
     directions = each(src.of("direction"))
     if not directions:
         thin.append("next_steps")
@@ -78,7 +80,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     shapes = m.get("shapes_measured") or 0
     over = (
         Said(
-            f"geomean over the {shapes} measured shapes",
+            f"geomean over the {shapes} measured shape{'s' if shapes != 1 else ''}",
             ("measurements.shapes_measured",),
             ((str(shapes), "measurements.shapes_measured"),),
         )

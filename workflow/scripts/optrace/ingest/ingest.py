@@ -26,7 +26,7 @@ from optrace.ingest.hardware import (
     resolve,
     target_from_override,
 )
-from optrace.ingest.memory import StepRecord, pitfall_row, scan_memory
+from optrace.ingest.memory import StepRecord, scan_memory
 from optrace.ingest.metadata import Metadata, dsl_from_languages, read_metadata
 from optrace.jsonio import write_json, write_jsonl
 from optrace.mine.ladder import harness_file
@@ -230,7 +230,7 @@ def build_rows(
                 "no_change": grammar.has_no_change(subject_text),
                 "infrastructure": grammar.has_infra(subject_text),
                 "deadend_items": list(dict.fromkeys(i for cl in claims for i in cl.deadend_items)),
-                "pitfalls": [pitfall_row(p) for p in rec.pitfalls] if rec else [],
+                "pitfalls": [{"text": p.text, "fix": p.fix} for p in rec.pitfalls] if rec else [],
                 "open_directions": list(rec.open_directions) if rec else [],
                 "action_category": rec.action_category if rec else None,
                 "action_description": rec.action_description if rec else None,

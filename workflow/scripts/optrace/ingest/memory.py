@@ -22,10 +22,6 @@ VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d{1,9})\s*$")
 class Pitfall:
     text: str
     fix: str | None
-    # the structured parts, where the record has them (text joins them): what went wrong, why, the lesson
-    name: str | None = None
-    cause: str | None = None
-    lesson: str | None = None
 
 
 @dataclass(frozen=True)
@@ -201,36 +197,24 @@ def _finite(value: object) -> float | None:
 
 def normalise_pitfalls(items: object) -> list[Pitfall]:
     """Both dialects (`{error_type, error_message, root_cause, fix_applied, lesson}` and
-    `{pitfall, explanation, fix}`), bare strings and nulls, as (text, fix) pairs, with the structured
-    parts kept apart where the record has them (name: what went wrong; cause: the explanation or root
-    cause; lesson)."""
+    `{pitfall, explanation, fix}`), bare strings and nulls, as (text, fix) pairs."""
     out = []
     for item in items if isinstance(items, list) else []:
-        name = cause = lesson = None
         if isinstance(item, str):
             text, fix = item.strip(), None
         elif isinstance(item, dict):
             if "pitfall" in item or "explanation" in item:
                 parts = [_str(item.get("pitfall")), _str(item.get("explanation"))]
                 fix = _str(item.get("fix"))
-                name, cause = parts
             else:
                 parts = [_str(item.get(k)) for k in ("error_type", "error_message", "root_cause", "lesson")]
                 fix = _str(item.get("fix_applied"))
-                name = ". ".join(_dedupe(p for p in parts[:2] if p)) or None
-                cause, lesson = parts[2], parts[3]
             text = ". ".join(_dedupe(p for p in parts if p))
         else:
             continue
         if text:
-            out.append(Pitfall(text, fix, name or None, cause or None, lesson or None))
+            out.append(Pitfall(text, fix))
     return out
-
-
-def pitfall_row(p: Pitfall) -> dict:
-    """A pitfall as versions.jsonl holds it: text and fix, and its structured parts where known."""
-    parts = {"name": p.name, "cause": p.cause, "lesson": p.lesson}
-    return {"text": p.text, "fix": p.fix, **{k: v for k, v in parts.items() if v}}
 
 
 EXPERIMENT_FIELDS = ("name", "hypothesis", "change", "evidence", "result", "decision")

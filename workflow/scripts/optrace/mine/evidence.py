@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from optrace.facts import LEVER_REASON
 from optrace.rows import AgentFacing, EvidenceItem
 from optrace.wording import sentences
 
@@ -31,6 +32,7 @@ KINDS = {
     "subject": "the commit subject, without its grammar",
     "stated-bottleneck": "the bottleneck the commit subject states",
     "body": "a sentence of the commit body",
+    "experiment": "what an experiment of this version found, one the run carried on with",
     "gate-verdict": "a sentence of the quality gate's verdict",
     "evidence-summary": "the step record's evidence summary",
     "expected-impact": "what the step record expected the change to do",
@@ -47,6 +49,7 @@ KINDS = {
     "lever": "the failed lever, as the trace names it",
     "lever-cause": "the reason the trace writes beside the failed lever",
     "cause": "the failed lever's own stated cause (a revert's reason, an experiment's evidence, a pitfall's explanation)",
+    "observed": "what the attempt showed (its measurement or error), in the trace's words",
     "fix": "how the run fixed or avoided it",
     "lesson": "the lesson the trace records for it",
     "direction": "an open direction the run recorded",
@@ -56,7 +59,6 @@ KINDS = {
 }
 _BOTTLENECK_NOTE = re.compile(r"\(\s*bottleneck\s*:\s*(.+?)\)\s*$", re.I | re.S)
 _PERF_PREFIX = re.compile(r"^\s*[^|]*\|\s*")  # `15971.7 GFLOPS | 2D blocktiling`: the change after the bar
-_PARENTHESIS = re.compile(r"\s*\(([^()]{12,})\)\s*$")
 
 
 def subject_parts(subject: str) -> list[tuple[str, str]]:
@@ -75,22 +77,27 @@ def subject_parts(subject: str) -> list[tuple[str, str]]:
 def lever_parts(lever: str) -> list[tuple[str, str]]:
     """A failed lever and the reason written beside it in brackets: `split reduction across CTAs (atomic
     contention on the row sum)` is a lever and its stated cause."""
-    m = _PARENTHESIS.search(lever)
+    m = LEVER_REASON.search(lever)
     if not m:
         return [("lever", lever)]
     return [("lever", lever), ("lever-cause", m.group(1).strip())]
 
 
-def _profiler(kind_prefix: str, profiler: dict | None) -> list[tuple[str, str, str]]:
+def _profiler(parent: bool, profiler: dict | None) -> list[tuple[str, str, str]]:
+    """A usable capture's items: this version's (`conclusion`, `capture-symptom`, `capture-stall`) or the
+    version it builds on (`parent-...`)."""
     if not profiler or not profiler.get("ncu_measured_the_kernel_under_test"):
         return []
-    base = "profiler" if kind_prefix == "" else "builds_on.parent_profiler"
+    base, conclusion, prefix = (
+        ("builds_on.parent_profiler", "parent-conclusion", "parent-")
+        if parent
+        else ("profiler", "conclusion", "capture-")
+    )
     metrics = profiler.get("metrics") or {}
-    out = [(f"{kind_prefix}conclusion", s, f"{base}.conclusion") for s in sentences(profiler.get("conclusion"))]
-    out += [(f"{kind_prefix}symptom", s, f"{base}.metrics.symptoms") for s in metrics.get("symptoms") or []]
+    out = [(conclusion, s, f"{base}.conclusion") for s in sentences(profiler.get("conclusion"))]
+    out += [(f"{prefix}symptom", s, f"{base}.metrics.symptoms") for s in metrics.get("symptoms") or []]
     out += [
-        (f"{kind_prefix}stall", f"{s} stalls", f"{base}.metrics.stall_reasons")
-        for s in metrics.get("stall_reasons") or {}
+        (f"{prefix}stall", f"{s} stalls", f"{base}.metrics.stall_reasons") for s in metrics.get("stall_reasons") or {}
     ]
     return out
 
@@ -111,6 +118,7 @@ def _items(agent: AgentFacing, seg_kind: str) -> list[tuple[str, str, str]]:
         for kind, text in lever_parts(agent["the_failed_lever"]):
             add(kind, text, "the_failed_lever", split=False)
         add("cause", agent.get("why_it_failed"), "why_it_failed")
+        add("observed", agent.get("what_was_observed"), "what_was_observed")
         add("fix", agent.get("how_it_was_fixed"), "how_it_was_fixed")
         add("lesson", agent.get("lesson_recorded"), "lesson_recorded")
     if seg_kind != "curated-pitfall":  # a pitfall's version prose is about the kept change, not the pitfall
@@ -118,16 +126,18 @@ def _items(agent: AgentFacing, seg_kind: str) -> list[tuple[str, str, str]]:
         for kind, text in subject_parts(said.get("commit_subject") or ""):
             add(kind, text, "what_the_run_said.commit_subject", split=False)
         add("body", said.get("commit_body"), "what_the_run_said.commit_body")
+        for i, finding in enumerate(said.get("experiment_findings") or []):
+            add("experiment", finding, f"what_the_run_said.experiment_findings[{i}]")
         add("gate-verdict", said.get("gate_verdict"), "what_the_run_said.gate_verdict")
         add("evidence-summary", said.get("evidence_summary"), "what_the_run_said.evidence_summary")
         add("expected-impact", said.get("expected_impact"), "what_the_run_said.expected_impact")
         add("bottleneck-type", said.get("bottleneck_type"), "what_the_run_said.bottleneck_type", split=False)
         add("category", said.get("category_hint"), "what_the_run_said.category_hint", split=False)
-    out += _profiler("", agent["profiler"])
+    out += _profiler(False, agent["profiler"])
     base = agent.get("builds_on")
     if base:
         add("previous-approach", base.get("previous_approach"), "builds_on.previous_approach", split=False)
-        out += _profiler("parent-", base.get("parent_profiler"))
+        out += _profiler(True, base.get("parent_profiler"))
         add("parent-bottleneck-type", base.get("parent_bottleneck_type"), "builds_on.parent_bottleneck_type", False)
     for i, d in enumerate(agent["open_directions"]):
         add("direction", d.get("direction"), f"open_directions[{i}].direction", split=False)

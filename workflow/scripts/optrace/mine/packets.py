@@ -21,7 +21,7 @@ from optrace.ingest.git_history import KERNEL_FILE, open_trace
 from optrace.ingest.trace_files import read_text
 from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.evidence import evidence_items
-from optrace.mine.partition import technique_text
+from optrace.mine.partition import FAILED_DECISIONS, technique_text
 from optrace.rows import (
     AgentFacing,
     Measurements,
@@ -98,6 +98,7 @@ STEP_RECORD_FIELDS = {
     "bottleneck_type": "profile_evidence.bottleneck_type",
     "expected_impact": "optimization.expected_impact",
     "category_hint": "optimization.action_category",
+    "experiment_findings": "experience.experiments (evidence, result)",
 }
 
 
@@ -192,6 +193,11 @@ class PacketBuilder:
             "evidence_summary": self.text(row.get("evidence_summary")),
             "bottleneck_type": self.text(row.get("bottleneck_type")),
             "expected_impact": self.text(row.get("expected_impact")),
+            "experiment_findings": [
+                self.text(" ".join(p.rstrip(".") + "." for p in (e.get("evidence"), e.get("result")) if p))
+                for e in row.get("experiments") or []
+                if e.get("decision") not in FAILED_DECISIONS and (e.get("evidence") or e.get("result"))
+            ],
         }
 
     def shape_entry(self, key: str, latency: float) -> ShapeLatency:
@@ -315,6 +321,7 @@ class PacketBuilder:
             lv = seg["lever"]
             agent["the_failed_lever"] = lv["text"]
             agent["why_it_failed"] = lv.get("cause")
+            agent["what_was_observed"] = lv.get("observed")
             agent["how_it_was_fixed"] = lv["fix"]
             if pitfall:
                 agent["lesson_recorded"] = lv.get("lesson")
@@ -384,7 +391,7 @@ class PacketBuilder:
         if field in ("what_the_run_said.commit_subject", "what_the_run_said.commit_body"):
             return f"commit {row['sha']}: {field.rsplit('_', 1)[-1]}"
         if field.startswith("what_the_run_said."):
-            return f"{memory}: {STEP_RECORD_FIELDS.get(field.split('.', 1)[1], field)}"
+            return f"{memory}: {STEP_RECORD_FIELDS.get(field.split('.', 1)[1].split('[')[0], field)}"
         if field.startswith("profiler."):
             return ", ".join(captures) or "no capture"
         if field.startswith("builds_on.parent_profiler"):
@@ -392,7 +399,7 @@ class PacketBuilder:
         if field.startswith("builds_on."):
             base = (seg.get("strategy") or {}).get("builds_on") or {}
             return f"memory/{base.get('version')}.json"
-        if field in ("the_failed_lever", "why_it_failed", "how_it_was_fixed", "lesson_recorded"):
+        if field in ("the_failed_lever", "why_it_failed", "what_was_observed", "how_it_was_fixed", "lesson_recorded"):
             occurrences = (seg.get("lever") or {}).get("occurrences") or []
             return f"{memory} or commit {row['sha']} ({len(occurrences)} occurrence(s))"
         if field == "what_this_record_is":

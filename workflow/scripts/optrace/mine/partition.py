@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from optrace.facts import precheck
+from optrace.facts import causal_sentences, pitfall_about, precheck, stated_cause
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
 from optrace.mine.evidence import lever_parts
 from optrace.mine.ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
@@ -40,7 +40,7 @@ from optrace.rows import (
     read_versions,
 )
 from optrace.scrub.leak_patterns import add_denylist_argument
-from optrace.wording import overlap, sentences
+from optrace.wording import sentences
 
 FLOOR_HOLDERS = ANCHORS + ("floor",)  # the outcomes that set the floor a later claim is measured against
 
@@ -328,23 +328,20 @@ def failed_levers(row: VersionRow, by_version: dict[str, VersionRow]) -> list[tu
     return [(text, "agent", None)] if len(text) >= MIN_LEVER_CHARS else []
 
 
-def cause_sources(row: VersionRow, lever: str, cause: str | None, own_prose: bool) -> list[tuple[str | None, bool]]:
-    """The texts that may state why a lever failed, in order of authority, each with whether it is a
-    stated-cause field (optrace.facts.precheck reads them so): the lever's own cause (a revert's reason,
-    an experiment's evidence), the reason written beside it, then -- when the version's prose is the
-    lever's alone -- the gate verdict, the commit body, the evidence summary and the subject."""
-    beside = lever_parts(lever)
-    out: list[tuple[str | None, bool]] = [(cause, True)] + [(text, True) for kind, text in beside if kind != "lever"]
-    if own_prose:
-        out += [
-            (row["quality_gate"]["failure_reason"], False),
-            (row.get("body"), False),
-            (row.get("evidence_summary"), False),
-            (row["subject"], False),
-        ]
-    else:  # a version with several levers: only its sentences that name this one
-        shared = " ".join(x for x in (row["quality_gate"]["failure_reason"], row.get("body")) if x)
-        out.append((" ".join(s for s in sentences(shared) if overlap(lever, s) >= 0.5) or None, False))
+def cause_sources(row: VersionRow, lever: str, cause: str | None) -> list[tuple[str, str | None, None]]:
+    """What may state why a lever failed, as the packet will name it (kind, text): its own cause (a
+    revert's reason, an experiment's evidence), the lever and the reason beside it, the version's step
+    record, gate verdict, commit body and evidence summary, and the explanation of a pitfall it recorded
+    about this lever; the drafter reads the same kinds (optrace.facts.stated_cause)."""
+    out: list[tuple[str, str | None, None]] = [("cause", cause, None)]
+    out += [(kind, text, None) for kind, text in lever_parts(lever)]
+    out += [
+        ("change", row.get("action_description"), None),
+        ("gate-verdict", row["quality_gate"]["failure_reason"], None),
+        ("body", row.get("body"), None),
+        ("evidence-summary", row.get("evidence_summary"), None),
+    ]
+    out += [("pitfall", s, None) for p in row["pitfalls"] for s in pitfall_about(p["text"], lever)]
     return out
 
 
@@ -380,16 +377,20 @@ def anti_segments(
                 levers[key]["lever"]["occurrences"].append(occurrence)
                 continue
             technique = technique_slug(clean)
-            own = split_by in ("agent", "revert-pair")
-            sources = [(scrub(t) if t else None, lab) for t, lab in cause_sources(row, lever, cause, own)]
-            verdict, reason = precheck(sources, clean)
+            own = SEG_KINDS[split_by] == "deadend-prose"  # the version's prose is this lever's alone
+            sources = [(kind, scrub(t) if t else None, tag) for kind, t, tag in cause_sources(row, lever, cause)]
+            verdict, reason = precheck(sources, clean, own)
+            found = [sentence for sentence, _ in stated_cause(sources, clean, own)]
+            # what its own finding (an experiment's, a revert's) says besides the cause: what was seen
+            seen = [s for s in sentences(scrub(cause) if cause else "") if s not in found]
             seg = _common(ctx, row, "anti-strategy", SEG_KINDS[split_by], "", technique, "anti-strategy", key, clean)
             seg["seg_id"] = f"anti-{seg['id'][-6:]}"
             seg["lever"] = {
                 "text": clean,
                 "split_by": split_by,
                 "fix": None,
-                "cause": scrub(cause) if cause else None,
+                "cause": " ".join(found) or None,  # the cause its trace states, wherever (precheck's reading)
+                "observed": " ".join(seen) or None,
                 "lesson": None,
                 "occurrences": [occurrence],
                 "fact_precheck": {"verdict": verdict, "reason": reason},
@@ -399,15 +400,24 @@ def anti_segments(
     return list(levers.values())
 
 
-def pitfall_parts(pit: PitfallRow) -> tuple[str, str | None, bool]:
-    """(name, cause, whether the cause is a stated-cause field) of a recorded pitfall: its structured
-    name and explanation where the step record has them, else its first sentence and the rest."""
-    if pit.get("name") and pit.get("cause"):
-        return pit["name"], pit["cause"], True
-    parts = sentences(pit["text"])
-    if len(parts) > 1 and len(parts[0]) >= MIN_LEVER_CHARS:
-        return parts[0], " ".join(parts[1:]), False
-    return pit.get("name") or pit["text"], pit.get("cause"), bool(pit.get("cause"))
+def pitfall_parts(pit: PitfallRow) -> tuple[str, str | None, str | None]:
+    """(name, cause, lesson) of a recorded pitfall: what went wrong, its stated cause and its lesson.
+    Where ingest keeps the cause apart, the name is the text before it; else the leading sentences that
+    state no cause are the name (an error message: "misaligned address. CUDA error: ..."), the sentences
+    that do are its cause, and what follows them its lesson."""
+    text, cause, lesson = pit["text"], pit.get("cause"), pit.get("lesson")
+    if cause and (at := text.find(cause)) > 0:
+        return text[:at].rstrip(" .;:"), cause, lesson
+    parts = sentences(text)
+    if cause or "cause" in pit or len(parts) < 2:  # ingest read its cause field: none is none
+        return text, cause, lesson
+    causal = set(causal_sentences(" ".join(parts[1:]), parts[0]))
+    first = next((i for i, p in enumerate(parts) if i and p in causal), None)
+    if first is None:  # no stated cause: the whole text is what went wrong
+        return text, None, lesson
+    last = max(i for i, p in enumerate(parts) if p in causal)
+    rest = " ".join(parts[last + 1 :]) or None
+    return " ".join(parts[:first]), " ".join(parts[first : last + 1]), lesson or rest
 
 
 def pitfall_segments(
@@ -426,13 +436,11 @@ def pitfall_segments(
             if key in out:
                 out[key]["lever"]["occurrences"].append(occurrence)
                 continue
-            name, cause, labelled = pitfall_parts(pit)
-            name, cause = scrub(name), scrub(cause) if cause else None
-            fix, lesson = (
-                (scrub(pit["fix"]) if pit["fix"] else None),
-                (scrub(pit["lesson"]) if pit.get("lesson") else None),
-            )
-            verdict, reason = precheck([(cause, labelled), (lesson, False), (fix, False)], name)
+            name, cause, lesson = (scrub(t) if t else None for t in pitfall_parts(pit))
+            assert name is not None  # a pitfall has a text
+            fix = scrub(pit["fix"]) if pit["fix"] else None
+            sources = [("cause", cause, None), ("fix", fix, None), ("lesson", lesson, None)]
+            verdict, reason = precheck(sources, name, own_prose=True)
             seg = _common(ctx, row, "anti-strategy", "curated-pitfall", "", technique_slug(full), "pitfall", key, full)
             seg["seg_id"] = f"pitfall-{seg['id'][-6:]}"
             seg["lever"] = {
@@ -440,6 +448,7 @@ def pitfall_segments(
                 "split_by": "curated",
                 "fix": fix,
                 "cause": cause,
+                "observed": None,
                 "lesson": lesson,
                 "occurrences": [occurrence],
                 "fact_precheck": {"verdict": verdict, "reason": reason},

@@ -30,7 +30,7 @@ from functools import cached_property
 
 from optrace.gates.trace.numbers import decimals, normalize
 from optrace.slots import SlotKind, kind_of
-from optrace.wording import CLAUSE_BREAK, Reading, read, stem
+from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, stem
 
 # words that say what a number measures: a number's clause may not hold another quantity's word
 QUANTITY_WORDS = {
@@ -108,6 +108,13 @@ def polarity(says: Reading, cited: Cited) -> list[str]:
         if w in theirs and not states & theirs[w]:
             out.append(f"{w!r} is {'negated' if True in states else 'asserted'} here but not in the evidence it cites")
     return out[:2]
+
+
+def negators(says: Reading, cited: Cited) -> list[str]:
+    """A slug's negation words (`no-`, `not-`, `without-`) are its cited items' too."""
+    theirs = {t.raw for r in cited.readings for t in r.tokens}
+    extra = sorted({t.raw for t in says.tokens if t.raw in NEGATORS} - theirs)
+    return [f"negation {w!r} is not in the evidence it cites" for w in extra[:1]]
 
 
 def direction(says: Reading, cited: Cited) -> list[str]:
@@ -216,9 +223,13 @@ def _clause_words(text: str, start: int, end: int) -> set[str]:
     return {stem(w) for w in words} | set(words)
 
 
+_NEIGHBOUR = re.compile(r"[a-z][a-z_]*|%|[<>=≤≥]+")
+
+
 def _neighbours(text: str, start: int, end: int) -> set[str]:
-    left = re.findall(r"[a-z][a-z_]+|%", text[:start].lower())[-1:]
-    right = re.findall(r"[a-z][a-z_]+|%", text[end:].lower())[:1]
+    """The word (or comparison) next to a number on each side: `M <= 128` has `<=` on its left."""
+    left = _NEIGHBOUR.findall(text[:start].lower())[-1:]
+    right = _NEIGHBOUR.findall(text[end:].lower())[:1]
     return {stem(w) for w in left + right}
 
 

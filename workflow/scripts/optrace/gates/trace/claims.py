@@ -19,7 +19,8 @@ The rule, for records mined from a trace:
    strategy's bottleneck on its parent's capture, ...): a citation of another packet, of nothing, or of
    another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
-   speed, cause and effect, verdict, scope and correctness words.
+   speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
+   its words, numbers, negators and scope words).
 4. A claim naming the lever or change of another segment of the trace (the packets manifest names them)
    needs a cited item that names it too.
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
@@ -66,12 +67,18 @@ OPEN_MAPS = {
          "comparable", "note"}
     ),
 }  # fmt: skip
+TAG_FIELDS = re.compile(
+    r"^(?:retrieval\.technique_tags|payload\.trace\.technique_here|retrieval\.signals\.symptoms)\[\d+\]$"
+)
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
-STATED_CAUSE_KINDS = {"cause", "lever-cause"}
+STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
 ALL_KINDS = None  # any kind may back the field
-_OWN = {"change", "subject", "body", "expected-impact", "evidence-summary", "stated-bottleneck", "category", "segment"}
+_OWN = {
+    "change", "subject", "body", "experiment", "expected-impact", "evidence-summary", "stated-bottleneck", "category",
+    "segment",
+}  # fmt: skip
 _CAUSE = {
-    "cause", "lever-cause", "fix", "lesson", "gate-verdict", "body", "evidence-summary", "stated-bottleneck",
+    "cause", "observed", "lever-cause", "change", "fix", "lesson", "gate-verdict", "body", "evidence-summary", "stated-bottleneck",
     "expected-impact", "conclusion", "capture-symptom", "capture-stall", "pitfall", "pitfall-fix", "lever", "subject",
 }  # fmt: skip
 _CAPTURE = {"conclusion", "capture-symptom", "capture-stall", "bottleneck-type", "stated-bottleneck"}
@@ -218,17 +225,19 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         return out
     cited = pc.cited(cites)
     says_read = read(says)
-    problems = (
-        rules.content(says_read, cited)
-        + rules.numbers(says, slots, cited, pc.agent, pc.exact)
-        + rules.polarity(says_read, cited)
-        + rules.direction(says_read, cited)
-        + rules.speed(says_read, cited)
-        + rules.cause_order(says, cited)
-        + rules.verdict(says_read, cited, str(record_type))
-        + rules.scope(says_read, cited)
-        + rules.correctness(says, cited)
-    )
+    problems = rules.content(says_read, cited) + rules.numbers(says, slots, cited, pc.agent, pc.exact)
+    if TAG_FIELDS.match(where):  # a slug drops the function words its polarity and direction turn on
+        problems += rules.negators(says_read, cited) + rules.scope(says_read, cited)
+    else:
+        problems += (
+            rules.polarity(says_read, cited)
+            + rules.direction(says_read, cited)
+            + rules.speed(says_read, cited)
+            + rules.cause_order(says, cited)
+            + rules.verdict(says_read, cited, str(record_type))
+            + rules.scope(says_read, cited)
+            + rules.correctness(says, cited)
+        )
     if where.split("[")[0] in CAUSE_FIELDS:
         labelled = all(pc.items.get(c, {}).get("kind") in STATED_CAUSE_KINDS for c in cites if c in pc.items)
         j = judge(says, None, labelled)

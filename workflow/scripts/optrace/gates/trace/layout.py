@@ -22,7 +22,7 @@ a trace gate):
   record's ("any GPU", "all architectures", "portable", "cross-vendor") unless the packet says so;
 - what the drafter derives from the packet is the packet's: retrieval.signals.shape_regime has
   n_shapes = operator.n_benchmarked_shapes, var_axes within operator.variable_axes and predicate `*`
-  (a packet states no narrower regime); a gain metric's measured_over counts those same shapes;
+  (a packet states no narrower regime); a gain metric's measured_over counts the shapes measured;
   payload.trace.builds_on.is_baseline is builds_on.was_the_untouched_baseline; payload.cost.edit_scope
   of a diff is what the diff edits (kernelcode.edit_scope: one-line only when at most one line goes out
   and one comes in);
@@ -269,11 +269,16 @@ def derived_mismatches(record: dict, packet: Packet) -> list[str]:
             "narrower regime than its benchmarked shapes ('*')"
         )
     metrics = obj(record, "worth", "gain").get("metrics")
+    measured = obj(packet.agent_facing, "measurements").get("shapes_measured")
+    over_n = measured if type(measured) is int and measured > 0 else n  # the geomean is over the measured shapes
     for i, metric in enumerate(metrics if isinstance(metrics, list) else []):
         over = metric.get("measured_over") if isinstance(metric, dict) else None
         counts = {Decimal(t) for t, _ in number_tokens(over)} if isinstance(over, str) else set()
-        if counts and counts != {Decimal(n) if isinstance(n, int) else None}:
-            out.append(f"worth.gain.metrics[{i}].measured_over: {over!r} does not count the packet's {n!r} shapes")
+        if counts and counts != {Decimal(over_n) if isinstance(over_n, int) else None}:
+            out.append(
+                f"worth.gain.metrics[{i}].measured_over: {over!r} does not count the {over_n!r} shapes the "
+                "packet measured"
+            )
     base = obj(record, "payload", "trace", "builds_on")
     if "is_baseline" in base and base["is_baseline"] != bool(
         obj(packet.agent_facing, "builds_on").get("was_the_untouched_baseline")

@@ -21,9 +21,10 @@ Without such a capture a record states nothing a profiler establishes:
   `dram_throughput_pct`, "achieved occupancy".
 Whatever the capture, basis `microbenchmark` fails (a trace holds no microbenchmark) and so does
 `asserted` (an assertion is not evidence).
-With the capture, the claims must agree with it: payload.problem.bottleneck and bottleneck_evidence.note
-are whole consecutive clauses of the capture's conclusion (whitespace and case aside; a clause ends at
-. ; : , ! or ?), never a fragment that says something else ("not hide"), and a tool is Nsight Compute's
+With the capture, the claims must agree with it: bottleneck_evidence.note is whole consecutive clauses of
+the capture's conclusion (whitespace and case aside; a clause ends at . ; : , ! or ?), never a fragment
+that says something else ("not hide"), payload.problem.bottleneck whole clauses of that conclusion or of
+the bottleneck the commit subject states, and a tool is Nsight Compute's
 (`ncu`); the bottleneck label and the metrics are the capture's (the structured-facts gate).
 """
 
@@ -225,16 +226,18 @@ def is_clauses_of(value: str, said: str) -> bool:
     return False
 
 
-def with_capture(record: dict, conclusion: str) -> list[str]:
+def with_capture(record: dict, conclusion: str, stated: list[str]) -> list[str]:
     be = obj(record, "evidence", "summary", "bottleneck_evidence")
-    said = collapsed(conclusion)
+    said = [collapsed(conclusion)]
     out = []
-    for where, value in (
-        ("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck")),
-        ("evidence.summary.bottleneck_evidence.note", be.get("note")),
+    for where, value, sources in (
+        ("payload.problem.bottleneck", obj(record, "payload", "problem").get("bottleneck"), said + stated),
+        ("evidence.summary.bottleneck_evidence.note", be.get("note"), said),
     ):
-        if value is not None and not (isinstance(value, str) and is_clauses_of(collapsed(value), said)):
-            out.append(f"{where}: not what the capture's conclusion says (whole clauses of it)")
+        if value is not None and not (
+            isinstance(value, str) and any(is_clauses_of(collapsed(value), s) for s in sources)
+        ):
+            out.append(f"{where}: not what the capture's conclusion (or the commit subject's bottleneck) says")
     tool = be.get("tool")
     if tool is not None and not (isinstance(tool, str) and tool.strip().casefold() in PROFILER_TOOLS):
         out.append(f"evidence.summary.bottleneck_evidence.tool: {tool!r}, but the capture is Nsight Compute's (ncu)")
@@ -255,7 +258,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     )
     conclusion = entitled_conclusion(ev)
     if conclusion is not None:
-        out += with_capture(record, conclusion)
+        out += with_capture(record, conclusion, [collapsed(s) for s in stated_bottlenecks(ev)])
     else:
         out += without_capture(record, stated_bottlenecks(ev), has_usable_capture(ev))
     return [f"{view.relpath}: {m}" for m in out]
