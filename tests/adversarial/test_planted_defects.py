@@ -19,6 +19,7 @@ from optrace.gates.trace.fabrication import Pool
 from optrace.gates.trace.injection import validate_records
 from optrace.gates.trace.runner import judge
 from optrace.gates.trace.store_overlap import LiveStore
+from tests.adversarial.citations import resync
 
 TRACES = ("example", "fib")
 CRASH = re.compile(r"could not read this record")
@@ -38,9 +39,15 @@ def packet(bench, i):
     return bench.packet_at(bench.records[i][0])
 
 
-def verdicts_after(bench, i, mutate, trace=None):
+def verdicts_after(bench, i, mutate, trace=None, cite=True):
+    """The verdicts once `mutate` edited record i -- and, unless `cite` is False, once the editor also
+    rewrote its citations to say what the record now says (tests/adversarial/citations.py): an edit must
+    fail by what it claims, not by a stale citation."""
     rows = [[rel, copy.deepcopy(rec)] for rel, rec in bench.records]
     mutate(rows[i][1], bench, i)
+    target = bench.packet_at(rows[i][0])
+    if cite and isinstance(rows[i][1], dict) and target is not None:
+        resync(rows[i][1], target)
     used = bench if trace is None else dataclasses.replace(bench, trace=trace)
     return validate_records(used, rows, LiveStore())[i]
 
@@ -137,6 +144,8 @@ def with_capture(bench, rel, rec):
 # --- the planted defects: (name, record type, mutation, gate that must fire[, suits]) ---------------
 
 S, A, R = "strategy", "anti-strategy", "reference-kernel"
+# class 7 (words the packet never states) is the claims gate's since #25; the signals label structured-facts'
+CLM, STRUCT = "claims", "structured-facts"
 FAB, LAY, NCU, EST, SCH = "no-fabrication", "layout", "ncu-attribution", "established-fact", "schema"
 
 DEFECTS = [
@@ -474,7 +483,7 @@ DEFECTS = [
         "5 signals bottleneck the capture does not support",
         S,
         setter(("retrieval", "signals", "bottleneck"), "moe-load-imbalance"),
-        NCU,
+        STRUCT,
         with_capture,
     ),
     (
@@ -572,19 +581,19 @@ DEFECTS = [
         lambda r, b, i: r["payload"]["established_fact"].update(
             mechanism="shared memory bank conflicts serialize the warps because of a stride of thirty-two"
         ),
-        FAB,
+        CLM,
     ),
     (
         "7 strategy mechanism invented",
         S,
         setter(("payload", "mechanism"), "because the tensor cores saturate the crossbar"),
-        FAB,
+        CLM,
     ),
     (
         "7 condition word invented",
         A,
         lambda r, b, i: r["payload"]["established_fact"]["condition"].update(shape_regime="ragged sequences"),
-        FAB,
+        CLM,
     ),
 ]
 
@@ -685,7 +694,8 @@ BENIGN = [
     (
         "the improvement quoted with a spaced percent",
         S,
-        lambda r, b, i: r["payload"].update(goal=r["payload"]["goal"] + f" {r['worth']['gain']['pct']} %"),
+        # its own clause: glued to the goal's "-3% geomean" it would read as the geomean (the claims gate)
+        lambda r, b, i: r["payload"].update(goal=r["payload"]["goal"] + f"; {r['worth']['gain']['pct']} % faster"),
     ),
     (
         "the floor written with a trailing zero",

@@ -20,6 +20,7 @@ from optrace.gates.store.store import parse_json_bytes
 from optrace.gates.trace.fabrication import Pool
 from optrace.gates.trace.injection import validate_records, workbench
 from optrace.gates.trace.store_overlap import LiveStore
+from optrace.pipeline_facts import capture_for_signals
 
 from .b200_trace import NAME as B200_NAME
 from .b200_trace import build_b200_trace
@@ -28,6 +29,8 @@ from .test_planted_defects import CRASH, measurements, packet, pick, setter, ver
 from .test_planted_defects import goal_plus as goal
 
 S, A, R = "strategy", "anti-strategy", "reference-kernel"
+# class 7 (words the packet never states) is the claims gate's since #25; the signals label structured-facts'
+CLM, STRUCT = "claims", "structured-facts"
 FAB, LAY, NCU, VERB = "no-fabrication", "layout", "ncu-attribution", "verbatim"
 TRACES = ("example", "fib", "b200")
 
@@ -202,7 +205,7 @@ ATTACKS = [
         "names: problem.statement of another operator",
         R,
         lambda r, b, i: r["payload"]["problem"].update(statement="Row softmax over 4096 columns."),
-        FAB,
+        CLM,
     ),
     ("names: a DSL the packet never names", S, goal("Ported to CUTLASS."), LAY),
     ("names: a DSL in a key", A, setter(("payload", "config"), {"tilelang": True}), LAY),
@@ -224,31 +227,31 @@ ATTACKS = [
         "account: change names a technique the step never used",
         S,
         lambda r, b, i: r["payload"].update(change="uses TMA multicast and warp specialization"),
-        FAB,
+        CLM,
     ),
     (
         "account: lesson invents a mechanism",
         A,
         lambda r, b, i: r["payload"].update(lesson="bank conflicts serialize the warps"),
-        FAB,
+        CLM,
     ),
     (
         "account: attempted invents what was tried",
         A,
         lambda r, b, i: r["payload"].update(attempted="register spills to local memory"),
-        FAB,
+        CLM,
     ),
     (
         "account: a symptom nobody observed",
         S,
         lambda r, b, i: r["retrieval"]["signals"]["symptoms"].append("high register pressure"),
-        FAB,
+        CLM,
     ),
     (
         "account: builds_on of another approach",
         S,
         lambda r, b, i: r["payload"]["trace"]["builds_on"].update(approach="cuBLAS epilogue fusion"),
-        FAB,
+        CLM,
     ),
     # profiler words disguised, and claims without a capture
     (
@@ -354,8 +357,14 @@ def test_every_drafted_record_of_the_b200_trace_passes(all_benches):
 
 
 def capture_clause(r, bench, i):
-    first = packet(bench, i).agent_facing["profiler"]["conclusion"].split(":")[0]
+    """A whole clause of the conclusion the record is entitled to (a strategy's: its parent's capture)."""
+    first = capture_for_signals(packet(bench, i).data)["conclusion"].split(":")[0]
     r["payload"]["problem"]["bottleneck"] = first + "."
+
+
+def entitled_conclusion(bench, rel, rec):
+    capture = capture_for_signals(bench.packet_at(rel).data)
+    return bool(capture and capture.get("conclusion"))
 
 
 BENIGN = [
@@ -368,7 +377,11 @@ BENIGN = [
     ("the geomean in us", S, goal(lambda b, i: f"geomean {m(b, i, 'geomean_us')} us")),
     ("the geomean in µs", S, goal(lambda b, i: f"geomean {m(b, i, 'geomean_us')} µs")),
     ("the floor in us", S, goal(lambda b, i: f"from {m(b, i, 'floor_before_us')}us")),
-    ("a per-shape latency in us", R, goal(lambda b, i: f"{first_shape_us(b, i)} us on the first shape")),
+    (
+        "a per-shape latency in us",
+        R,
+        goal(lambda b, i: f"{first_shape_us(b, i)} us on {measurements(b, i)['per_shape_latency'][0]['shape']}"),
+    ),
     ("a Latin word glued to digits is not a look-alike", S, goal("(block0 of the grid)")),
     (
         "the record's own GPU in full-width letters",
@@ -395,12 +408,23 @@ BENIGN = [
 ]
 
 
+# Controls of one gate's reading that add words no evidence states: the gate they were written for must
+# let them through, and the claims gate (#25) rejects what they say (an identifier nobody wrote, a claim
+# about the harness nobody made, a change read as a symptom); its own honest twins are in test_claims.
+UNCITED = {
+    "a Latin word glued to digits is not a look-alike",
+    "a plain 'any' that widens nothing",
+    "a symptom copied from the packet",
+}
+
+
 @pytest.mark.parametrize(
     "trace, name, rtype, mutate", [pytest.param(t, *c, id=f"{t}-{c[0]}") for t in TRACES for c in BENIGN]
 )
 def test_a_benign_rewrite_passes_the_redteam_rules(all_benches, trace, name, rtype, mutate):
     v = verdicts_after(*applied(all_benches, trace, rtype, None), mutate)
-    assert v.failed == [], (name, [msg for g in v.failed for msg in v.gates[g][1]][:4])
+    failed = [g for g in v.failed if not (name in UNCITED and g == "claims")]
+    assert failed == [], (name, [msg for g in v.failed for msg in v.gates[g][1]][:4])
 
 
 @pytest.mark.parametrize(
@@ -419,7 +443,9 @@ def test_the_reader_sees_what_a_person_sees(text, read):
 
 def test_a_whole_clause_of_the_conclusion_is_a_bottleneck(all_benches):
     bench = all_benches["b200"]
-    i = pick(bench, S, with_conclusion)
+    found = (pick(bench, rtype, entitled_conclusion) for rtype in (S, R, A))
+    i = next((i for i in found if i is not None), None)
+    assert i is not None, "a b200 record whose capture concludes (the final kernel's own)"
     v = verdicts_after(bench, i, capture_clause)
     assert v.failed == [], [msg for g in v.failed for msg in v.gates[g][1]][:4]
 

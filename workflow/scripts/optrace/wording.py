@@ -330,7 +330,11 @@ def _is_content(t: Token) -> bool:
         and raw not in KEPT
         and raw not in NOT_KEPT
         and not raw.isdigit()
+        and not _NUMBER_WITH_UNIT.fullmatch(raw)
     )
+
+
+_NUMBER_WITH_UNIT = re.compile(r"\d+(?:us|ms|ns|x)")  # "17.9us" reads as 17 and 9us: a number, not a word
 
 
 @lru_cache(maxsize=1 << 14)

@@ -29,14 +29,17 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cached_property
 
 from optrace.gates.trace.numbers import decimals, normalize
-from optrace.slots import SlotKind, kind_of
+from optrace.slots import SlotKind, kind_of, resolve
 from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, stem
 
 # words that say what a number measures: a number's clause may not hold another quantity's word
 QUANTITY_WORDS = {
     "geomean-latency": {"geomean", "geometric", "overall", "average", "mean"},
-    "shape-latency": {"largest", "smallest", "slowest", "worst", "maximum", "max", "minimum", "min", "single"},
-    "improvement": {"faster", "slower", "gain", "improvement", "speedup", "slowdown", "regression", "better", "worse"},
+    "shape-latency": {"largest", "smallest", "slowest", "worst", "maximum", "max", "minimum", "min", "single", "shape"},
+    "improvement": {
+        "faster", "slower", "gain", "improvement", "speedup", "slowdown", "regression", "better", "worse", "lower",
+        "less", "reduction", "reduced", "shorter", "cut",
+    },  # fmt: skip
     "count-shapes": {"shape", "shapes", "workload", "workloads"},
     "count-tried": {"times", "attempts", "retried", "occurrences"},
     "count-runs": {"runs", "run", "sessions", "session", "repeats", "repetitions", "trials", "seeds", "abba", "timed"},
@@ -282,20 +285,27 @@ def slot_use(text: str, start: int, end: int, kind: SlotKind, cited: Cited) -> l
     return out
 
 
-def numbers(text: str, slots: dict[str, str], cited: Cited, agent: dict, exact_change: Decimal | None) -> list[str]:
-    from optrace.slots import resolve
+# a number with its unit glued on ("17.9us", "4x"): a number, read with that unit
+WITH_UNIT = re.compile(r"(?:\d+(?:\.\d+)?|\.\d+)(?:us|ms|ns|x)")
 
+
+def numbers(text: str, slots: dict[str, str], cited: Cited, agent: dict, exact_change: Decimal | None) -> list[str]:
     norm = normalize(text)
     out = []
     for run in GLUED.finditer(norm):
         word = run.group(0)
-        if not re.search(r"\d", word) or re.fullmatch(r"[\d.]+", word):
+        if not re.search(r"\d", word) or re.fullmatch(r"[\d.]+", word) or WITH_UNIT.fullmatch(word):
             continue
         if word.lower().strip(".") not in cited.runs:
             out.append(f"{word!r} is not a word of the evidence it cites")
     for m in DIGITS.finditer(norm):
         token, start, end = m.group(1), m.start(1), m.end(1)
-        if re.match(r"[A-Za-z_]", norm[end : end + 1]) or (start and re.match(r"[A-Za-z_]", norm[start - 1])):
+        if norm[max(0, start - 6) : start].lower() == "shape-":
+            continue  # a shape's label (`shape-3`): the name of a measured shape, not a number
+        glued_unit = WITH_UNIT.fullmatch(norm, start, end + len(re.match(r"[a-z]*", norm[end:]).group(0)))  # type: ignore[union-attr]
+        if not glued_unit and (
+            re.match(r"[A-Za-z_]", norm[end : end + 1]) or (start and re.match(r"[A-Za-z_]", norm[start - 1]))
+        ):
             continue  # inside a word: judged as that word above
         name = slots.get(token)
         if name is None:
