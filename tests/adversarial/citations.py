@@ -40,7 +40,10 @@ def slot_names(agent: dict) -> Iterator[str]:
             yield f"measurements.per_shape_latency[{row['shape']}].axes.{axis}"
     for axis in (agent.get("operator") or {}).get("fixed_axes") or {}:
         yield f"operator.fixed_axes.{axis}"
-    for base, prof in (("profiler", agent.get("profiler")), ("builds_on.parent_profiler", (agent.get("builds_on") or {}).get("parent_profiler"))):
+    for base, prof in (
+        ("profiler", agent.get("profiler")),
+        ("builds_on.parent_profiler", (agent.get("builds_on") or {}).get("parent_profiler")),
+    ):
         metrics = (prof or {}).get("metrics") or {}
         for key, value in metrics.items():
             if type(value) in (int, float):
@@ -60,7 +63,7 @@ def number_slots(text: str, agent: dict) -> dict[str, str]:
         token = m.group(1)
         fits = [n for n in names if matches_value(token, resolve(agent, n))]  # type: ignore[arg-type]
         if fits:
-            out[token] = min(fits, key=lambda n: len(slot_use(norm, m.start(1), m.end(1), kind_of(n), cited)))  # type: ignore[arg-type]
+            out[token] = min(fits, key=lambda n: len(slot_use(norm, m.start(1), m.end(1), kind_of(n), cited, n)))  # type: ignore[arg-type]
     return out
 
 
@@ -81,7 +84,9 @@ def resync(record: dict, packet: Packet) -> dict:
         del fields[path]
     for path, text in strings.items():
         entries = fields.get(path)
-        said = " ".join(e.get("says", "") for e in entries if isinstance(e, dict)) if isinstance(entries, list) else None
+        said = (
+            " ".join(e.get("says", "") for e in entries if isinstance(e, dict)) if isinstance(entries, list) else None
+        )
         if said is not None and collapsed(said) == collapsed(text):
             continue
         if isinstance(entries, list) and entries:

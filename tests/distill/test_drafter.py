@@ -11,10 +11,10 @@ from optrace.cli import main as optrace
 from optrace.distill.drafter import UNRANKED, draft_record, read_code
 from optrace.example.embedded import build_example, example_name
 from optrace.facts import ABSOLUTE_LATENCY, arch_bound, judge
-from optrace.mine.evidence import evidence_items
-from optrace.pipeline_facts import capture_for_signals
 from optrace.gates.store.model import GateContext
 from optrace.gates.store.runner import check_record
+from optrace.mine.evidence import evidence_items
+from optrace.pipeline_facts import capture_for_signals
 from tests.support import tracekit
 from tests.support.schemas import load_schema
 

@@ -528,8 +528,8 @@ def test_values_match_by_value_and_by_rounding_but_never_to_an_integer(bench):
 def test_the_rounding_index_matches_exactly_what_rounding_each_packet_number_matches():
     # matches() looks a value up among the packet's numbers rounded to its decimals (roundings), where
     # the rule is: equal, or some packet number with more decimals rounds (half-up or half-even) to it
-    from optrace.gates.trace.pool import matches, rounds_to
     from optrace.gates.trace.numbers import decimals
+    from optrace.gates.trace.pool import matches, rounds_to
 
     def by_rule(values, value):
         return value in values or (

@@ -18,9 +18,9 @@ import pytest
 from optrace.cli import main as optrace
 from optrace.distill.common import lever_key, tag
 from optrace.facts import arch_bound
+from optrace.mine.ladder import CLAIMS
 from optrace.pipeline_facts import capture_for_signals
 from optrace.wording import sentences
-from optrace.mine.ladder import CLAIMS
 from tests.support import realistic_traces as rt
 from tests.support.schemas import assert_valid
 
@@ -470,7 +470,8 @@ FIELD_SOURCES = {
         # off, the run's next direction, and the pipeline's sentence only where the trace has none of these
         "payload.lesson": lambda r, p, c: (
             all_sentences_from(
-                r["payload"]["lesson"].removeprefix("Try instead: "), *(i["text"] for i in p["agent_facing"]["evidence"])
+                r["payload"]["lesson"].removeprefix("Try instead: "),
+                *(i["text"] for i in p["agent_facing"]["evidence"]),
             )
             or r["payload"]["lesson"] == "Do not retry this lever while the cause above holds."
         ),

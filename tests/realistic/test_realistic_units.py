@@ -3,8 +3,8 @@
 import pytest
 
 from optrace.facts import judge
-from optrace.kernelcode import cost_of, edit_scope
 from optrace.ingest.memory import parse_record
+from optrace.kernelcode import cost_of, edit_scope
 from optrace.mine.partition import _strip, revert_reason, technique_slug
 
 

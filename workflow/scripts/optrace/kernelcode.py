@@ -192,7 +192,8 @@ def own_kernels(spans: list[Span], dsl: str) -> list[Span]:
 def kernel_source(code: str | None, dsl: str) -> tuple[str | None, str | None]:
     """(snippet, core kernel name) of a reference kernel: the whole source, without the kernels of another
     jit DSL (a Gluon kernel's Triton fallback is not part of it), and the largest kernel of the record's
-    own DSL as its core."""
+    own DSL as its core; a source too big to file whole is its core kernel's span, whole (never a
+    truncated one)."""
     lines = (code or "").splitlines()
     if not any(line.strip() for line in lines):
         return None, None
@@ -200,9 +201,13 @@ def kernel_source(code: str | None, dsl: str) -> tuple[str | None, str | None]:
     mine = own_kernels(spans, dsl)
     foreign = [s for s in spans if s.dsl != dsl and s.dsl != "cuda"] if mine else []
     drop = {j for s in foreign for j in range(s.start, s.end)}
-    kept = [line for j, line in enumerate(lines) if j not in drop]
-    core = max(mine, key=lambda s: s.end - s.start).name if mine else None
-    return within_budget(_trim_blank(kept), MAX_REFERENCE_CHARS), core
+    kept = _trim_blank([line for j, line in enumerate(lines) if j not in drop])
+    core = max(mine, key=lambda s: s.end - s.start) if mine else None
+    if sum(len(line) + 1 for line in kept) > MAX_REFERENCE_CHARS and core is not None:
+        kept = lines[core.start : core.end]  # too big to file whole: its core kernel, whole
+    if sum(len(line) + 1 for line in kept) > MAX_REFERENCE_CHARS:
+        return None, None  # not even one whole kernel fits: no reference kernel to file
+    return "\n".join(kept), core.name if core else None
 
 
 def launch_lines(lines: list[str], name: str) -> list[int]:

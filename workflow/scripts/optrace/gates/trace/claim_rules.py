@@ -37,9 +37,22 @@ QUANTITY_WORDS = {
     "geomean-latency": {"geomean", "geometric", "overall", "average", "mean"},
     "shape-latency": {"largest", "smallest", "slowest", "worst", "maximum", "max", "minimum", "min", "single", "shape"},
     "improvement": {
-        "faster", "slower", "gain", "improvement", "speedup", "slowdown", "regression", "better", "worse", "lower",
-        "less", "reduction", "reduced", "shorter", "cut",
-    },  # fmt: skip
+        "faster",
+        "slower",
+        "gain",
+        "improvement",
+        "speedup",
+        "slowdown",
+        "regression",
+        "better",
+        "worse",
+        "lower",
+        "less",
+        "reduction",
+        "reduced",
+        "shorter",
+        "cut",
+    },
     "count-shapes": {"shape", "shapes", "workload", "workloads"},
     "count-tried": {"times", "attempts", "retried", "occurrences"},
     "count-runs": {"runs", "run", "sessions", "session", "repeats", "repetitions", "trials", "seeds", "abba", "timed"},
@@ -72,6 +85,7 @@ class Cited:
     measured_change: float | None  # improve_pct_vs_floor
     correctness: dict  # the packet's correctness check
     is_baseline: bool  # the packet's floor is the untouched baseline
+    shapes_measured: int | None = None  # how many shapes the packet's geomean is over
 
     @cached_property
     def readings(self) -> tuple[Reading, ...]:
@@ -263,10 +277,26 @@ def matches_value(token: str, value: float, exact: Decimal | None = None) -> boo
     return False
 
 
-def slot_use(text: str, start: int, end: int, kind: SlotKind, cited: Cited) -> list[str]:
-    """The clause around a number fits what its slot measures, when, and against what."""
+SHAPE_LABEL = re.compile(r"\bshape-\d+\b", re.I)
+MEASURED_WORDS = {"measured", "measuring", "timed", "ran", "run", "benchmarked"}
+
+
+def slot_use(
+    text: str, start: int, end: int, kind: SlotKind, cited: Cited, name: str = "", value: object = None
+) -> list[str]:
+    """The clause around a number fits what its slot measures, when, and against what: its quantity, its
+    role (before or after), the baseline it is against, the shape it is of, measured or defined shapes."""
     words = _clause_words(text, start, end)
     out = []
+    if kind.quantity == "shape-latency":
+        clause = CLAUSE_BREAK.split(text[:start])[-1] + text[start:end] + CLAUSE_BREAK.split(text[end:])[0]
+        shape = re.search(r"\[(shape-\d+)\]", name)
+        named = {m.group(0).lower() for m in SHAPE_LABEL.finditer(clause)}
+        if shape and named and shape.group(1) not in named:
+            out.append(f"it is the latency of {shape.group(1)}, written as that of {sorted(named)[0]}")
+    measured = cited.shapes_measured
+    if name == "operator.n_benchmarked_shapes" and words & MEASURED_WORDS and measured and measured != value:
+        out.append(f"the benchmark defines these shapes; {cited.shapes_measured} were measured")
     others = {q for q, ws in QUANTITY_WORDS.items() if q != kind.quantity and words & ws}
     if others and not words & QUANTITY_WORDS.get(kind.quantity, set()):
         out.append(f"its clause speaks of {sorted(others)[0]}, but the slot is {kind.quantity}")
@@ -328,5 +358,5 @@ def numbers(text: str, slots: dict[str, str], cited: Cited, agent: dict, exact_c
             written = "%" if unit.group(1) in ("%", "percent") else "x" if unit.group(1) in ("x", "×") else "us"
             if written != (kind.unit or ""):
                 out.append(f"{token!r} is written in {unit.group(1)!r}, but {name} is in {kind.unit or 'no unit'}")
-        out += [f"{token!r} ({name}): {p}" for p in slot_use(norm, start, end, kind, cited)]
+        out += [f"{token!r} ({name}): {p}" for p in slot_use(norm, start, end, kind, cited, name, value)]
     return out

@@ -189,6 +189,8 @@ class PacketClaims:
             else None
         )
         self.correctness = obj(m, "correctness")
+        measured = m.get("shapes_measured")
+        self.shapes_measured = measured if type(measured) is int else None
         self.is_baseline = obj(agent, "builds_on").get("was_the_untouched_baseline") is True
         self.own_names = {
             n for n in (agent.get("the_failed_lever"), obj(agent, "what_the_run_said").get("change")) if n
@@ -200,7 +202,14 @@ class PacketClaims:
         )
         meanings = tuple(k.meaning + " " + c.replace(".", " ") for c in cites if (k := kind_of(c)) is not None)
         return rules.Cited(
-            texts, meanings, self.identity, self.identity_runs, self.change, self.correctness, self.is_baseline
+            texts,
+            meanings,
+            self.identity,
+            self.identity_runs,
+            self.change,
+            self.correctness,
+            self.is_baseline,
+            self.shapes_measured,
         )
 
 

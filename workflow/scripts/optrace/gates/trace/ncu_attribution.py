@@ -14,11 +14,11 @@ Without such a capture a record states nothing a profiler establishes:
 - retrieval.signals.bottleneck and evidence.summary.mechanism_metrics are null or absent, and
   retrieval.signals.metrics is empty (its metrics are profiler counters); payload.problem.bottleneck is
   null or whole clauses of the bottleneck the run's commit subject states (`(bottleneck: ...)`);
-- no string of the record (code quoted verbatim aside) names a profiler or a profiler metric (unless a
-  strategy has its parent's capture to speak of): ncu,
-  Nsight, nsys, rocprof, omniperf, CUPTI, a roofline, "profiler shows" (also glued to what follows,
-  `NCUreport`, and in full-width or look-alike letters), counter names such as `dram__bytes` or
-  `dram_throughput_pct`, "achieved occupancy".
+- no string of the record, `goal` and every other (code quoted verbatim aside), names a profiler or a
+  profiler metric (unless a strategy has its parent's capture to speak of): ncu, Nsight, nsys, rocprof,
+  omniperf, CUPTI, a roofline, "profiler shows" / "(profiler-confirmed)" / "confirmed by profiling" /
+  "hardware counters" (also glued to what follows, `NCUreport`, and in full-width or look-alike
+  letters), counter names such as `dram__bytes` or `dram_throughput_pct`, "achieved occupancy".
 Whatever the capture, basis `microbenchmark` fails (a trace holds no microbenchmark) and so does
 `asserted` (an assertion is not evidence).
 With the capture, the claims must agree with it: bottleneck_evidence.note is whole consecutive clauses of
@@ -38,8 +38,11 @@ from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.trace.model import PacketEvidence, needs_packet
 
 PROFILER_TEXT = re.compile(
-    r"\b(?:ncu|nsight|nsys|rocprof|omniperf|cupti|nvprof)|\broofline|\bprofil(?:er|ed|ing)?\s+(?:shows?|showed|says|reports?|"
-    r"confirms?|reveals?|indicates?|data|trace|capture|run|counters?)\b"
+    r"\b(?:ncu|nsight|nsys|rocprof|omniperf|cupti|nvprof)|\broofline|\bprofil(?:er|ed|ing)?[\s-]+(?:shows?|showed|says|"
+    r"reports?|reported|confirms?|confirmed|reveals?|revealed|indicates?|indicated|verified|data|trace|capture|run|"
+    r"counters?|results?|output)\b"
+    r"|\b(?:confirmed|verified|measured|shown|seen|found)\s+(?:by|with|in|under|through)\s+(?:the\s+)?profil"
+    r"|\b(?:by|when|after|while)\s+profiling\b|\b(?:hardware|performance|pmu)\s+counters?\b"
     r"|\b(?:dram|lts|l1tex|smsp|sm|gpu|gpc|fbpa)__\w+|\b(?:dram|l2|l1|sm|memory)_throughput\w*"
     r"|\bachieved[_ ]occupancy\b|\b(?:warp|stall)_\w*(?:reason|cycles)\b",
     re.I,

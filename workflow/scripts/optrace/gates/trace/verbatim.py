@@ -6,11 +6,21 @@ file's order (a selection of lines, never a re-arrangement). Trailing whitespace
 strip it); blank lines carry no code and may separate the selected lines. A diff's snippet quotes the
 step's change: at least one added (`+`) line when the diff adds any (else one removed `-` line), so
 the lines the step deleted, or unchanged context alone, are never presented as what it implemented.
-implementation.core_kernel_name is an identifier of the packet's code (a whole word of it), never a
-harness kernel or one the trace does not hold. The format must name what
-was quoted: `unified-diff` for a `.diff`, `source` for a `.py`. The reference accepted any line of 12+
-characters that was a substring of the code, so fragments, lines without their diff marker and short
-invented lines all passed.
+The format must name what was quoted: `unified-diff` for a `.diff`, `source` for a `.py`. The reference
+accepted any line of 12+ characters that was a substring of the code, so fragments, lines without their
+diff marker and short invented lines all passed.
+
+What the quoted code is (optrace.kernelcode reads it the drafter's way):
+- a diff's snippet is mostly the step's own additions: of its changed lines that carry code (a `+` or
+  `-` line with only white space carries none), at least half are `+` lines -- or, for a diff that
+  removes more than it adds, at least the diff's own share -- so removed lines with one short `+` line,
+  or context with a blank `+` line, are not what the step implemented;
+- a source snippet is the whole kernel: every line of the span of its core kernel function, or the
+  whole file when the file has no kernel function of the record's DSL;
+- core_kernel_name is a kernel function of that source (a `@*.jit` / `@*.kernel` function or a CUDA
+  `__global__`), never a helper such as `run`;
+- dispatch_snippet is host code that launches it: no line of a kernel function's body, and a line
+  that launches the core kernel (`name[grid](`, `name<<<`, `name(...).launch(`).
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ from bisect import bisect_right
 
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace.model import PacketEvidence, needs_packet
+from optrace.kernelcode import kernel_functions, launch_lines, own_kernels
 
 CODE_FIELDS = ("snippet", "dispatch_snippet")
 FORMAT_OF_SUFFIX = {".diff": "unified-diff", ".py": "source"}
@@ -51,14 +62,56 @@ def first_unquoted(snippet: str, code: str) -> tuple[int, str, str] | None:
     return None
 
 
-def changed_lines(code: str, mark: str) -> bool:
-    return any(line.startswith(mark) and not line.startswith(mark * 3) for line in code.splitlines())
+def changed_lines(code: str, mark: str) -> list[str]:
+    """The `+` (or `-`) lines that carry code: not a file header, not white space alone."""
+    return [
+        line
+        for line in code.splitlines()
+        if line.startswith(mark) and not line.startswith(mark * 3) and line[1:].strip()
+    ]
 
 
-def quotes_the_change(snippet: str, code: str) -> bool:
-    """The snippet holds an added line when the diff adds any, else a removed one (a pure deletion)."""
-    mark = "+" if changed_lines(code, "+") else "-"
-    return changed_lines(snippet, mark)
+def diff_problem(snippet: str, code: str) -> str | None:
+    """Why a diff snippet is not the step's change (see the module doc), or None."""
+    added, removed = len(changed_lines(code, "+")), len(changed_lines(code, "-"))
+    s_added, s_removed = len(changed_lines(snippet, "+")), len(changed_lines(snippet, "-"))
+    if added and not s_added:
+        return "quotes none of the lines this step added (a blank `+` line adds nothing)"
+    if not added and not s_removed:
+        return "quotes none of the lines this step removed"
+    share = min(0.5, added / (added + removed)) if added else 0.0
+    if s_added < share * (s_added + s_removed):
+        return f"is mostly removed lines ({s_added} added of {s_added + s_removed} changed): not what the step added"
+    return None
+
+
+def source_problems(impl: dict, snippet: str, code: str, dsl: object) -> list[str]:
+    """A reference kernel's source is the whole kernel; its core is a kernel function of it; its dispatch
+    launches it from host code."""
+    lines = code.splitlines()
+    spans = kernel_functions(lines)
+    mine = own_kernels(spans, str(dsl))
+    name = impl.get("core_kernel_name")
+    core = [s for s in mine if s.name == name] if isinstance(name, str) else mine[:1]
+    out = []
+    if isinstance(name, str) and not core:
+        kinds = ", ".join(sorted({s.name for s in mine})) or "none"
+        out.append(f"core_kernel_name: {name[:60]!r} is not a kernel function of the source (its kernels: {kinds})")
+    quoted = {line.rstrip() for line in snippet.splitlines() if line.strip()}
+    whole = [line.rstrip() for line in (lines[core[0].start : core[0].end] if core else lines) if line.strip()]
+    if not set(whole) <= quoted:
+        what = f"the whole span of kernel {core[0].name}" if core else "the whole kernel file"
+        out.append(f"snippet: not {what} ({len(set(whole) - quoted)} of its lines left out)")
+    dispatch = impl.get("dispatch_snippet")
+    if isinstance(dispatch, str) and dispatch.strip():
+        inside = {lines[j].rstrip() for s in spans for j in range(s.start + 1, s.end) if lines[j].strip()}
+        host = {line.rstrip() for line in dispatch.splitlines() if line.strip()}
+        launches = {lines[j].rstrip() for c in core for j in launch_lines(lines, c.name)}
+        if host & inside - {lines[s.start].rstrip() for s in spans}:
+            out.append("dispatch_snippet: quotes a kernel function's body, not the host code that launches it")
+        elif not host & launches:
+            out.append("dispatch_snippet: has no line that launches the core kernel")
+    return [f"payload.implementation.{m}" for m in out]
 
 
 @needs_packet
@@ -71,12 +124,11 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     if packet.code is None:
         return [f"{rel}: payload.implementation.{k}: quotes code, but the packet has no code file" for k, _ in quoted]
     out = []
+    is_diff = (packet.code_file or "").endswith(".diff")
     for key, snippet in quoted:
-        if (packet.code_file or "").endswith(".diff") and not quotes_the_change(snippet, packet.code):
-            out.append(
-                f"{rel}: payload.implementation.{key}: quotes none of the lines this step "
-                f"{'added' if changed_lines(packet.code, '+') else 'removed'} in {packet.code_file}"
-            )
+        problem = diff_problem(snippet, packet.code) if is_diff else None
+        if problem:
+            out.append(f"{rel}: payload.implementation.{key}: {problem} in {packet.code_file}")
         bad = first_unquoted(snippet, packet.code)
         if bad is not None:
             n, line, why = bad
@@ -91,6 +143,10 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
             f"{rel}: payload.implementation.core_kernel_name: {str(name)[:80]!r} is not an identifier of "
             f"{packet.code_file}"
         )
+    snippet = impl.get("snippet")
+    if not is_diff and isinstance(snippet, str) and snippet.strip():
+        dsl = obj(packet.target, "scope").get("dsl")
+        out += [f"{rel}: {m}" for m in source_problems(impl, snippet, packet.code, dsl)]
     kind = next((k for suffix, k in FORMAT_OF_SUFFIX.items() if (packet.code_file or "").endswith(suffix)), None)
     fmt = impl.get("format")
     if kind and isinstance(fmt, str) and not fmt.startswith(kind):
