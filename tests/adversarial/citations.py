@@ -2,16 +2,18 @@
 claims block says exactly what the record now says, and cites as much as it may.
 
 `resync(record, packet)` is that agent. For every claim string of the record whose claims no longer say
-it, it writes one claim per sentence, each citing every item the field's old claims cited (or, for a
-new field, every item of a kind the field may rest on) and, for every number it writes, the slot of the
-packet that holds that value; claims at paths the record no longer holds are dropped. An edit the
-claims gate catches after resync is caught by what the sentence says, not by a stale citation.
+it, it writes one claim per sentence, each citing every item the field's old claims cited and every
+item of a kind the field may rest on (as much support as the rules allow) and, for every number it
+writes, the slot of the packet that holds that value; claims at paths the record no longer holds are
+dropped. An edit the claims gate catches after resync is caught by what the sentence says, not by a
+stale or thin citation. The honest twins are written by the same agent.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 
 from optrace.gates.trace.claim_rules import DIGITS, Cited, matches_value, slot_use
 from optrace.gates.trace.claims import CLAIMS_AT, claim_strings, collapsed, kinds_for
@@ -59,9 +61,20 @@ def number_slots(text: str, agent: dict) -> dict[str, str]:
     names = [n for n in slot_names(agent) if kind_of(n) is not None and resolve(agent, n) is not None]
     norm = normalize(text)
     cited = Cited((), (), frozenset(), frozenset(), None, {}, False)
+    m_ = agent.get("measurements") or {}
+    floor, geo = m_.get("floor_before_us"), m_.get("geomean_us")
+    exact = (
+        (Decimal(repr(floor)) - Decimal(repr(geo))) / Decimal(repr(floor)) * 100
+        if all(type(v) in (int, float) for v in (floor, geo)) and floor
+        else None
+    )
     for m in DIGITS.finditer(norm):
         token = m.group(1)
-        fits = [n for n in names if matches_value(token, resolve(agent, n))]  # type: ignore[arg-type]
+        fits = [
+            n
+            for n in names
+            if matches_value(token, resolve(agent, n), exact if n == "measurements.improve_pct_vs_floor" else None)  # type: ignore[arg-type]
+        ]
         if fits:
             out[token] = min(fits, key=lambda n: len(slot_use(norm, m.start(1), m.end(1), kind_of(n), cited, n)))  # type: ignore[arg-type]
     return out
@@ -89,11 +102,9 @@ def resync(record: dict, packet: Packet) -> dict:
         )
         if said is not None and collapsed(said) == collapsed(text):
             continue
-        if isinstance(entries, list) and entries:
-            cites = list(dict.fromkeys(c for e in entries if isinstance(e, dict) for c in e.get("cites") or []))
-        else:
-            allowed = kinds_for(path, record.get("type"))
-            cites = [i["id"] for i in items if allowed is None or i.get("kind") in allowed]
+        old = [c for e in entries if isinstance(e, dict) for c in e.get("cites") or []] if isinstance(entries, list) else []
+        allowed = kinds_for(path, record.get("type"))
+        cites = list(dict.fromkeys(old + [i["id"] for i in items if allowed is None or i.get("kind") in allowed]))
         parts = sentences(text) if not re.search(r"\n", text) else [text]
         if " ".join(parts) != collapsed(text):
             parts = [text]

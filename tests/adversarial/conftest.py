@@ -40,3 +40,11 @@ def mined_roots(tmp_path_factory):
 @pytest.fixture(scope="session")
 def benches(mined_roots):
     return {slug: workbench(root, slug) for slug, root in mined_roots.items()}
+
+
+@pytest.fixture(scope="session")
+def realistic(tmp_path_factory):
+    """name -> workbench of every realistic trace built from ../shared/data (tests/adversarial/realistic_benches)."""
+    from tests.adversarial.realistic_benches import realistic_benches
+
+    return realistic_benches(lambda name: tmp_path_factory.mktemp(f"adv-{name}"))

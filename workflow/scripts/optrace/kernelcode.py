@@ -5,7 +5,8 @@ gates that check what a record quotes (verbatim, layout, structured-facts), so b
     diff_hunks(diff) -> [[line]]                     hunks of a unified diff, file headers dropped
     edit_scope(diff) -> one-line | kernel-rewrite | architecture
     cost_of(diff, status) -> {edit_scope, risk, risk_basis}
-    kernel_functions(code) -> [Span]                 every @*.jit / @*.kernel Python function, every __global__
+    kernel_functions(code) -> [Span]                 every @*.jit / @*.kernel Python function (CuTe DSL: its
+                                                     @cute.kernel only), every __global__
     kernel_source(code, dsl) -> (snippet, core name) a reference kernel: the file without another DSL's kernels
     launch_lines(code, name) -> [line index]         host lines that launch kernel `name`
 """
@@ -163,6 +164,8 @@ def kernel_functions(lines: list[str]) -> list[Span]:
     while i < len(lines):
         jit = _JIT_DECORATOR.match(lines[i])
         cuda = _CUDA_ENTRY.search(lines[i])
+        if jit and jit_dsl(jit.group(1)) == "cutedsl" and not lines[i].strip().startswith(f"@{jit.group(1)}kernel"):
+            jit = None  # a CuTe DSL `@cute.jit` function is host or device-side helper code; `@cute.kernel` is the kernel
         if jit:
             end = _block_end_python(lines, i)
             name = next((m.group(1) for m in map(_PY_DEF.match, lines[i:end]) if m), None)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 _ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "etc.", "approx.", "cf.", "resp.", "no.", "fig.")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]?\s+|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
@@ -190,6 +190,7 @@ FUNCTION_WORDS = word_set(
     if so such also only just very even still already once yet again both either each per via about
     across along between through after before up down out off upon one ones s t x vs e g i.e etc
     instead rather now above below try
+    take takes took taken go goes went gone get gets got make makes made become becomes became
     """
 )
 
@@ -256,7 +257,7 @@ class Reading:
 
     tokens: tuple[Token, ...]
 
-    @property
+    @cached_property
     def content(self) -> frozenset[str]:
         """Canonical words that carry content (function and special words aside)."""
         return frozenset(c for t in self.tokens if _is_content(t) for c in t.canon)
@@ -267,6 +268,10 @@ class Reading:
 
     def polarity(self) -> dict[str, set[bool]]:
         """canonical content word -> the negation states it occurs in."""
+        return self._polarity
+
+    @cached_property
+    def _polarity(self) -> dict[str, set[bool]]:
         out: dict[str, set[bool]] = {}
         for t in self.tokens:
             if _is_content(t):
@@ -277,6 +282,10 @@ class Reading:
     def directions(self) -> dict[str, set[int]]:
         """canonical content word -> the directions (+1 up, -1 down) a direction word next to it gives it,
         a negation flipping it ("not more" reads as down)."""
+        return self._directions
+
+    @cached_property
+    def _directions(self) -> dict[str, set[int]]:
         out: dict[str, set[int]] = {}
         toks = self.tokens
         for i, t in enumerate(toks):
@@ -350,13 +359,20 @@ def read(text: str) -> Reading:
         ws = _WORD.findall(part)
         for i, w in enumerate(ws):
             st = stem(w)
-            if w in NEGATORS or st in NEGATING_VERBS:
+            to_follows = i + 1 < len(ws) and ws[i + 1] == "to"
+            if w in NEGATORS or (st in NEGATING_VERBS and (st != "fail" or to_follows)):  # "fails to fit"
                 pending = not pending
                 tokens.append(Token((st,), w, False, clause))
                 continue
             if i + 1 < len(ws) and (w, ws[i + 1]) in NEGATING_PHRASES:
                 pending = True
             tok = Token(canon(w), w, False, clause)
+            if pending and w == "longer" and i and ws[i - 1] == "no":  # "no longer hidden": hidden is negated
+                tokens.append(tok)
+                continue
+            if pending and st in SCOPE and not _is_content(tok):  # "not many waves": the waves are negated
+                tokens.append(Token(tok.canon, w, True, clause))
+                continue
             if pending and (_is_content(tok) or st in SPECIAL or w in KEPT or w in NOT_KEPT):
                 tok = Token(tok.canon, w, True, clause)
                 pending = False

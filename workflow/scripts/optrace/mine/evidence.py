@@ -28,6 +28,7 @@ from optrace.wording import sentences
 KINDS = {
     "operator": "what the benchmarked operator computes",
     "segment": "what this record is about, as the pipeline states it",
+    "correctness": "the outcome of the harness's correctness check of this version, as the pipeline reads it",
     "change": "what this step changed, in the step record's words",
     "subject": "the commit subject, without its grammar",
     "stated-bottleneck": "the bottleneck the commit subject states",
@@ -56,6 +57,11 @@ KINDS = {
     "direction-rationale": "the rationale of an open direction",
     "pitfall": "a pitfall recorded in this version",
     "pitfall-fix": "the fix of a pitfall recorded in this version",
+}
+# the correctness status -> the pipeline's statement of it
+CORRECTNESS = {
+    "PASS": "this version passed the harness's correctness check against the reference output",
+    "FAIL": "this version failed the harness's correctness check against the reference output",
 }
 _BOTTLENECK_NOTE = re.compile(r"\(\s*bottleneck\s*:\s*(.+?)\)\s*$", re.I | re.S)
 _PERF_PREFIX = re.compile(r"^\s*[^|]*\|\s*")  # `15971.7 GFLOPS | 2D blocktiling`: the change after the bar
@@ -114,6 +120,9 @@ def _items(agent: AgentFacing, seg_kind: str) -> list[tuple[str, str, str]]:
 
     add("operator", agent["operator"].get("what_it_computes"), "operator.what_it_computes")
     add("segment", agent.get("what_this_record_is"), "what_this_record_is")
+    status = (agent["measurements"].get("correctness") or {}).get("status")
+    if status in CORRECTNESS:
+        add("correctness", CORRECTNESS[status], "measurements.correctness.status", split=False)
     if "the_failed_lever" in agent:
         for kind, text in lever_parts(agent["the_failed_lever"]):
             add(kind, text, "the_failed_lever", split=False)

@@ -87,9 +87,10 @@ SEGMENT_KINDS = {
     "mega-snapshot": "an earlier kernel of this run, kept after a large measured gain and superseded by later steps",
     "curated-pitfall": "a pitfall this run recorded, with the cause and the fix its step record states: do not "
     "retry this lever while that cause holds",
-    "strategy": "a change this run kept because it beat the floor (the best kept version before it) by the measured gain",
-    "anti-strategy": "a lever this run tried and did not keep, for the cause its evidence states: do not retry this "
-    "lever while that cause holds",
+    "strategy": "a change this run kept because it beat the floor (the previous best kept version, before it) by "
+    "the measured gain",
+    "anti-strategy": "a lever (a change) this run attempted and did not keep, for the cause its evidence states: do "
+    "not retry this lever while that cause holds",
 }
 STEP_RECORD_FIELDS = {
     "change": "optimization.action_description",

@@ -9,8 +9,9 @@ and the packet's measured change and correctness. Each rule returns problems (em
              any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
              and unit, in a clause whose words fit what the slot measures and when) or quoted from a cited
              item (the same number next to the same word);
-- polarity:  a word negated in the claim is negated where a cited item has it, and the other way round;
-- direction: a direction word (more, fewer, grows, halves) runs the way a cited item runs the same word;
+- polarity:  a word negated in the claim is negated in the cited sentence it rewords (the closest one),
+             and one asserted there is asserted;
+- direction: a direction word (more, fewer, grows, halves) runs the way the closest cited sentence runs it;
 - speed:     faster / slower (less / more latency) agrees with the measured change unless a cited item
              says the same;
 - cause:     a claim joining cause to effect keeps the cited sentence's cause on the cause side;
@@ -24,13 +25,14 @@ and the packet's measured change and correctness. Each rule returns problems (em
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cached_property
 
 from optrace.gates.trace.numbers import decimals, normalize
 from optrace.slots import SlotKind, kind_of, resolve
-from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, stem
+from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, sentences, stem
 
 # words that say what a number measures: a number's clause may not hold another quantity's word
 QUANTITY_WORDS = {
@@ -55,7 +57,7 @@ QUANTITY_WORDS = {
     },
     "count-shapes": {"shape", "shapes", "workload", "workloads"},
     "count-tried": {"times", "attempts", "retried", "occurrences"},
-    "count-runs": {"runs", "run", "sessions", "session", "repeats", "repetitions", "trials", "seeds", "abba", "timed"},
+    "count-runs": {"sessions", "session", "repeats", "repetitions", "trials", "seeds", "abba", "timed"},
     "error": {"error", "err", "errors", "diff", "deviation", "tolerance"},
     "capture": {"throughput", "occupancy", "registers", "stall", "stalls", "hit", "bandwidth", "dram", "sol"},
 }
@@ -92,6 +94,11 @@ class Cited:
         return tuple(read(t) for t in self.texts)
 
     @cached_property
+    def sentences(self) -> tuple[Reading, ...]:
+        """The cited texts sentence by sentence (polarity and direction compare with the closest one)."""
+        return tuple(read(s) for t in self.texts for s in (sentences(t) or [t]))
+
+    @cached_property
     def words(self) -> frozenset[str]:
         out = set(self.identity)
         for r in self.readings:
@@ -115,15 +122,25 @@ def content(says: Reading, cited: Cited) -> list[str]:
     return [f"{', '.join(map(repr, missing[:5]))} is not in the evidence it cites"]
 
 
+def closest(says: Reading, cited: Cited, word: str, of: Callable[[Reading], dict]) -> list[Reading]:
+    """The cited sentences that hold the word and share the most content words with the claim: the ones
+    it restates (a word negated in one cited sentence and asserted in another is judged by the one the
+    claim rewords, not by the union of everything it cites)."""
+    holding = [r for r in cited.sentences if word in of(r)]
+    if not holding:
+        return []
+    best = max(len(r.content & says.content) for r in holding)
+    return [r for r in holding if len(r.content & says.content) == best]
+
+
 def polarity(says: Reading, cited: Cited) -> list[str]:
-    theirs: dict[str, set[bool]] = {}
-    for r in cited.readings:
-        for w, states in r.polarity().items():
-            theirs.setdefault(w, set()).update(states)
     out = []
     for w, states in says.polarity().items():
-        if w in theirs and not states & theirs[w]:
-            out.append(f"{w!r} is {'negated' if True in states else 'asserted'} here but not in the evidence it cites")
+        near = closest(says, cited, w, Reading.polarity)
+        theirs = {s for r in near for s in r.polarity()[w]}
+        if near and states - theirs:  # each way the claim says it (negated, asserted), the evidence says it too
+            how = "negated" if True in states - theirs else "asserted"
+            out.append(f"{w!r} is {how} here but not in the evidence it cites")
     return out[:2]
 
 
@@ -135,13 +152,10 @@ def negators(says: Reading, cited: Cited) -> list[str]:
 
 
 def direction(says: Reading, cited: Cited) -> list[str]:
-    theirs: dict[str, set[int]] = {}
-    for r in cited.readings:
-        for w, signs in r.directions().items():
-            theirs.setdefault(w, set()).update(signs)
     out = []
     for w, signs in says.directions().items():
-        if w in theirs and not signs & theirs[w]:
+        near = closest(says, cited, w, Reading.directions)
+        if near and signs - {s for r in near for s in r.directions()[w]}:
             way = "up" if 1 in signs else "down"
             out.append(f"{w!r} goes {way} here, the other way in the evidence it cites")
     return out[:2]

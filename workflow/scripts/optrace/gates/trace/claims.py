@@ -22,9 +22,11 @@ The rule, for records mined from a trace:
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
    its words, numbers, negators and scope words).
 4. A claim naming the lever or change of another segment of the trace (the packets manifest names them)
-   needs a cited item that names it too.
+   needs a cited item that names it too; in a failed lever's record it must name its own lever as well
+   (one version's prose about several levers: each record keeps the sentence about its own).
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
-   as optrace.facts judges it (a stated-cause field when it cites only stated-cause items).
+   as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
+   shares most words with -- is one).
 This replaces the rule that every word of a cause appear somewhere in the packet: a false sentence of the
 packet's own words fails rule 3, and a true rewording that cites its evidence passes.
 """
@@ -74,11 +76,11 @@ CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_
 STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
 ALL_KINDS = None  # any kind may back the field
 _OWN = {
-    "change", "subject", "body", "experiment", "expected-impact", "evidence-summary", "stated-bottleneck", "category",
+    "correctness", "change", "subject", "body", "experiment", "expected-impact", "evidence-summary", "stated-bottleneck", "category",
     "segment",
 }  # fmt: skip
 _CAUSE = {
-    "cause", "observed", "lever-cause", "change", "fix", "lesson", "gate-verdict", "body", "evidence-summary", "stated-bottleneck",
+    "correctness", "cause", "observed", "lever-cause", "change", "fix", "lesson", "gate-verdict", "body", "evidence-summary", "stated-bottleneck",
     "expected-impact", "conclusion", "capture-symptom", "capture-stall", "pitfall", "pitfall-fix", "lever", "subject",
 }  # fmt: skip
 _CAPTURE = {"conclusion", "capture-symptom", "capture-stall", "bottleneck-type", "stated-bottleneck"}
@@ -97,7 +99,7 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^evidence\.summary\.bottleneck_evidence\.note$", ("strategy",), {"parent-conclusion"}),
         (r"^evidence\.summary\.bottleneck_evidence\.note$", None, {"conclusion"}),
         (r"^payload\.(?:change|goal)$", ("strategy",), _OWN),
-        (r"^payload\.goal$", None, {"lever", "segment", "change", "subject", "body"}),
+        (r"^payload\.goal$", None, {"lever", "segment", "change", "subject", "body", "correctness"}),
         (r"^payload\.mechanism$", ("strategy",), _OWN | {"conclusion", "parent-conclusion"}),
         (r"^payload\.attempted$", None, {"lever", "change", "subject"}),
         (r"^payload\.lesson$", None, _CAUSE | {"direction", "segment"}),
@@ -118,8 +120,8 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^retrieval\.signals\.symptoms\[\d+\]$", None, _CAPTURE | {"lever", "cause"}),
         (r"^retrieval\.triggers\[\d+\]$", ("strategy",), _PARENT | {"stated-bottleneck", "segment", "change"}),
         (r"^retrieval\.triggers\[\d+\]$", None, _CAPTURE | {"lever", "cause", "segment"}),
-        (r"^worth\.gain\.", None, {"gate-verdict", "segment"}),
-        (r"^evidence\.raw\.effect\.", None, {"gate-verdict", "segment"}),
+        (r"^worth\.gain\.", None, {"gate-verdict", "segment", "correctness"}),
+        (r"^evidence\.raw\.effect\.", None, {"gate-verdict", "segment", "correctness"}),
         (r"^.*$", None, _OWN | _CAUSE | _CAPTURE | _PARENT | {"operator"}),
     )
 )
@@ -196,6 +198,20 @@ class PacketClaims:
             n for n in (agent.get("the_failed_lever"), obj(agent, "what_the_run_said").get("change")) if n
         }
 
+    def rewords_a_stated_cause(self, says: str, cites: list[str]) -> bool:
+        """The cited item closest to the claim (most content words shared) is a stated-cause field: the
+        claim is read as that field is (optrace.facts: `labelled`)."""
+        mine = content_words(says)
+        scored = [
+            (len(mine & content_words(self.items[c]["text"])), self.items[c].get("kind"))
+            for c in cites
+            if c in self.items and isinstance(self.items[c].get("text"), str)
+        ]
+        if not scored:
+            return False
+        best = max(score for score, _ in scored)
+        return best > 0 and all(kind in STATED_CAUSE_KINDS for score, kind in scored if score == best)
+
     def cited(self, cites: list[str]) -> rules.Cited:
         texts = tuple(
             self.items[c]["text"] for c in cites if c in self.items and isinstance(self.items[c].get("text"), str)
@@ -248,14 +264,19 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
             + rules.correctness(says, cited)
         )
     if where.split("[")[0] in CAUSE_FIELDS:
-        labelled = all(pc.items.get(c, {}).get("kind") in STATED_CAUSE_KINDS for c in cites if c in pc.items)
-        j = judge(says, None, labelled)
+        j = judge(says, None, pc.rewords_a_stated_cause(says, cites))
         if not j.states_cause:
             problems.append(f"states no cause ({j.reason})")
     named = [n for sid, n in pc.ev.trace.names if sid != pc.ev.packet.seg_id and n not in pc.own_names]
-    for lever in named:
-        if names(says, lever) and not names(" ".join(cited.texts), lever):
-            problems.append(f"names another segment's lever ({lever[:60]!r}), which its evidence does not name")
+    lever = pc.agent.get("the_failed_lever")
+    for other in named:
+        if not names(says, other):
+            continue
+        if not names(" ".join(cited.texts), other):
+            problems.append(f"names another segment's lever ({other[:60]!r}), which its evidence does not name")
+            break
+        if isinstance(lever, str) and not names(says, lever):  # shared prose: the sentence about another lever
+            problems.append(f"speaks of another lever of the version ({other[:60]!r}), not of {lever[:60]!r}")
             break
     return [f"{where}: {says[:60]!r}: {p}" for p in problems]
 
