@@ -102,7 +102,11 @@ def resync(record: dict, packet: Packet) -> dict:
         )
         if said is not None and collapsed(said) == collapsed(text):
             continue
-        old = [c for e in entries if isinstance(e, dict) for c in e.get("cites") or []] if isinstance(entries, list) else []
+        old = (
+            [c for e in entries if isinstance(e, dict) for c in e.get("cites") or []]
+            if isinstance(entries, list)
+            else []
+        )
         allowed = kinds_for(path, record.get("type"))
         cites = list(dict.fromkeys(old + [i["id"] for i in items if allowed is None or i.get("kind") in allowed]))
         parts = sentences(text) if not re.search(r"\n", text) else [text]

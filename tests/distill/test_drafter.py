@@ -354,3 +354,26 @@ def test_fact_condition_uses_the_products_own_isa(packets):
     a["operator"]["isa"] = "sm_86"  # an A10 is ampere but not sm_80
     record, _ = draft_record(restated(packet), code)
     assert record["payload"]["established_fact"]["condition"]["sm_arch"] == "sm_86"
+
+
+def test_the_brief_names_every_kind_of_evidence_item():
+    """The agent reads the kinds in the brief's table: a kind packets write and the brief does not name
+    is a statement the agent cannot know how to cite."""
+    from optrace.distill.distill import BRIEF
+    from optrace.mine.evidence import KINDS
+
+    brief = BRIEF.read_text()
+    assert not [kind for kind in KINDS if f"`{kind}`" not in brief]
+
+
+@pytest.mark.parametrize("trace", TRACES)
+def test_every_served_string_cites_items_of_its_own_packet(packets, trace):
+    for packet, _, record, _ in drafts(packets[trace]):
+        if not record:
+            continue
+        block = record["evidence"]["raw"]["evidence_extra"]["claims"]
+        ids = {i["id"] for i in packet["agent_facing"]["evidence"]}
+        assert block["packet"] == packet["seg_id"]
+        for entries in block["fields"].values():
+            for entry in entries:
+                assert entry["cites"] and all(c in ids or "." in c for c in entry["cites"]), entry

@@ -344,9 +344,16 @@ def test_verbatim_accepts_a_selection_of_whole_lines_in_order(bench):
 
 
 def test_verbatim_quotes_a_reference_kernel_from_its_py(bench):
-    assert failing_after(bench, seg("refk-final"), snippet_edit(lambda ls: "\n".join(ls[1:3]))) == {}
+    assert failing_after(bench, seg("refk-final"), snippet_edit(lambda ls: "\n".join(ls))) == {}
     found = failing_after(bench, seg("refk-final"), snippet_edit(lambda ls: next(x for x in ls if len(x) > 20)[:10]))
-    assert list(found) == ["verbatim"] and "refk-final.py" in found["verbatim"][0]
+    assert "verbatim" in found and any("is not a whole line of refk-final.py" in m for m in found["verbatim"])
+
+
+def test_a_reference_kernel_is_its_whole_core_kernel(bench):
+    """#25: two lines of the source are lines of it, but not the kernel: the whole span of the core
+    kernel function (or the whole file) is."""
+    found = failing_after(bench, seg("refk-final"), snippet_edit(lambda ls: "\n".join(ls[1:3])))
+    assert list(found) == ["verbatim"] and "not the whole span of kernel" in found["verbatim"][0]
 
 
 def test_verbatim_format_must_name_the_quoted_file(bench):

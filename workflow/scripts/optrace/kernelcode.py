@@ -165,7 +165,9 @@ def kernel_functions(lines: list[str]) -> list[Span]:
         jit = _JIT_DECORATOR.match(lines[i])
         cuda = _CUDA_ENTRY.search(lines[i])
         if jit and jit_dsl(jit.group(1)) == "cutedsl" and not lines[i].strip().startswith(f"@{jit.group(1)}kernel"):
-            jit = None  # a CuTe DSL `@cute.jit` function is host or device-side helper code; `@cute.kernel` is the kernel
+            jit = (
+                None  # a CuTe DSL `@cute.jit` function is host or device-side helper code; `@cute.kernel` is the kernel
+            )
         if jit:
             end = _block_end_python(lines, i)
             name = next((m.group(1) for m in map(_PY_DEF.match, lines[i:end]) if m), None)

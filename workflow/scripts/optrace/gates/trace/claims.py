@@ -72,6 +72,11 @@ OPEN_MAPS = {
 TAG_FIELDS = re.compile(
     r"^(?:retrieval\.technique_tags|payload\.trace\.technique_here|retrieval\.signals\.symptoms)\[\d+\]$"
 )
+# a failed lever's fields that say what happened to it and why (its lesson may name what to try instead)
+LEVER_FIELDS = re.compile(
+    r"^payload\.(?:root_cause|observed|would_retry_if|hypothesis|established_fact\.[\w.]+)(?:\[\d+\])?$"
+)
+SHARED_PROSE = {"subject", "body", "gate-verdict", "change", "evidence-summary"}
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
 STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
 ALL_KINDS = None  # any kind may back the field
@@ -194,6 +199,9 @@ class PacketClaims:
         measured = m.get("shapes_measured")
         self.shapes_measured = measured if type(measured) is int else None
         self.is_baseline = obj(agent, "builds_on").get("was_the_untouched_baseline") is True
+        self.shared_prose = " ".join(
+            i["text"] for i in self.items.values() if i.get("kind") in SHARED_PROSE and isinstance(i.get("text"), str)
+        )
         self.own_names = {
             n for n in (agent.get("the_failed_lever"), obj(agent, "what_the_run_said").get("change")) if n
         }
@@ -267,15 +275,23 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         j = judge(says, None, pc.rewords_a_stated_cause(says, cites))
         if not j.states_cause:
             problems.append(f"states no cause ({j.reason})")
-    named = [n for sid, n in pc.ev.trace.names if sid != pc.ev.packet.seg_id and n not in pc.own_names]
     lever = pc.agent.get("the_failed_lever")
-    for other in named:
-        if not names(says, other):
+    about_the_lever = isinstance(lever, str) and LEVER_FIELDS.match(where)
+    for sid, other in pc.ev.trace.names:
+        if sid == pc.ev.packet.seg_id or other in pc.own_names or not names(says, other):
             continue
         if not names(" ".join(cited.texts), other):
             problems.append(f"names another segment's lever ({other[:60]!r}), which its evidence does not name")
             break
-        if isinstance(lever, str) and not names(says, lever):  # shared prose: the sentence about another lever
+        # one version's prose about several levers (its subject or body names the other too): the
+        # sentence about another lever is not this one's, whatever it cites; a pitfall of the version is
+        # about its own lever
+        if (
+            about_the_lever
+            and not sid.startswith("pitfall-")
+            and names(pc.shared_prose, other)
+            and not names(says, lever)
+        ):
             problems.append(f"speaks of another lever of the version ({other[:60]!r}), not of {lever[:60]!r}")
             break
     return [f"{where}: {says[:60]!r}: {p}" for p in problems]
