@@ -783,3 +783,52 @@ def test_an_unparseable_file_fails_the_schema_gate_only():
     )[0]
     assert verdict.failed == ["schema"] and verdict.gates["schema"][1] == ["distilled/t/x.json: not valid JSON (x)"]
     assert {s for g, (s, _) in verdict.gates.items() if g != "schema"} == {"SKIP"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "(profiler-confirmed)",
+        "confirmed by profiling the kernel",
+        "the hardware counters show fewer stalls",
+        "ncu shows",
+    ],
+)
+def test_profiler_wording_in_any_form_is_a_profiler_claim(text):
+    """#25: "(profiler-confirmed)", "confirmed by profiling", "the hardware counters show" claim a capture."""
+    from optrace.gates.trace.ncu_attribution import profiler_hit
+
+    assert profiler_hit(text)
+
+
+@pytest.mark.parametrize("text", ["the profile of the latency curve", "a profile-guided build", "profiled"])
+def test_the_word_profile_alone_claims_no_capture(text):
+    from optrace.gates.trace.ncu_attribution import profiler_hit
+
+    assert not profiler_hit(text)
+
+
+def _gain_packet(pct: float, floor: float, geo: float) -> Packet:
+    measurements = {"improve_pct_vs_floor": pct, "floor_before_us": floor, "geomean_us": geo}
+    return Packet("strategy-000000", {"agent_facing": {"measurements": measurements}})
+
+
+def test_a_gain_rounds_half_even_from_the_exact_improvement():
+    """(40 - 39.1) / 40 = 2.25 % exactly: half-even gives 2.2, never half-up's 2.3 (#27's surviving mutant),
+    in the gain check (Pool) and in a claim's slot (claim_rules.matches_value) alike."""
+    from optrace.gates.trace.claim_rules import matches_value
+
+    pool = Pool(_gain_packet(2.25, 40.0, 39.1))
+    exact = (Decimal("40.0") - Decimal("39.1")) / Decimal("40.0") * 100
+    assert pool.is_improvement(2.2) and not pool.is_improvement(2.3)
+    assert matches_value("2.2", 2.25, exact) and not matches_value("2.3", 2.25, exact)
+
+
+def test_a_gain_rounded_needs_at_least_one_decimal():
+    """2.49 % may be written 2.5 (one decimal), never 2 (no decimal: a rounding to an integer is a new number)."""
+    from optrace.gates.trace.claim_rules import matches_value
+
+    pool = Pool(_gain_packet(2.49, 100.0, 97.51))
+    exact = (Decimal("100.0") - Decimal("97.51")) / Decimal("100.0") * 100
+    assert pool.is_improvement(2.5) and not pool.is_improvement(2.0) and not pool.is_improvement(2)
+    assert matches_value("2.5", 2.49, exact) and not matches_value("2", 2.49, exact)
