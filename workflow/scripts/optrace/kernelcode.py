@@ -86,7 +86,7 @@ def edit_scope(code: str | None) -> str:
     return "architecture" if changed > 3 * SMALL_EDIT_LINES and unchanged < changed else "kernel-rewrite"
 
 
-def cost_of(code: str | None, status: str | None) -> dict:
+def cost_of(code: str | None, status: str | None) -> dict[str, str]:
     """Scope from the diff's shape, risk from its size and whether the step passed its correctness check."""
     changed, _ = diff_size(code)
     scope = edit_scope(code)

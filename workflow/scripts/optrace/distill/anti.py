@@ -151,7 +151,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     )
     mechanism = " ".join(w.says for w in why)
     observed = observed_claims(packet, src, lever_item, why)
-    payload = {
+    payload: dict = {
         "goal": claims.put("payload.goal", [goal]),
         "problem": problem(packet, src, claims),
         "attempted": claims.put("payload.attempted", [Said(lever, (lever_item["id"],))]),
@@ -168,5 +168,5 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
         "mechanism": claims.put("payload.established_fact.mechanism", why),
     }
     assert payload["established_fact"]["mechanism"] == mechanism
-    gain = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
+    gain: dict = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
     return Draft(payload, gain, measured_effect(packet), [] if observed else ["observed"])

@@ -19,6 +19,8 @@ repeat its table. A record's claims cite items and slots (optrace.gates.trace.cl
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from optrace.facts import LEVER_REASON
 from optrace.rows import AgentFacing, EvidenceItem
@@ -89,7 +91,7 @@ def lever_parts(lever: str) -> list[tuple[str, str]]:
     return [("lever", lever), ("lever-cause", m.group(1).strip())]
 
 
-def _profiler(parent: bool, profiler: dict | None) -> list[tuple[str, str, str]]:
+def _profiler(parent: bool, profiler: Mapping[str, Any] | None) -> list[tuple[str, str, str]]:
     """A usable capture's items: this version's (`conclusion`, `capture-symptom`, `capture-stall`) or the
     version it builds on (`parent-...`)."""
     if not profiler or not profiler.get("ncu_measured_the_kernel_under_test"):

@@ -398,10 +398,12 @@ class PacketBuilder:
         if field.startswith("builds_on.parent_profiler"):
             return ", ".join(parent_captures) or "no capture"
         if field.startswith("builds_on."):
-            base = (seg.get("strategy") or {}).get("builds_on") or {}
-            return f"memory/{base.get('version')}.json"
+            strategy = seg.get("strategy")
+            base = strategy["builds_on"] if strategy else None
+            return f"memory/{base['version']}.json" if base else memory
         if field in ("the_failed_lever", "why_it_failed", "what_was_observed", "how_it_was_fixed", "lesson_recorded"):
-            occurrences = (seg.get("lever") or {}).get("occurrences") or []
+            lever = seg.get("lever")
+            occurrences = lever["occurrences"] if lever else []
             return f"{memory} or commit {row['sha']} ({len(occurrences)} occurrence(s))"
         if field == "what_this_record_is":
             return f"the ladder: {seg['seg_kind']} at commit {row['sha']}"
@@ -443,7 +445,7 @@ class PacketBuilder:
         out = {}
         for i, snap in enumerate(snaps):
             before = snaps[i - 1]["kernel_blob"] if i else edited.get(snap["version"])
-            after = snaps[i + 1]["kernel_blob"] if i + 1 < len(snaps) else (final or {}).get("kernel_blob")
+            after = snaps[i + 1]["kernel_blob"] if i + 1 < len(snaps) else (final["kernel_blob"] if final else None)
             mine = self.kernel(snap["kernel_blob"]).splitlines()
             for side, blob in (("before", before), ("after", after)):
                 if not blob:

@@ -21,7 +21,7 @@ from optrace.gates.trace.planting import (
     measured_gain,
     restate,
 )
-from optrace.kernelcode import kernel_functions
+from optrace.kernelcode import Span, kernel_functions
 
 
 def _with_next_steps(p: Planted) -> bool:
@@ -104,7 +104,7 @@ def _shared_other(p: Planted) -> str | None:
 
 
 def _pin_on_another_lever(p: Planted) -> None:
-    cause = _shared_other(p)
+    cause = _shared_other(p) or ""
     restate(
         "payload.root_cause", lambda t: cause, lambda q: [i["id"] for i in q.evidence.packet.agent_facing["evidence"]]
     )(p)
@@ -128,7 +128,7 @@ def _kernel_source(p: Planted) -> bool:
     return p.record.get("type") == "reference-kernel" and bool(impl.get("core_kernel_name"))
 
 
-def _spans(p: Planted):
+def _spans(p: Planted) -> list[Span]:
     return kernel_functions((p.evidence.packet.code or "").splitlines())
 
 

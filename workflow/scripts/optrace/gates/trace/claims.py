@@ -179,8 +179,9 @@ class PacketClaims:
     def __init__(self, ev: PacketEvidence):
         self.ev, agent = ev, ev.packet.agent_facing
         self.agent = agent
-        items = agent.get("evidence") if isinstance(agent.get("evidence"), list) else []
-        self.items = {i["id"]: i for i in items if isinstance(i, dict) and isinstance(i.get("id"), str)}
+        items = agent.get("evidence")
+        listed = items if isinstance(items, list) else []
+        self.items = {i["id"]: i for i in listed if isinstance(i, dict) and isinstance(i.get("id"), str)}
         op, scope = obj(agent, "operator"), obj(ev.packet.target, "scope")
         identity = [str(v) for v in list(scope.values()) + [op.get("gpu"), op.get("dsl"), op.get("harness")] if v]
         identity += ["kernel", "operator"]
@@ -192,7 +193,11 @@ class PacketClaims:
         floor, geo = m.get("floor_before_us"), m.get("geomean_us")
         self.exact = (
             (Decimal(repr(floor)) - Decimal(repr(geo))) / Decimal(repr(floor)) * 100
-            if all(type(v) in (int, float) for v in (floor, geo)) and floor > 0
+            if isinstance(floor, (int, float))
+            and isinstance(geo, (int, float))
+            and floor > 0
+            and not isinstance(floor, bool)
+            and not isinstance(geo, bool)
             else None
         )
         self.correctness = obj(m, "correctness")
@@ -276,7 +281,8 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         if not j.states_cause:
             problems.append(f"states no cause ({j.reason})")
     lever = pc.agent.get("the_failed_lever")
-    about_the_lever = isinstance(lever, str) and LEVER_FIELDS.match(where)
+    own = lever if isinstance(lever, str) else None
+    about_the_lever = own is not None and LEVER_FIELDS.match(where) is not None
     for sid, other in pc.ev.trace.names:
         if sid == pc.ev.packet.seg_id or other in pc.own_names or not names(says, other):
             continue
@@ -290,9 +296,9 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
             about_the_lever
             and not sid.startswith("pitfall-")
             and names(pc.shared_prose, other)
-            and not names(says, lever)
+            and not names(says, own or "")
         ):
-            problems.append(f"speaks of another lever of the version ({other[:60]!r}), not of {lever[:60]!r}")
+            problems.append(f"speaks of another lever of the version ({other[:60]!r}), not of {(own or '')[:60]!r}")
             break
     return [f"{where}: {says[:60]!r}: {p}" for p in problems]
 

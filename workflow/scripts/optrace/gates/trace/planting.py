@@ -73,7 +73,9 @@ def claims_of(record: dict) -> dict:
     return record["evidence"]["raw"]["evidence_extra"]["claims"]
 
 
-def restate(path: str, text: Callable[[str], str], cites: Callable[[Planted], list[str]] | None = None):
+def restate(
+    path: str, text: Callable[[str], str], cites: Callable[[Planted], list[str]] | None = None
+) -> Callable[[Planted], None]:
     """Set the field at a dotted path (no list indices) and its claim to the new text, as an agent that
     keeps its citations in step would; `cites` replaces what the claim cites."""
 

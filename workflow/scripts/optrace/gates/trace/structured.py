@@ -51,10 +51,12 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     code_file = ev.packet.code_file or ""
     if cost and code_file.endswith(".diff"):
         status = obj(ev.packet.agent_facing, "measurements", "correctness").get("status")
-        want = cost_of(ev.packet.code, status)
+        derived = cost_of(ev.packet.code, status)
         for key in ("risk", "risk_basis"):
-            if key in cost and cost[key] != want[key]:
-                out.append(f"payload.cost.{key}: {cost[key]!r} is not what the diff and its check give ({want[key]!r})")
+            if key in cost and cost[key] != derived[key]:
+                out.append(
+                    f"payload.cost.{key}: {cost[key]!r} is not what the diff and its check give ({derived[key]!r})"
+                )
     trace = obj(payload, "trace")
     tried = ev.packet.agent_facing.get("times_tried", 1)
     if trace.get("rediscovered") is not None and trace.get("rediscovered") != tried:
