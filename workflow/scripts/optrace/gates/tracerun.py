@@ -135,6 +135,7 @@ def facts_json(trace: TraceContext) -> dict:
         "capture_versions": dict(trace.capture_versions),
         "meta": dict(trace.meta),
         "names": [list(n) for n in trace.names],
+        "prose_peers": {k: list(v) for k, v in trace.prose_peers.items()},
     }
 
 
@@ -144,8 +145,8 @@ def _str_map(value: Any) -> TypeGuard[dict[str, str]]:
 
 def facts_from_json(slug: str, facts: dict, profile: str) -> TraceContext | None:
     """The cached facts, or None when they are not what facts_json wrote."""
-    keys = ("commits", "usable_captures", "capture_versions", "meta", "names")
-    commits, usable, versions, meta, names = (facts.get(k) for k in keys)
+    keys = ("commits", "usable_captures", "capture_versions", "meta", "names", "prose_peers")
+    commits, usable, versions, meta, names, peers = (facts.get(k) for k in keys)
     if not (
         _str_map(commits)
         and _str_map(versions)
@@ -154,10 +155,13 @@ def facts_from_json(slug: str, facts: dict, profile: str) -> TraceContext | None
         and all(isinstance(d, str) for d in usable)
         and isinstance(names, list)
         and all(isinstance(n, list) and len(n) == 2 and all(isinstance(x, str) for x in n) for n in names)
+        and isinstance(peers, dict)
+        and all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in peers.values())
     ):
         return None
     pairs = tuple((n[0], n[1]) for n in names)
-    return TraceContext(slug, commits, frozenset(usable), profile, versions, meta, pairs)
+    prose = {k: tuple(v) for k, v in peers.items()}
+    return TraceContext(slug, commits, frozenset(usable), profile, versions, meta, pairs, prose)
 
 
 @dataclass

@@ -474,6 +474,16 @@ class PacketBuilder:
         return out
 
 
+def prose_peers(segments: list[SegmentRow], written: set[str]) -> dict[str, list[str]]:
+    """seg_id -> the other failed levers of its version (one version's prose about several levers: the
+    claims gate keeps each record to the sentences about its own lever); curated pitfalls aside."""
+    by_version: dict[str, list[str]] = {}
+    for seg in segments:
+        if "lever" in seg and seg["seg_kind"] != "curated-pitfall" and seg["seg_id"] in written:
+            by_version.setdefault(seg["version"], []).append(seg["seg_id"])
+    return {sid: sorted(set(group) - {sid}) for group in by_version.values() if len(group) > 1 for sid in group}
+
+
 def packet_leaks(packet: PacketRow, code: str | None, scrubber: Scrubber, seen: dict | None = None) -> list[str]:
     """Leaks left in what the agent sees: the agent-facing layer, the target (ids, paths) and the code,
     object keys included. `seen` caches verdicts of strings already checked (most prose recurs across
@@ -494,7 +504,9 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
     rows = read_versions(work_dir / "versions.jsonl")
     meta = read_json(work_dir / "meta.json")
     profiles = read_jsonl(work_dir / "profiles.jsonl")
-    failures, entries, keep = [], [], {"manifest.json"}
+    failures: list[str] = []
+    entries: list[dict[str, Any]] = []
+    keep = {"manifest.json"}
     checked: dict[str, list[str]] = {}
     with open_trace(trace, out_dir) as opened:
         builder = PacketBuilder(
@@ -531,6 +543,9 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
                     "names": builder.names(seg),
                 }
             )
+    peers = prose_peers(segments, {str(e["seg_id"]) for e in entries})
+    for entry in entries:
+        entry["shares_prose_with"] = peers.get(str(entry["seg_id"]), [])
     for stale in out_dir.iterdir():  # segments that no longer exist leave no packet behind
         if stale.is_file() and stale.name not in keep and not stale.name.startswith("."):
             stale.unlink()

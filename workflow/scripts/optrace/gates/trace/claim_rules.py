@@ -31,7 +31,7 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cached_property
 
 from optrace.gates.trace.numbers import decimals, normalize
-from optrace.slots import SlotKind, kind_of, resolve
+from optrace.slots import SlotKind, kind_of
 from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, sentences, stem
 
 # words that say what a number measures: a number's clause may not hold another quantity's word
@@ -85,13 +85,21 @@ class Cited:
     identity: frozenset[str]  # canonical words of the record's identity
     identity_runs: frozenset[str]  # lower-case words of the identity, as written (H100, triton)
     measured_change: float | None  # improve_pct_vs_floor
-    correctness: dict  # the packet's correctness check
+    correctness: tuple[tuple[str, object], ...]  # the packet's correctness check, as (key, value) pairs
     is_baseline: bool  # the packet's floor is the untouched baseline
     shapes_measured: int | None = None  # how many shapes the packet's geomean is over
 
     @cached_property
     def readings(self) -> tuple[Reading, ...]:
         return tuple(read(t) for t in self.texts)
+
+    @cached_property
+    def quotable(self) -> frozenset[str]:
+        """Each cited text and each of its sentences, white space collapsed: a claim that is one of them is
+        a quotation."""
+        return frozenset(" ".join(t.split()) for t in self.texts) | frozenset(
+            s for t in self.texts for s in sentences(t)
+        )
 
     @cached_property
     def sentences(self) -> tuple[Reading, ...]:
@@ -208,7 +216,8 @@ def _plain_words(text: str) -> set[str]:
 def correctness(text: str, cited: Cited) -> list[str]:
     ws = _plain_words(text)
     theirs = {w for t in cited.texts for w in _plain_words(t)}
-    status, err = cited.correctness.get("status"), cited.correctness.get("max_abs_err")
+    check = dict(cited.correctness)
+    status, err = check.get("status"), check.get("max_abs_err")
     out = []
     if ws & EXACT_WORDS - theirs and not (type(err) in (int, float) and err == 0):
         out.append(f"says exact, but the packet's max_abs_err is {err!r}")
@@ -333,8 +342,14 @@ def slot_use(
 WITH_UNIT = re.compile(r"(?:\d+(?:\.\d+)?|\.\d+)(?:us|ms|ns|x)")
 
 
-def numbers(text: str, slots: dict[str, str], cited: Cited, agent: dict, exact_change: Decimal | None) -> list[str]:
+def numbers(
+    text: str, slots: tuple[tuple[str, str, float | int | None], ...], cited: Cited, exact_change: Decimal | None
+) -> list[str]:
+    """`slots`: (number as written, slot name, the slot's value in the packet or None)."""
+    if not any(ch.isnumeric() for ch in text):
+        return []  # no number to judge (numbers in words, "twenty-one", are no-fabrication's)
     norm = normalize(text)
+    named = {token: (name, value) for token, name, value in slots}
     out = []
     for run in GLUED.finditer(norm):
         word = run.group(0)
@@ -351,12 +366,12 @@ def numbers(text: str, slots: dict[str, str], cited: Cited, agent: dict, exact_c
             re.match(r"[A-Za-z_]", norm[end : end + 1]) or (start and re.match(r"[A-Za-z_]", norm[start - 1]))
         ):
             continue  # inside a word: judged as that word above
-        name = slots.get(token)
-        if name is None:
+        if token not in named:
             if not _quotes(token, norm, start, end, cited):
                 out.append(f"{token!r} names no slot and is not quoted from the evidence it cites")
             continue
-        kind, value = kind_of(name), resolve(agent, name)
+        name, value = named[token]
+        kind = kind_of(name)
         if kind is None or value is None:
             out.append(f"{token!r} names {name!r}, which is no slot of this packet")
             continue

@@ -21,9 +21,10 @@ The rule, for records mined from a trace:
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
    its words, numbers, negators and scope words).
-4. A claim naming the lever or change of another segment of the trace (the packets manifest names them)
-   needs a cited item that names it too; in a failed lever's record it must name its own lever as well
-   (one version's prose about several levers: each record keeps the sentence about its own).
+4. In a failed lever's record, a cause, observation or established fact that names another lever its
+   version's prose also names (the packets manifest names every segment's lever) must name its own
+   lever too: one version's prose about several levers, each record keeps the sentence about its own. (A
+   claim naming another segment's lever elsewhere needs that lever's words in what it cites: rule 3.)
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
    shares most words with -- is one).
@@ -36,17 +37,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from decimal import Decimal
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from optrace.facts import judge
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.trace import claim_rules as rules
-from optrace.gates.trace.model import PacketEvidence, needs_packet
+from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 from optrace.gates.trace.numbers import normalize
 from optrace.slots import kind_of, resolve
 from optrace.wording import content_words, read
 
-CLAIMS_AT = ("evidence", "raw", "evidence_extra", "claims")
 EXEMPT = re.compile(
     r"^(?:schema|id|type|level|status|episode_key"
     r"|retrieval\.(?:scope|generality|signals\.(?:bottleneck|metrics|shape_regime))(?:\..*|\[.*)?"
@@ -76,7 +76,6 @@ TAG_FIELDS = re.compile(
 LEVER_FIELDS = re.compile(
     r"^payload\.(?:root_cause|observed|would_retry_if|hypothesis|established_fact\.[\w.]+)(?:\[\d+\])?$"
 )
-SHARED_PROSE = {"subject", "body", "gate-verdict", "change", "evidence-summary"}
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
 STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
 ALL_KINDS = None  # any kind may back the field
@@ -200,16 +199,27 @@ class PacketClaims:
             and not isinstance(geo, bool)
             else None
         )
-        self.correctness = obj(m, "correctness")
+        self.correctness = tuple(
+            sorted((k, v) for k, v in obj(m, "correctness").items() if isinstance(v, (str, int, float)))
+        )
         measured = m.get("shapes_measured")
         self.shapes_measured = measured if type(measured) is int else None
         self.is_baseline = obj(agent, "builds_on").get("was_the_untouched_baseline") is True
-        self.shared_prose = " ".join(
-            i["text"] for i in self.items.values() if i.get("kind") in SHARED_PROSE and isinstance(i.get("text"), str)
-        )
+        lever = agent.get("the_failed_lever")
+        self.lever = lever if isinstance(lever, str) else None
         self.own_names = {
             n for n in (agent.get("the_failed_lever"), obj(agent, "what_the_run_said").get("change")) if n
         }
+
+    @cached_property
+    def levers_sharing_prose(self) -> list[tuple[str, frozenset[str], float]]:
+        """(lever, its words, how many a text must hold to name it) of the other failed levers of its
+        version (the packets manifest's shares_prose_with)."""
+        name_of = self.ev.trace.name_of
+        others = sorted(
+            name_of[sid] for sid in self.ev.trace.prose_peers.get(self.ev.packet.seg_id, ()) if sid in name_of
+        )
+        return [(n, ws, max(2, 0.6 * len(ws))) for n in others if len(ws := _lever_words(n)) >= 2]
 
     def rewords_a_stated_cause(self, says: str, cites: list[str]) -> bool:
         """The cited item closest to the claim (most content words shared) is a stated-cause field: the
@@ -230,7 +240,7 @@ class PacketClaims:
             self.items[c]["text"] for c in cites if c in self.items and isinstance(self.items[c].get("text"), str)
         )
         meanings = tuple(k.meaning + " " + c.replace(".", " ") for c in cites if (k := kind_of(c)) is not None)
-        return rules.Cited(
+        return cited_of(
             texts,
             meanings,
             self.identity,
@@ -242,9 +252,57 @@ class PacketClaims:
         )
 
 
+@lru_cache(maxsize=1 << 14)
+def said_against(
+    field: str,
+    says: str,
+    slots: tuple[tuple[str, str, float | int | None], ...],
+    cited: rules.Cited,
+    exact: Decimal | None,
+    record_type: str,
+    stated_cause: bool,
+    quoted: bool = False,
+) -> tuple[str, ...]:
+    """Rule 3 and 5 for one claim: what it says against what it cites (`field`: a tag, a cause field, or
+    prose; `quoted`: the claim is a whole cited item or sentence, which says what its evidence says).
+    Records of one trace repeat claims (one operator, one GPU, the same tags): each distinct claim is
+    judged once."""
+    says_read = read(says)
+    problems = [] if quoted else rules.content(says_read, cited) + rules.numbers(says, slots, cited, exact)
+    if quoted:
+        pass
+    elif field == "tag":  # a slug drops the function words its polarity and direction turn on
+        problems += rules.negators(says_read, cited) + rules.scope(says_read, cited)
+    else:
+        problems += (
+            rules.polarity(says_read, cited)
+            + rules.direction(says_read, cited)
+            + rules.speed(says_read, cited)
+            + rules.cause_order(says, cited)
+            + rules.verdict(says_read, cited, record_type)
+            + rules.scope(says_read, cited)
+            + rules.correctness(says, cited)
+        )
+    if field == "cause":
+        j = judge(says, None, stated_cause)
+        if not j.states_cause:
+            problems.append(f"states no cause ({j.reason})")
+    return tuple(problems)
+
+
+@lru_cache(maxsize=1 << 13)
+def cited_of(*parts: object) -> rules.Cited:
+    """One Cited per distinct evidence (its cached readings are then made once per trace, not per claim)."""
+    return rules.Cited(*parts)  # type: ignore[arg-type]
+
+
+ENTRY_KEYS = frozenset({"says", "cites", "slots"})
+BLOCK_KEYS = frozenset({"packet", "fields"})
+
+
 def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: object) -> list[str]:
-    if not isinstance(entry, dict) or not isinstance(entry.get("says"), str):
-        return [f"{where}: a claim is an object with `says` (text) and `cites` (ids)"]
+    if not isinstance(entry, dict) or not isinstance(entry.get("says"), str) or not entry.keys() <= ENTRY_KEYS:
+        return [f"{where}: a claim is an object with `says` (text), `cites` (ids) and `slots`, nothing else"]
     says, cites, slots = entry["says"], entry.get("cites"), entry.get("slots", {})
     if not isinstance(cites, list) or not cites or not all(isinstance(c, str) for c in cites):
         return [f"{where}: {says[:60]!r} cites no evidence (cites must list item ids or slot names)"]
@@ -262,44 +320,23 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
     if out:
         return out
     cited = pc.cited(cites)
-    says_read = read(says)
-    problems = rules.content(says_read, cited) + rules.numbers(says, slots, cited, pc.agent, pc.exact)
-    if TAG_FIELDS.match(where):  # a slug drops the function words its polarity and direction turn on
-        problems += rules.negators(says_read, cited) + rules.scope(says_read, cited)
+    field = "tag" if TAG_FIELDS.match(where) else "cause" if where.split("[")[0] in CAUSE_FIELDS else "prose"
+    stated = field == "cause" and pc.rewords_a_stated_cause(says, cites)
+    if not slots and collapsed(says) in cited.quotable:
+        # a whole cited item or sentence, as written: what it says is what its evidence says (only a
+        # cause field's judgement is left to make)
+        problems = list(said_against(field, says, (), cited, pc.exact, str(record_type), stated, quoted=True))
     else:
-        problems += (
-            rules.polarity(says_read, cited)
-            + rules.direction(says_read, cited)
-            + rules.speed(says_read, cited)
-            + rules.cause_order(says, cited)
-            + rules.verdict(says_read, cited, str(record_type))
-            + rules.scope(says_read, cited)
-            + rules.correctness(says, cited)
-        )
-    if where.split("[")[0] in CAUSE_FIELDS:
-        j = judge(says, None, pc.rewords_a_stated_cause(says, cites))
-        if not j.states_cause:
-            problems.append(f"states no cause ({j.reason})")
-    lever = pc.agent.get("the_failed_lever")
-    own = lever if isinstance(lever, str) else None
-    about_the_lever = own is not None and LEVER_FIELDS.match(where) is not None
-    for sid, other in pc.ev.trace.names:
-        if sid == pc.ev.packet.seg_id or other in pc.own_names or not names(says, other):
-            continue
-        if not names(" ".join(cited.texts), other):
-            problems.append(f"names another segment's lever ({other[:60]!r}), which its evidence does not name")
-            break
+        resolved = tuple(sorted((token, name, resolve(pc.agent, name)) for token, name in slots.items()))
+        problems = list(said_against(field, says, resolved, cited, pc.exact, str(record_type), stated))
+    if pc.lever is not None and LEVER_FIELDS.match(where):
         # one version's prose about several levers (its subject or body names the other too): the
-        # sentence about another lever is not this one's, whatever it cites; a pitfall of the version is
-        # about its own lever
-        if (
-            about_the_lever
-            and not sid.startswith("pitfall-")
-            and names(pc.shared_prose, other)
-            and not names(says, own or "")
-        ):
-            problems.append(f"speaks of another lever of the version ({other[:60]!r}), not of {(own or '')[:60]!r}")
-            break
+        # sentence about another lever is not this one's, whatever it cites (a pitfall of the version is
+        # about its own lever)
+        words = content_words(says)
+        other = next((n for n, ws, need in pc.levers_sharing_prose if len(ws & words) >= need), None)
+        if other is not None and not names(says, pc.lever):
+            problems.append(f"speaks of another lever of the version ({other[:60]!r}), not of {pc.lever[:60]!r}")
     return [f"{where}: {says[:60]!r}: {p}" for p in problems]
 
 
@@ -310,6 +347,10 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     if not block:
         return [f"{rel}: evidence.raw.evidence_extra.claims: missing; every claim must cite its evidence"]
     out = []
+    if not block.keys() <= BLOCK_KEYS:
+        out.append(
+            f"{rel}: evidence.raw.evidence_extra.claims: holds {sorted(block.keys() - BLOCK_KEYS)}, not only packet and fields"
+        )
     if block.get("packet") != ev.packet.seg_id:
         out.append(
             f"{rel}: evidence.raw.evidence_extra.claims.packet: {block.get('packet')!r} is not this record's "

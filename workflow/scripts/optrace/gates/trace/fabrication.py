@@ -52,14 +52,13 @@ from typing import Any
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.store.schema import CONTRACT
-from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
+from optrace.gates.trace.model import CLAIMS_AT, Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import QUOTED_CODE
 from optrace.gates.trace.numbers import BIDI_CONTROL, magnitude, number_tokens, unit_tokens
 from optrace.gates.trace.pool import Pool, suffix_unit
 from optrace.gates.trace.pool import number as _number
 
 UNRANKED = {"score": 0.0, "tier": "provisional"}
-CLAIMS_BLOCK = ("evidence", "raw", "evidence_extra", "claims")
 EFFECT_NUMBERS = ("new_geomean_us", "parent_geomean_us", "baseline_geomean_us", "delta_pct")
 
 
@@ -99,7 +98,8 @@ def leaves(value: Any, path: tuple, out: list) -> list:
         if isinstance(node, dict):
             for key, item in node.items():
                 out.append((where + (key, "<key>"), key))
-                stack.append((where + (key,), item))
+                if where + (key,) != CLAIMS_AT:  # the claims gate reads it: each number by the slot it names
+                    stack.append((where + (key,), item))
         elif isinstance(node, list):
             stack.extend((where + (i,), item) for i, item in enumerate(node))
         elif isinstance(node, str) or type(node) in (int, float):
@@ -155,8 +155,6 @@ def is_exempt(path: tuple, value: Any, bound: dict[tuple, Any], staged: bool) ->
     if path in bound and isinstance(value, str):  # its gate fails any other value
         return True
     if staged and path[:2] == ("worth", "rank"):
-        return True
-    if path[:4] == CLAIMS_BLOCK:  # the claims gate reads it: each number with the slot it names
         return True
     return isinstance(value, str) and value in enum_strings()
 

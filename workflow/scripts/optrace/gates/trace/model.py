@@ -17,6 +17,9 @@ from optrace.gates.store.model import RecordView, obj
 from optrace.gates.store.store import parse_json_bytes
 
 PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
+# where a mined record carries its claims' citations (the claims gate reads it; the other gates skip it:
+# it repeats the record's own strings)
+CLAIMS_AT = ("evidence", "raw", "evidence_extra", "claims")
 
 # Run order after the 9 store gates; every gate has an injection case (gates.trace.injection).
 TRACE_GATES = (
@@ -81,10 +84,17 @@ class TraceContext:
     meta: Mapping[str, Any] = field(default_factory=dict)  # meta.json's facts (META_FACTS), {} when unknown
     # (seg_id, the lever or change it is about) of every packet of the trace (the packets manifest)
     names: tuple[tuple[str, str], ...] = ()
+    # seg_id -> the other failed levers its version's prose is about (the manifest's shares_prose_with)
+    prose_peers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def versions_of(self) -> dict[str, str]:
         return {sha: version for version, sha in self.commits.items()}
+
+    @cached_property
+    def name_of(self) -> dict[str, str]:
+        """seg_id -> the lever or change its packet is about."""
+        return dict(self.names)
 
 
 # What the gates take from meta.json: the hardware, the operator's constants and its names.
@@ -106,6 +116,17 @@ def manifest_names(manifest: Any) -> tuple[tuple[str, str], ...]:
     )
 
 
+def manifest_peers(manifest: Any) -> dict[str, tuple[str, ...]]:
+    """seg_id -> the seg_ids of the failed levers that share its version's prose."""
+    entries = manifest.get("packets") if isinstance(manifest, dict) else None
+    out = {}
+    for e in entries if isinstance(entries, list) else []:
+        peers = e.get("shares_prose_with") if isinstance(e, dict) else None
+        if isinstance(e.get("seg_id"), str) and isinstance(peers, list) and all(isinstance(p, str) for p in peers):
+            out[e["seg_id"]] = tuple(peers)
+    return out
+
+
 def trace_context(
     slug: str,
     versions: list[Any],
@@ -125,7 +146,16 @@ def trace_context(
     ]
     usable = frozenset(p["dir"] for p in usable_rows)
     versions_of = {p["dir"]: p["version"] for p in usable_rows if isinstance(p.get("version"), str)}
-    return TraceContext(slug, commits, usable, profile, versions_of, meta_facts(meta), manifest_names(manifest))
+    return TraceContext(
+        slug,
+        commits,
+        usable,
+        profile,
+        versions_of,
+        meta_facts(meta),
+        manifest_names(manifest),
+        manifest_peers(manifest),
+    )
 
 
 @dataclass(frozen=True)

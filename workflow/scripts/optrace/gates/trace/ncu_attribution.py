@@ -35,7 +35,7 @@ import unicodedata
 from collections.abc import Iterator
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
-from optrace.gates.trace.model import PacketEvidence, needs_packet
+from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 
 PROFILER_TEXT = re.compile(
     r"\b(?:ncu|nsight|nsys|rocprof|omniperf|cupti|nvprof)|\broofline|\bprofil(?:er|ed|ing)?[\s-]+(?:shows?|showed|says|"
@@ -51,7 +51,6 @@ NO_CAPTURE_BASES = ("bench-only", "none")
 NEVER_BASES = ("microbenchmark", "asserted")
 PROFILER_TOOLS = ("ncu", "nsight compute")
 QUOTED_CODE = (("payload", "implementation", "snippet"), ("payload", "implementation", "dispatch_snippet"))
-CLAIMS_BLOCK = ("evidence", "raw", "evidence_extra", "claims")  # copies of the record's own strings
 
 
 def record_versions(ev: PacketEvidence) -> set[str]:
@@ -138,14 +137,16 @@ def collapsed(text: str) -> str:
 
 
 def strings(value: object, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
-    """(path, string) for every string and key of a JSON value, iteratively (depth is capped upstream)."""
+    """(path, string) for every string and key of a JSON value, iteratively (depth is capped upstream);
+    a record's claims block is left out: it repeats the record's own strings (the claims gate binds it)."""
     stack = [(path, value)]
     while stack:
         where, node = stack.pop()
         if isinstance(node, dict):
             for key, item in node.items():
                 yield where, key
-                stack.append((where + (key,), item))
+                if where + (key,) != CLAIMS_AT:
+                    stack.append((where + (key,), item))
         elif isinstance(node, list):
             stack.extend((where + (i,), item) for i, item in enumerate(node))
         elif isinstance(node, str) and where not in QUOTED_CODE:
@@ -196,7 +197,6 @@ def without_capture(record: dict, stated: list[str], any_capture: bool) -> list[
     if any_capture:  # a strategy's parent capture: profiler words may speak of it, the fields above may not
         return out
     judged = [(path, text) for path, text in strings(record) if path[:3] != ("evidence", "raw", "git_commit")]
-    judged = [(path, text) for path, text in judged if path[:4] != CLAIMS_BLOCK]
     joined = "\0".join(text for _, text in judged)  # NUL is a boundary no part of PROFILER_TEXT matches
     if not profiler_hit(joined):
         judged = []  # one scan says no string has a hit; only a hit needs the per-string scan that says where
