@@ -36,8 +36,6 @@ class QualityGate(TypedDict):
 class PitfallRow(TypedDict):
     text: str
     fix: str | None
-    cause: NotRequired[str | None]  # the stated cause and lesson, where ingest keeps them apart
-    lesson: NotRequired[str | None]
 
 
 class OpenDirection(TypedDict):

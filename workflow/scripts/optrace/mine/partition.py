@@ -19,9 +19,10 @@ import hashlib
 import re
 import textwrap
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from optrace.facts import causal_sentences, pitfall_about, precheck, stated_cause
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
@@ -405,11 +406,12 @@ def pitfall_parts(pit: PitfallRow) -> tuple[str, str | None, str | None]:
     Where ingest keeps the cause apart, the name is the text before it; else the leading sentences that
     state no cause are the name (an error message: "misaligned address. CUDA error: ..."), the sentences
     that do are its cause, and what follows them its lesson."""
-    text, cause, lesson = pit["text"], pit.get("cause"), pit.get("lesson")
+    stated: Mapping[str, Any] = pit  # the stated cause and lesson, where ingest keeps them apart
+    text, cause, lesson = pit["text"], stated.get("cause"), stated.get("lesson")
     if cause and (at := text.find(cause)) > 0:
         return text[:at].rstrip(" .;:"), cause, lesson
     parts = sentences(text)
-    if cause or "cause" in pit or len(parts) < 2:  # ingest read its cause field: none is none
+    if cause or "cause" in stated or len(parts) < 2:  # ingest read its cause field: none is none
         return text, cause, lesson
     causal = set(causal_sentences(" ".join(parts[1:]), parts[0]))
     first = next((i for i, p in enumerate(parts) if i and p in causal), None)
