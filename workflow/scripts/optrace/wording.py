@@ -232,9 +232,14 @@ LATENCY_NOUNS = frozenset(map(stem, ["latency", "latencies", "time", "runtime", 
 # verdict words as written (participles: "keep" and "revert" are advice, not a verdict)
 KEPT = frozenset(["kept", "committed", "adopted", "merged", "retained", "landed", "accepted"])
 NOT_KEPT = frozenset(["reverted", "discarded", "abandoned", "rejected", "undone", "rolled", "backed"])
+# words that are a verdict only when they say what happened to the change ("the change was dropped", not
+# "occupancy dropped"): one of STEP_WORDS within the three words before them
+MAYBE_KEPT = frozenset(["stayed", "remained", "survived", "shipped"])
+MAYBE_NOT_KEPT = frozenset(["dropped", "removed", "reversed", "withdrawn", "scrapped", "shelved", "ditched", "dumped"])
+STEP_WORDS = frozenset(["change", "step", "lever", "attempt", "version", "edit", "commit", "patch", "it"])
 SCOPE = stemmed(
     """
-    general generally typical typically usually always universally universal regardless
+    general generally typical typically usually always universally universal regardless only solely exclusively
     irrespective whatever any every all most recent modern broadly widely large larger small
     smaller big bigger huge tiny many entire whole class family families generation generations
     portable everywhere arbitrary
@@ -318,10 +323,11 @@ class Reading:
     def verdicts(self) -> set[str]:
         """ "kept" / "not-kept" for every verdict word ("not committed" reads as not kept)."""
         out = set()
-        for t in self.tokens:
-            if t.raw in KEPT:
+        for i, t in enumerate(self.tokens):
+            about_the_step = any(u.raw in STEP_WORDS for u in self.tokens[max(0, i - 3) : i])
+            if t.raw in KEPT or (t.raw in MAYBE_KEPT and about_the_step):
                 out.add("not-kept" if t.negated else "kept")
-            elif t.raw in NOT_KEPT:
+            elif t.raw in NOT_KEPT or (t.raw in MAYBE_NOT_KEPT and about_the_step):
                 out.add("kept" if t.negated else "not-kept")
         return out
 

@@ -14,7 +14,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
 - direction: a direction word (more, fewer, grows, halves) runs the way the closest cited sentence runs it;
 - speed:     faster / slower (less / more latency) agrees with the measured change unless a cited item
              says the same;
-- cause:     a claim joining cause to effect keeps the cited sentence's cause on the cause side;
+- cause:     every causal join of a claim (because, so, therefore ...) is a join a cited sentence makes,
+             with the cause on the cause side (two statements the trace makes apart are no causal story);
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
              cited item says;
 - scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's;
@@ -67,12 +68,15 @@ BASELINE_WORDS = {"baseline", "untouched", "original", "naive"}
 FRAMEWORK_WORDS = {"framework", "pytorch", "torch", "eager", "cublas", "cudnn", "library", "reference", "vendor"}
 EXACT_WORDS = {"exact", "exactly", "identical", "lossless", "bitwise"}
 PASS_WORDS = {"pass", "passed", "passes", "passing", "correct"}
+# "the output matched the reference": a pass only where it speaks of the check
+MATCH_WORDS = {"match", "matched", "matches", "matching", "agrees", "agreed", "agree", "equals", "equal"}
+CHECK_NOUNS = {"check", "reference", "correctness", "tolerance", "output", "outputs", "accuracy", "result", "results"}
 FAIL_WORDS = {"fail", "failed", "fails", "failing", "incorrect", "mismatch", "mismatched", "wrong"}
 ARROW = re.compile(r"(->|→|=>|\bto\b)")
 _WORDS = re.compile(r"[a-z0-9_]+")
 DIGITS = re.compile(r"(?<![\w.])[-+−]?(?=[\d.])(\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 GLUED = re.compile(r"[A-Za-z0-9_]*\d[A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*")
-CAUSE_FIRST = re.compile(r"\b(?:so|therefore|thus|hence|leads? to|results? in|causes?|which means)\b", re.I)
+CAUSE_FIRST = re.compile(r"\b(?:so|therefore|thus|hence|leads? to|results? in|which means)\b", re.I)
 EFFECT_FIRST = re.compile(r"\b(?:because|since|due to|owing to|caused by|as a result of)\b", re.I)
 
 
@@ -102,9 +106,13 @@ class Cited:
         )
 
     @cached_property
+    def sentence_texts(self) -> tuple[str, ...]:
+        return tuple(s for t in self.texts for s in (sentences(t) or [t]))
+
+    @cached_property
     def sentences(self) -> tuple[Reading, ...]:
         """The cited texts sentence by sentence (polarity and direction compare with the closest one)."""
-        return tuple(read(s) for t in self.texts for s in (sentences(t) or [t]))
+        return tuple(read(s) for s in self.sentence_texts)
 
     @cached_property
     def words(self) -> frozenset[str]:
@@ -213,42 +221,68 @@ def _plain_words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def _says_passed(ws: set[str]) -> bool:
+    return bool(ws & PASS_WORDS) or bool(ws & MATCH_WORDS and ws & CHECK_NOUNS)
+
+
+def _says_it_passed_the_check(ws: set[str]) -> bool:
+    """A cited sentence that supports "passed": a pass (or match) word about the check ("the build passes
+    -D..." is no correctness check)."""
+    return bool(ws & (PASS_WORDS | MATCH_WORDS) and ws & CHECK_NOUNS)
+
+
 def correctness(text: str, cited: Cited) -> list[str]:
+    """Exact, passed (or matched the reference) and failed as the packet's correctness check says, or as
+    a cited sentence says it in as many words."""
     ws = _plain_words(text)
-    theirs = {w for t in cited.texts for w in _plain_words(t)}
+    theirs = [_plain_words(t) for t in cited.texts]
     check = dict(cited.correctness)
     status, err = check.get("status"), check.get("max_abs_err")
     out = []
-    if ws & EXACT_WORDS - theirs and not (type(err) in (int, float) and err == 0):
+    if (
+        ws & EXACT_WORDS
+        and not any(ws & EXACT_WORDS & t for t in theirs)
+        and not (type(err) in (int, float) and err == 0)
+    ):
         out.append(f"says exact, but the packet's max_abs_err is {err!r}")
-    if ws & PASS_WORDS - theirs and status != "PASS":
+    if _says_passed(ws) and not any(_says_it_passed_the_check(t) for t in theirs) and status != "PASS":
         out.append(f"says it passed, but the packet's correctness status is {status!r}")
-    if ws & FAIL_WORDS - theirs and (status is None or status == "PASS"):
+    if ws & FAIL_WORDS and not any(ws & FAIL_WORDS & t for t in theirs) and (status is None or status == "PASS"):
         out.append(f"says it failed, but the packet's correctness status is {status!r}")
     return out
 
 
-def _sides(sentence: str) -> tuple[frozenset[str], frozenset[str]] | None:
-    """(cause words, effect words) of a sentence joining a cause to an effect, or None."""
-    for pattern, cause_after in ((EFFECT_FIRST, True), (CAUSE_FIRST, False)):
-        m = pattern.search(sentence)
-        if m:
-            first, second = read(sentence[: m.start()]).content, read(sentence[m.end() :]).content
-            return (second, first) if cause_after else (first, second)
-    return None
+def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """(cause words, effect words) of every causal join of a sentence: each connective joins the text
+    since the previous connective to the text up to the next ("A, so B, because C" joins A to B and C to B)."""
+    found = sorted(
+        [(m.start(), m.end(), False) for m in CAUSE_FIRST.finditer(sentence)]
+        + [(m.start(), m.end(), True) for m in EFFECT_FIRST.finditer(sentence)]
+    )
+    out = []
+    for k, (start, end, cause_after) in enumerate(found):
+        before = sentence[found[k - 1][1] if k else 0 : start]
+        after = sentence[end : found[k + 1][0] if k + 1 < len(found) else len(sentence)]
+        first, second = read(before).content, read(after).content
+        out.append((second, first) if cause_after else (first, second))
+    return out
+
+
+def _most(mine: frozenset[str], theirs: frozenset[str]) -> bool:
+    """At least half of a side's words (one at least) are the other side's: the same side, reworded."""
+    return len(mine & theirs) >= max(1, len(mine) / 2)
 
 
 def cause_order(text: str, cited: Cited) -> list[str]:
-    mine = _sides(text)
-    if mine is None:
-        return []
-    for t in cited.texts:
-        theirs = _sides(t)
-        if theirs is None:
-            continue
-        as_cause, as_effect = len(mine[0] & theirs[0]), len(mine[0] & theirs[1])
-        if as_effect > as_cause and as_effect >= 2 and len(mine[1] & theirs[0]) >= 1:
+    """Every causal join a claim makes rests on a cited sentence that makes it: the claim's cause side
+    shares words with that join's cause side and its effect side with the effect side (two true
+    statements the trace makes apart are no causal story it told), never the other way round."""
+    theirs = [j for s in cited.sentence_texts for j in _joins(s)]
+    for cause, effect in _joins(text):
+        if any(len(cause & e) >= 2 and len(effect & c) >= 1 and len(cause & e) > len(cause & c) for c, e in theirs):
             return ["puts the cited sentence's effect as the cause (cause and effect swapped)"]
+        if not any(_most(cause, c) and _most(effect, e) for c, e in theirs):
+            return ["joins a cause and an effect that no sentence it cites joins"]
     return []
 
 
