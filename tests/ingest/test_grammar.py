@@ -112,6 +112,12 @@ def test_no_change_phrases(text, expected):
         ("explicit BlockedLayout tiling", False),
         ("unblocked the pipeline", False),
         ("infrared", False),
+        ("v9: reverted (blocked) — dead-end recorded", True),
+        ("v9: reverted (GPU unavailable)", True),
+        ("v9: blocked on the sandbox queue", True),
+        # English, not a status: a realistic trace's subject (tests/support/trace_helion_add.py V3)
+        ("V3: 3510.9 GB/s | persistent_interleaved (bottleneck: tail of the blocked persistent grid)", False),
+        ("v4: committed (+2.0%) the fast path is unavailable for bf16, fp16 only", False),
     ],
 )
 def test_infrastructure_words_match_whole_words(text, expected):

@@ -34,9 +34,16 @@ NO_CHANGE_RE = re.compile(
     r"|\bno actionable lever\b|\bno improvement\b",
     re.I,
 )
+# `blocked` and `unavailable` are status words only where a status stands (the subject's last word, alone
+# in brackets, after a machine noun, `blocked on the sandbox`); elsewhere they are English ("the blocked
+# persistent grid", "the fast path is unavailable for bf16").
+_STATUS = r"(?:blocked|unavailable|down)"
+_MACHINE = r"(?:gpus?|machines?|nodes?|hosts?|runners?|devices?|sandbox(?:es)?|clusters?|queues?|quota)"
 INFRA_RE = re.compile(
-    r"\binfra(?:structure)?\b|\bsandbox\b|\boutage\b|\bblocked\b|\bnot_run\b|\bunavailable\b"
-    r"|\bno_gpu\b|\bmachine_down\b",
+    r"\binfra(?:structure)?\b|\bsandbox\b|\boutage\b|\bnot_run\b|\bno_gpu\b|\bmachine_down\b"
+    rf"|\b{_MACHINE}[ \t]+(?:(?:is|was|were|are)[ \t]+)?{_STATUS}\b"
+    rf"|\bblocked[ \t]+(?:on|by)[ \t]+(?:the[ \t]+)?{_MACHINE}\b"
+    r"|\((?:[ \t]*)(?:blocked|unavailable)[ \t]*\)|\b(?:blocked|unavailable)[ \t]*$",
     re.I,
 )
 MIN_DEADEND_ITEM_CHARS = 4
