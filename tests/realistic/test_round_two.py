@@ -152,7 +152,7 @@ def test_the_real_sm100_capture_is_the_baselines_and_usable(mined):
 # ---- the ladder ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_milestone_with_its_exact_gain_vs_the_floor_it_beat(mined, name):
     m, want = one(mined, name)
     claims = {v: (s["outcome"], s["improve_pct"]) for v, s in m.steps.items() if s["outcome"] in CLAIMS}
@@ -164,14 +164,13 @@ def test_every_milestone_with_its_exact_gain_vs_the_floor_it_beat(mined, name):
     assert not any(s["outcome"] == "rebaseline" for s in m.steps.values())
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_rejected_versions_and_the_final_kernel(mined, name):
     m, want = one(mined, name)
     assert {v for v, s in m.steps.items() if s["outcome"] == "rejected"} == want["rejected"]
     assert [v for v, s in m.steps.items() if s["final"]] == [want["final"][0]]
 
 
-@pytest.mark.xfail(strict=True, reason=UPSTREAM)
 def test_a_unit_slip_is_rejected_and_the_floor_stays(mined):
     m, want = one(mined, "helion_add")
     slip = m.steps[want["unit_slip"]]
