@@ -13,6 +13,7 @@ import subprocess
 
 import pytest
 
+from optrace.ingest.dsl import store_dsl
 from optrace.mine.ladder import CLAIMS
 from tests.realistic.test_realistic import Mined, mine_trace, norm
 from tests.support import more_traces as mt
@@ -85,13 +86,14 @@ def lever_of(m: Mined, start: str) -> dict:
 # ---- ingest ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_the_target_and_the_kernels_dsl(mined, name):
     m, want = one(mined, name)
     meta = work(m, "meta.json")
     assert meta["target"]["product"] == want["product"]
     final = rows(m)[want["final"][0]]
     assert meta["default_dsl"] == final["dsl"] == want["dsl"]
+    assert {r["scope"]["dsl"] for r in m.segments} == {store_dsl(want["dsl"])}  # the store's name for it
 
 
 def test_a_helion_traces_autotune_rows_join_and_name_its_kernel(mined):

@@ -653,7 +653,7 @@ PROSE_IN_CODE = {
     "c": re.compile(rf"//[^\n]*|/\*[\s\S]*?(?:\*/|$)|{_C_STRINGS}"),
     "any": re.compile(rf"#[^\n]*|//[^\n]*|/\*[\s\S]*?(?:\*/|$)|{_STRINGS}"),
 }
-PYTHON_DSLS = ("triton", "gluon", "cutedsl", "flydsl", "aiter")
+PYTHON_DSLS = ("triton", "gluon", "cutedsl", "flydsl", "aiter", "helion")
 
 
 def code_language(dsl: object) -> str:
