@@ -103,7 +103,7 @@ def test_a_helion_traces_autotune_rows_join_and_name_its_kernel(mined):
     assert {r["hardware"] for r in tuned} == {"NVIDIA H100"}
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM, fp8_gemm_b200=UPSTREAM, swiglu_h20=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_the_harness_is_the_one_the_trace_names(mined, name):
     m, want = one(mined, name)
     assert work(m, "meta.json")["harness"] == want["harness"]

@@ -277,14 +277,24 @@ def resolve_target(meta: Metadata, over: Overrides, table: HardwareTable, trace:
     return target, warnings
 
 
-def harness_of(meta: Metadata, over: Overrides) -> str:
+def harness_of(meta: Metadata, over: Overrides, memory: dict[int, StepRecord]) -> str:
+    """The harness as the trace names it: the user's word, the README's `- harness:` line, the newest step
+    record's `measurement_source`; else what the benchmark files say (dialect, config.json's runs)."""
     if over.harness:
         return over.harness
-    if meta.dialect == "sol-execbench":
-        return "SOL-ExecBench harness (atrex test_kernel.py)"
-    if meta.dialect == "flashinfer-bench":
-        return "FlashInfer-Bench evaluator"
-    return "the trace's own benchmark harness"
+    if meta.harness:
+        return meta.harness
+    stated = [r.measurement_source for _, r in sorted(memory.items()) if r.measurement_source]
+    if stated:
+        return stated[-1]
+    name = {"sol-execbench": "SOL-ExecBench harness", "flashinfer-bench": "FlashInfer-Bench evaluator"}.get(
+        meta.dialect or "", "the trace's own benchmark harness"
+    )
+    if meta.timed_runs:
+        warm, timed = meta.timed_runs
+        seed = f" (seed {meta.seed})" if meta.seed is not None else ""
+        return f"{name}, {warm} warm-up and {timed} timed runs{seed}"
+    return name
 
 
 def ingest(
@@ -354,7 +364,7 @@ def ingest(
             },
             "languages": meta_in.languages,
             "default_dsl": default_dsl,
-            "harness": harness_of(meta_in, over),
+            "harness": harness_of(meta_in, over, memory.records),
             "head_sha": head.sha,
             "memory_variants": memory.variants,
             "non_version_commits": hist.non_version,

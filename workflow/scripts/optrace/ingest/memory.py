@@ -43,6 +43,7 @@ class StepRecord:
     bottleneck_type: str | None = None
     expected_impact: str | None = None
     experiments: tuple[dict, ...] = field(default=())
+    measurement_source: str | None = None  # the harness as the run's own record names it
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,7 @@ def parse_record(n: int, data: dict) -> StepRecord:
         bottleneck_type=_str(_dict(data.get("profile_evidence")).get("bottleneck_type")),
         expected_impact=_str(opt.get("expected_impact")) if isinstance(opt, dict) else None,
         experiments=tuple(normalise_experiments(_dict(data.get("experience")).get("experiments"))),
+        measurement_source=_str(perf.get("measurement_source")),
     )
 
 

@@ -37,6 +37,9 @@ NO_GPU_TOKENS = {"local", "any", "", "none", "unknown"}
 README_HW_RE = re.compile(
     r"^[ \t]*[-*][ \t]*(platform|runtime arch|gpu|hardware)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M
 )
+# `- harness: ...` / `- benchmark harness: ...` in the README's Task Context
+README_HARNESS_RE = re.compile(r"^[ \t]*[-*][ \t]*(?:benchmark[ \t]+)?harness[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M)
+MAX_HARNESS_CHARS = 200
 
 
 @dataclass
@@ -50,6 +53,9 @@ class Metadata:
     languages: list[str] = field(default_factory=list)
     dialect: str | None = None  # "flashinfer-bench" | "sol-execbench" (from solution.json)
     hardware_candidates: list[tuple[str, str]] = field(default_factory=list)  # (source, text)
+    harness: str | None = None  # the harness as the trace's README names it
+    timed_runs: tuple[int, int] | None = None  # (warm-up, timed) runs per measurement, from config.json
+    seed: int | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -138,6 +144,15 @@ def read_metadata(files: TraceFiles, workspace_name: str) -> Metadata:
     readme = read_text(files, "README.md", cap=256 * 1024) or ""
     for m in README_HW_RE.finditer(readme):
         meta.hardware_candidates.append((f"README.md '{m.group(1)}:' line", m.group(2)))
+    if named := README_HARNESS_RE.search(readme):
+        meta.harness = named.group(1)[:MAX_HARNESS_CHARS]
+
+    config = _json(files, "config.json", w)  # SOL-ExecBench: {seed, warmup_runs, iterations, ...}
+    if isinstance(config, dict):
+        warm, timed, seed = (_count(config.get(k)) for k in ("warmup_runs", "iterations", "seed"))
+        if warm is not None and timed is not None:
+            meta.timed_runs = (warm, timed)
+        meta.seed = seed
 
     if isinstance(definition, dict):
         for key in ("target_hardware", "gpu", "hardware"):
@@ -149,6 +164,10 @@ def read_metadata(files: TraceFiles, workspace_name: str) -> Metadata:
     if parts:
         meta.hardware_candidates.append(("workspace name suffix", parts[-1]))
     return meta
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def dsl_from_languages(languages: list[str]) -> str | None:
