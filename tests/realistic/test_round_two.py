@@ -110,7 +110,6 @@ def test_the_harness_is_the_one_the_trace_names(mined, name):
     assert {p["agent_facing"]["operator"]["harness"] for p, _ in m.packets.values()} == {want["harness"]}
 
 
-@pytest.mark.xfail(strict=True, reason=UPSTREAM)
 def test_a_latin1_commit_body_is_decoded(mined):
     m, want = one(mined, "helion_add")
     version, phrase = want["latin1"]

@@ -17,6 +17,7 @@ from optrace.ingest import grammar
 from optrace.ingest.autotune import ingest_autotune
 from optrace.ingest.captures import ProfileCapture, ignored_profile_dirs, scan_profiles
 from optrace.ingest.dsl import detect_dsl
+from optrace.ingest.encoding import MAX_MESSAGE_BYTES, REPLACEMENT, commit_message, garbled
 from optrace.ingest.git_history import KERNEL_FILE, REGULAR_MODES, Commit, History, open_trace
 from optrace.ingest.hardware import (
     HardwareTable,
@@ -143,6 +144,26 @@ def read_kernels(history: History, blobs: set[str]) -> tuple[dict[str, str], dic
         else:
             dsl[blob] = detect_dsl(data)
     return dsl, unusable
+
+
+def redecode_messages(history: History, commits: list[Commit]) -> tuple[list[Commit], list[str]]:
+    """Commits whose message did not decode as UTF-8, read again from their objects and decoded by the
+    declared or detected encoding (`optrace.ingest.encoding`); one warning per such commit."""
+    bad = [c.sha for c in commits if garbled(c.subject) or garbled(c.body)]
+    if not bad:
+        return commits, []
+    warnings, fixed = [], {}
+    for sha, raw in history.read_blobs(bad, MAX_MESSAGE_BYTES + 64 * 1024):
+        msg = commit_message(raw) if raw is not None else None
+        commit = next(c for c in commits if c.sha == sha)
+        if msg is None or msg.encoding is None:
+            # left out: the subject keeps what decoded (its grammar still names the version), the body goes
+            fixed[sha] = replace(commit, subject=commit.subject.replace(REPLACEMENT, ""), body="")
+            warnings.append(f"commit {sha[:12]}: message is not text in UTF-8, Windows-1252 or Latin-1; body left out")
+        else:
+            fixed[sha] = replace(commit, subject=msg.subject, body=msg.body)
+            warnings.append(f"commit {sha[:12]}: message decoded as {msg.encoding} (not UTF-8)")
+    return [fixed.get(c.sha, c) for c in commits], warnings
 
 
 def drop_unusable_kernels(rows: list[dict], commits: list[Commit], unusable: dict[str, str]) -> list[str]:
@@ -318,6 +339,7 @@ def ingest(
         commits = trace.history.commits()
         if not commits:
             raise InputError(trace_path, "the repository has no commits")
+        commits, encoding_warnings = redecode_messages(trace.history, commits)
         hist = classify_commits(commits)
         blobs = {c.kernel_blob for c in commits if c.kernel_blob}
         dsl_of_blob, unusable_kernels = read_kernels(trace.history, blobs)
@@ -336,7 +358,7 @@ def ingest(
         ]
         rows, warnings = build_rows(hist, memory.records, captures, dsl_of_blob, default_dsl)
         warnings += drop_unusable_kernels(rows, commits, unusable_kernels)
-        warnings += memory.warnings + meta_in.warnings + hw_warnings
+        warnings += encoding_warnings + memory.warnings + meta_in.warnings + hw_warnings
         warnings += [f"profiles/{d}: not a capture directory name; ignored" for d in ignored_profile_dirs(files)]
         warnings += [
             f"{c.dir}: episode {c.episode} has no version in the history" for c in captures if c.version is None
