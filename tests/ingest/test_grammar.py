@@ -2,7 +2,7 @@
 
 import pytest
 
-from optrace.ingest.grammar import deadend_items, has_infra, has_no_change, parse_subject
+from optrace.ingest.grammar import deadend_items, has_infra, has_no_change, parse_subject, subject_fields
 
 
 @pytest.mark.parametrize(
@@ -270,3 +270,44 @@ def test_each_subject_read_in_full(subject, body, claim):
 )
 def test_deadend_list_edges(text, items):
     assert deadend_items(text) == items
+
+
+@pytest.mark.parametrize(
+    "subject,fields",
+    [
+        (
+            "V7: 15971.7 GFLOPS | 2D blocktiling (bottleneck: shared-memory loads per FMA)",
+            {"perf": [[15971.7, "GFLOPS"]], "change": "2D blocktiling", "bottleneck": "shared-memory loads per FMA"},
+        ),
+        (
+            "V3: 150 TFLOPS / 1.5 GB/s | XOR16 swizzle layout (bottleneck: ds_read bank conflict stall 12 cycles)",
+            {"perf": [[150.0, "TFLOPS"], [1.5, "GB/s"]], "change": "XOR16 swizzle layout"},
+        ),
+        ("V6: 3731.0 GB/s | num_warps=8 (within noise)", {"change": "num_warps=8", "note": "within noise"}),
+        (
+            "v2: committed (+6.6%) SwiGLU fused into the GEMM epilogue",
+            {"claimed_pct": 6.6, "change": "SwiGLU fused into the GEMM epilogue"},
+        ),
+        (
+            "v12: reverted (flat-within-noise, +1.4%) - dead-end recorded",
+            {"change": None, "note": "flat-within-noise, +1.4%"},
+        ),
+        (
+            "V4: revert V3 (64x64 tiles need 32 KB (per block); occupancy 67% -> 33%)",
+            {"change": None, "note": "64x64 tiles need 32 KB (per block); occupancy 67% -> 33%"},
+        ),
+        ("v11: fix the mask | still slow", {"perf": [], "change": "fix the mask | still slow"}),  # no fields before |
+        ("episode 3: promote verified long-horizon candidate", {"change": None}),
+        ("v9: long-horizon episode 8 candidate_ready", {"change": None}),
+        ("chore: bump", {"change": None}),
+    ],
+)
+def test_subject_line_fields_are_parsed_not_pasted(subject, fields):
+    got = subject_fields(subject).to_json()
+    assert {k: got[k] for k in fields} == fields
+
+
+def test_a_subject_of_brackets_is_read_in_one_pass():
+    # a backtracking bracket pattern would take minutes on these; the backward scan reads each once
+    assert subject_fields("v1: x" + "(" * 200_000 + ")" * 200_000).change == "x"
+    assert subject_fields("v1: " + "( " * 300_000 + ")").note is None

@@ -5,7 +5,6 @@ import json
 import pytest
 
 from optrace.ingest.ingest import Overrides, harness_of
-from optrace.ingest.memory import parse_record
 from optrace.ingest.metadata import read_metadata
 from optrace.ingest.trace_files import WorkTreeFiles
 
@@ -21,25 +20,10 @@ SOL = json.dumps({"spec": {"languages": ["triton"], "target_hardware": ["LOCAL"]
 CONFIG = json.dumps({"seed": 200, "warmup_runs": 10, "iterations": 50, "benchmark_reference": True})
 
 
-def memory(n, source=None):
-    return {n: parse_record(n, {"performance": {"latency_us_geomean": 10.0, "measurement_source": source}})}
-
-
 def test_the_readme_names_the_harness(tmp_path):
     meta = trace(tmp_path, {"README.md": "# x\n\n- platform: H100\n- harness: triton.testing.do_bench (median)\n"})
-    assert harness_of(meta, Overrides(), {}) == "triton.testing.do_bench (median)"
-    assert harness_of(meta, Overrides(harness="my rig"), {}) == "my rig"  # the user's word wins
-
-
-def test_the_step_records_name_it_the_newest_one_counts(tmp_path):
-    meta = trace(tmp_path, {"solution.json": SOL})
-    records = {**memory(1, "old evaluator"), **memory(2, None), **memory(3, "SOL evaluator, ABBA")}
-    assert harness_of(meta, Overrides(), records) == "SOL evaluator, ABBA"
-
-
-def test_a_readme_line_beats_the_step_records(tmp_path):
-    meta = trace(tmp_path, {"README.md": "- benchmark harness: bench/run.sh\n"})
-    assert harness_of(meta, Overrides(), memory(1, "something else")) == "bench/run.sh"
+    assert harness_of(meta, Overrides()) == "triton.testing.do_bench (median)"
+    assert harness_of(meta, Overrides(harness="my rig")) == "my rig"  # the user's word wins
 
 
 @pytest.mark.parametrize(
@@ -56,7 +40,7 @@ def test_a_readme_line_beats_the_step_records(tmp_path):
     ],
 )
 def test_otherwise_the_benchmark_files_say_what_it_is(tmp_path, files, expected):
-    assert harness_of(trace(tmp_path, files), Overrides(), {}) == expected
+    assert harness_of(trace(tmp_path, files), Overrides()) == expected
 
 
 def test_no_generic_name_holds_a_file_name_the_scrubber_would_rewrite(tmp_path):
@@ -64,5 +48,5 @@ def test_no_generic_name_holds_a_file_name_the_scrubber_would_rewrite(tmp_path):
     from optrace.scrub.anonymize import Scrubber
 
     for files in ({"solution.json": SOL, "config.json": CONFIG}, {"solution.json": SOL}, {}):
-        name = harness_of(trace(tmp_path / str(len(files)), files), Overrides(), {})
+        name = harness_of(trace(tmp_path / str(len(files)), files), Overrides())
         assert Scrubber().text(name) == name

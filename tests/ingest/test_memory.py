@@ -118,6 +118,36 @@ def test_both_pitfall_dialects_strings_and_nulls():
     ]
 
 
+def test_a_pitfalls_stated_cause_and_lesson_are_kept_apart():
+    out = normalise_pitfalls(
+        [
+            {
+                "error_type": "illegal instruction",
+                "error_message": "CUDA error: an illegal instruction was encountered",
+                "root_cause": "tcgen05 instructions exist only for sm_100a",
+                "fix_applied": "compile for sm_100a",
+                "lesson": "target sm_100a whenever tcgen05 is used",
+            },
+            {
+                "pitfall": "did not build on the sm_75 runner",
+                "why": "bf16 mma exists only for sm_80+",
+                "fix": "skip it",
+            },
+            {"pitfall": "first call timed", "explanation": "the first call autotunes", "fix": "pin the config"},
+            {"error_type": "amax mismatch", "root_cause": None, "fix_applied": "zero amax first", "lesson": None},
+            "keep the autotune key to M only",
+        ]
+    )
+    assert [(p.cause, p.lesson) for p in out] == [
+        ("tcgen05 instructions exist only for sm_100a", "target sm_100a whenever tcgen05 is used"),
+        ("bf16 mma exists only for sm_80+", None),  # the `why` dialect: its cause is in the text too
+        ("the first call autotunes", None),
+        (None, None),  # a fix is no cause
+        (None, None),
+    ]
+    assert out[1].text == "did not build on the sm_75 runner. bf16 mma exists only for sm_80+"
+
+
 def test_non_dict_sections_do_not_crash():
     rec = parse_record(1, {"performance": "fast", "correctness": None, "quality_gate": [], "pitfalls_and_fixes": "x"})
     assert rec.geomean_us is None and rec.correctness["status"] is None and rec.pitfalls == ()

@@ -21,7 +21,6 @@ from tests.support import more_traces as mt
 DRAFTER = "drafter: #26 (claims helper)"
 PARTITION = "partition: #26 (claims helper)"
 PACKETS = "packets: #26 (claims helper) passes the step to the scrubber"
-UPSTREAM = "ingest/ladder: #26 part B (traces helper)"
 NAMES = list(mt.BUILDERS)
 
 
@@ -119,7 +118,6 @@ def test_a_latin1_commit_body_is_decoded(mined):
     assert not any("\ufffd" in json.dumps(p) for p, _ in m.packets.values())
 
 
-@pytest.mark.xfail(strict=True, reason=UPSTREAM)
 def test_subject_line_fields_are_parsed(mined):
     m, want = one(mined, "helion_add")
     for version, fields in want["subject_fields"].items():
@@ -129,7 +127,7 @@ def test_subject_line_fields_are_parsed(mined):
         assert got.get("note") == fields.get("note")
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM, fp8_gemm_b200=UPSTREAM, swiglu_h20=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_a_pitfall_keeps_its_stated_cause_apart(mined, name):
     m, want = one(mined, name)
     pits = [p for r in rows(m).values() for p in r["pitfalls"]]
@@ -241,7 +239,7 @@ def test_an_anti_strategy_for_every_failed_lever_with_a_stated_cause_and_none_wi
             assert norm(cause) in norm(record["payload"]["established_fact"]["mechanism"]), start
 
 
-@pytest.mark.parametrize("name", traces(fp8_gemm_b200=DRAFTER, swiglu_h20=DRAFTER))
+@pytest.mark.parametrize("name", traces(fp8_gemm_b200=DRAFTER))
 def test_an_anti_strategy_for_every_curated_pitfall_with_a_stated_cause_and_none_without(mined, name):
     m, want = one(mined, name)
     for start, cause in want["pitfalls"].items():

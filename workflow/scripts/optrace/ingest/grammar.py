@@ -159,3 +159,83 @@ def has_no_change(text: str) -> bool:
 
 def has_infra(text: str) -> bool:
     return bool(INFRA_RE.search(text or ""))
+
+
+# ---- the fields of a subject line --------------------------------------------------------------
+
+# `3389.8 GB/s`, `150 TFLOPS`, `59.1 us`: one measurement field of a skill-era subject (before its `|`)
+_PERF_FIELD = re.compile(
+    r"([+-]?\d{1,12}(?:\.\d{1,12})?)[ \t]*(GFLOPS|TFLOPS|GFLOP/s|TFLOP/s|GB/s|TB/s|GiB/s|us|µs|μs|ms|ns|x)", re.I
+)
+_PREFIX = re.compile(rf"^\s*[vV]{NUM}\s*:\s*")
+_DEADEND_SUFFIX = re.compile(r"\s*[—–-]+\s*dead-end recorded\s*$", re.I)
+_CLAIMED = re.compile(r"^committed\b\s*(?:\(\s*([+-]?\d{1,6}(?:\.\d{1,6})?)\s*%[^()]*\))?\s*", re.I)
+_REVERTED = re.compile(r"^(?:reverted|revert\s+[vV]\d{1,9})\b\s*", re.I)
+
+
+def _closing_bracket(text: str) -> int | None:
+    """Start of the bracketed group that ends `text` (`... (a (b) c)`), found by one backward scan."""
+    end = text.rstrip()
+    if not end.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(end) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(end[i], 0)
+        if depth == 0:
+            return i
+    return None
+
+
+@dataclass(frozen=True)
+class SubjectFields:
+    """What a subject line states, field by field, instead of the line pasted whole."""
+
+    perf: tuple[tuple[float, str], ...] = ()  # measurements before a `|`: (value, unit)
+    claimed_pct: float | None = None  # `committed (+3.2%)`
+    change: str | None = None  # what the version changed, in the subject's words
+    bottleneck: str | None = None  # `(bottleneck: ...)`
+    note: str | None = None  # any other closing bracket: a revert's reason, "within noise"
+
+    def to_json(self) -> dict:
+        return {
+            "perf": [[v, u] for v, u in self.perf],
+            "claimed_pct": self.claimed_pct,
+            "change": self.change,
+            "bottleneck": self.bottleneck,
+            "note": self.note,
+        }
+
+
+def subject_fields(subject: str) -> SubjectFields:
+    """The fields of any era's subject: `V7: 15971.7 GFLOPS | 2D blocktiling (bottleneck: ...)`,
+    `v4: committed (+3.2%) <change>`, `v7: reverted (<why>) — dead-end recorded`, `V5: revert V4 (<why>)`.
+    Grammar-only subjects (promote, long-horizon outcome, pin, dead-end list) have no change."""
+    if PROMOTE_RE.match(subject) or LH_OUTCOME_RE.match(subject) or PIN_RE.match(subject):
+        return SubjectFields()
+    if not VERSION_RE.match(subject):
+        return SubjectFields()
+    text = _DEADEND_SUFFIX.sub("", _PREFIX.sub("", subject, count=1)).strip()
+    perf: list[tuple[float, str]] = []
+    if "|" in text:
+        head, rest = text.split("|", 1)
+        fields = [f for f in re.split(r"\s+/\s+|\s*,\s*", head.strip()) if f]
+        matched = [_PERF_FIELD.fullmatch(f) for f in fields]
+        if fields and all(matched):
+            perf = [(float(m.group(1)), m.group(2)) for m in matched if m]
+            text = rest.strip()
+    claimed, reverted = None, False
+    if m := _CLAIMED.match(text):
+        claimed = float(m.group(1)) if m.group(1) else None
+        text = text[m.end() :]
+    elif m := _REVERTED.match(text):
+        reverted, text = True, text[m.end() :]
+    bottleneck = note = None
+    if (start := _closing_bracket(text)) is not None:
+        inner = text.rstrip()[start + 1 : -1].strip()
+        text = text[:start]
+        if inner.lower().startswith("bottleneck:"):
+            bottleneck = inner.split(":", 1)[1].strip() or None
+        else:
+            note = inner or None
+    change = text.strip(" \t-—–:;,") or None
+    return SubjectFields(tuple(perf), claimed, None if reverted else change, bottleneck, note)

@@ -233,6 +233,7 @@ def build_rows(
                 "parent": commit.parent if commit else None,
                 "date": commit.date if commit else None,
                 "subject": commit.subject if commit else None,
+                "subject_fields": grammar.subject_fields(commit.subject if commit else "").to_json(),
                 "body": commit.body if commit else None,
                 "verdict": verdict,
                 "verdict_basis": basis,
@@ -251,7 +252,9 @@ def build_rows(
                 "no_change": grammar.has_no_change(subject_text),
                 "infrastructure": grammar.has_infra(subject_text),
                 "deadend_items": list(dict.fromkeys(i for cl in claims for i in cl.deadend_items)),
-                "pitfalls": [{"text": p.text, "fix": p.fix} for p in rec.pitfalls] if rec else [],
+                "pitfalls": [{"text": p.text, "fix": p.fix, "cause": p.cause, "lesson": p.lesson} for p in rec.pitfalls]
+                if rec
+                else [],
                 "open_directions": list(rec.open_directions) if rec else [],
                 "action_category": rec.action_category if rec else None,
                 "action_description": rec.action_description if rec else None,
@@ -298,16 +301,14 @@ def resolve_target(meta: Metadata, over: Overrides, table: HardwareTable, trace:
     return target, warnings
 
 
-def harness_of(meta: Metadata, over: Overrides, memory: dict[int, StepRecord]) -> str:
-    """The harness as the trace names it: the user's word, the README's `- harness:` line, the newest step
-    record's `measurement_source`; else what the benchmark files say (dialect, config.json's runs)."""
+def harness_of(meta: Metadata, over: Overrides) -> str:
+    """The harness as the trace names it: the user's word, the README's `- harness:` line; else what the
+    benchmark files say (dialect, config.json's runs). A step record's `measurement_source` names how a
+    number was taken (`abba_verification`), not the harness."""
     if over.harness:
         return over.harness
     if meta.harness:
         return meta.harness
-    stated = [r.measurement_source for _, r in sorted(memory.items()) if r.measurement_source]
-    if stated:
-        return stated[-1]
     name = {"sol-execbench": "SOL-ExecBench harness", "flashinfer-bench": "FlashInfer-Bench evaluator"}.get(
         meta.dialect or "", "the trace's own benchmark harness"
     )
@@ -386,7 +387,7 @@ def ingest(
             },
             "languages": meta_in.languages,
             "default_dsl": default_dsl,
-            "harness": harness_of(meta_in, over, memory.records),
+            "harness": harness_of(meta_in, over),
             "head_sha": head.sha,
             "memory_variants": memory.variants,
             "non_version_commits": hist.non_version,

@@ -20,8 +20,10 @@ VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d{1,9})\s*$")
 
 @dataclass(frozen=True)
 class Pitfall:
-    text: str
+    text: str  # every stated part, joined (what happened, why, the lesson)
     fix: str | None
+    cause: str | None = None  # why it happened, as the record states it (root_cause, explanation, why)
+    lesson: str | None = None
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,6 @@ class StepRecord:
     bottleneck_type: str | None = None
     expected_impact: str | None = None
     experiments: tuple[dict, ...] = field(default=())
-    measurement_source: str | None = None  # the harness as the run's own record names it
 
 
 @dataclass(frozen=True)
@@ -183,7 +184,6 @@ def parse_record(n: int, data: dict) -> StepRecord:
         bottleneck_type=_str(_dict(data.get("profile_evidence")).get("bottleneck_type")),
         expected_impact=_str(opt.get("expected_impact")) if isinstance(opt, dict) else None,
         experiments=tuple(normalise_experiments(_dict(data.get("experience")).get("experiments"))),
-        measurement_source=_str(perf.get("measurement_source")),
     )
 
 
@@ -197,25 +197,33 @@ def _finite(value: object) -> float | None:
     return x if math.isfinite(x) else None
 
 
+# Keys a pitfall's cause is written under, in the dialects real traces use
+CAUSE_KEYS = ("root_cause", "explanation", "why", "cause")
+
+
 def normalise_pitfalls(items: object) -> list[Pitfall]:
     """Both dialects (`{error_type, error_message, root_cause, fix_applied, lesson}` and
-    `{pitfall, explanation, fix}`), bare strings and nulls, as (text, fix) pairs."""
+    `{pitfall, explanation|why, fix}`), bare strings and nulls: the text of every stated part, the fix,
+    and the stated cause and lesson kept apart (None when the record states none)."""
     out = []
     for item in items if isinstance(items, list) else []:
+        cause = lesson = None
         if isinstance(item, str):
             text, fix = item.strip(), None
         elif isinstance(item, dict):
-            if "pitfall" in item or "explanation" in item:
-                parts = [_str(item.get("pitfall")), _str(item.get("explanation"))]
+            cause = next((c for k in CAUSE_KEYS if (c := _str(item.get(k)))), None)
+            lesson = _str(item.get("lesson"))
+            if "pitfall" in item or "explanation" in item or "why" in item:
+                parts = [_str(item.get("pitfall")), cause, lesson]
                 fix = _str(item.get("fix"))
             else:
-                parts = [_str(item.get(k)) for k in ("error_type", "error_message", "root_cause", "lesson")]
+                parts = [_str(item.get(k)) for k in ("error_type", "error_message")] + [cause, lesson]
                 fix = _str(item.get("fix_applied"))
             text = ". ".join(_dedupe(p for p in parts if p))
         else:
             continue
         if text:
-            out.append(Pitfall(text, fix))
+            out.append(Pitfall(text, fix, cause, lesson))
     return out
 
 
