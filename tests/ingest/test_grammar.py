@@ -111,6 +111,7 @@ def test_no_change_phrases(text, expected):
         ("infra failure", True),
         ("explicit BlockedLayout tiling", False),
         ("unblocked the pipeline", False),
+        ("the merge queue was unblocked", False),
         ("infrared", False),
         ("v9: reverted (blocked) — dead-end recorded", True),
         ("v9: reverted (GPU unavailable)", True),

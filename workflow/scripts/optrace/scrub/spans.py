@@ -1,0 +1,85 @@
+"""Replacing spans of a text in one pass: every rule finds spans in the original text; where two overlap the
+wider wins (ties go to the earlier rule), and each phrase is joined to the words before it ("commit
+abc1234" -> "a commit", not "commit a commit")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    phrase: str  # what replaces text[start:end]
+    rank: int  # rule order: breaks ties between identical spans
+
+
+Finder = Callable[[str], Iterator[tuple[int, int, str]]]
+
+
+def spans_of(matches: Callable[[str], Iterator[tuple[int, str]]], phrase: str) -> Finder:
+    """A finder of (start, token) matches as (start, end, phrase) spans."""
+    return lambda text: ((start, start + len(token), phrase) for start, token in matches(text))
+
+
+def resolve(spans: Iterable[Span]) -> list[Span]:
+    """Non-overlapping spans, left to right: the wider span wins and absorbs any partial overlap."""
+    chosen: list[Span] = []
+    for s in sorted(spans, key=lambda s: (s.start, -s.end, s.rank)):
+        if chosen and s.start < chosen[-1].end:
+            if s.end > chosen[-1].end:
+                last = chosen[-1]
+                chosen[-1] = Span(last.start, s.end, last.phrase, last.rank)
+            continue
+        chosen.append(s)
+    return chosen
+
+
+_ARTICLE_TAIL = re.compile(r"\b(?:a|an|the)[ \t]+\Z", re.I)
+# "commit abc1234" -> "a commit", not "commit a commit"; likewise for versions, shapes and hashes.
+_NOUN_TAIL = re.compile(r"\b(?:commit|sha|hash|version|uuid|shape|workload)s?[ \t]+\Z", re.I)
+_KIND_PHRASES = ("a commit", "an identifier", "a shape", "an earlier step", "earlier steps", "a re-measurement")
+_DETERMINERS = ("a ", "an ", "the ", "this ", "that ")
+
+
+def _drops_article(phrase: str, article: str) -> bool:
+    if phrase.startswith(_DETERMINERS):
+        return True  # "a v3 kernel" -> "an earlier step kernel", never "a an earlier step"
+    return phrase == "earlier steps" and article.strip().lower() != "the"
+
+
+def _join(before: str, phrase: str) -> tuple[str, str]:
+    """`before` without the words `phrase` makes redundant, and the phrase capitalised if they were."""
+    if not phrase:
+        return before, phrase
+    cut = len(before)
+    if phrase in _KIND_PHRASES or phrase.startswith("shape-"):
+        noun = _NOUN_TAIL.search(before, max(0, cut - 16))
+        cut = noun.start() if noun else cut
+    article = _ARTICLE_TAIL.search(before, max(0, cut - 8), cut)
+    if article and _drops_article(phrase, article.group(0)):
+        cut = article.start()
+    if before[cut : cut + 1].isupper():
+        phrase = phrase[0].upper() + phrase[1:]
+    return before[:cut], phrase
+
+
+def apply(text: str, spans: list[Span]) -> str:
+    out, pos = [], 0
+    for s in spans:
+        before, phrase = _join(text[pos : s.start], s.phrase)
+        out += [before, phrase]
+        pos = s.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+_INNER_SPACES = re.compile(r"(?<=\S)[ \t]{2,}")
+
+
+def tidy(text: str) -> str:
+    # line ends by split, not by a `[ \t]+$` search, which backtracks over every long run of spaces
+    return "\n".join(line.rstrip(" \t") for line in _INNER_SPACES.sub(" ", text).split("\n")).strip()
