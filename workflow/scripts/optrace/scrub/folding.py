@@ -30,6 +30,8 @@ _ENCODED_UNIT = re.compile(
 def _fold_char(c: str) -> str:
     if "\U0001f1e6" <= c <= "\U0001f1ff":  # regional indicator letters render as A-Z
         return chr(ord(c) - 0x1F1E6 + ord("a"))
+    if ord(c) in CONFUSABLES:  # before NFKD, which turns some look-alikes into others (ϲ -> ς)
+        return c.translate(CONFUSABLES)
     s = unicodedata.normalize("NFKD", c)
     s = unicodedata.normalize("NFKD", "".join(ch for ch in s if _visible(ch)).casefold())
     return "".join(ch for ch in s if _visible(ch)).translate(CONFUSABLES)
@@ -73,7 +75,7 @@ def fold(text: str) -> tuple[str, list[int] | None, list[int] | None]:
 def _compat_char(c: str) -> str:
     if not _visible(c):
         return ""
-    s = unicodedata.normalize("NFKC", c).translate(CONFUSABLES)
+    s = c.translate(CONFUSABLES) if ord(c) in CONFUSABLES else unicodedata.normalize("NFKC", c).translate(CONFUSABLES)
     return s if s.isascii() else c  # only what becomes ASCII can complete a path, address or hash
 
 
