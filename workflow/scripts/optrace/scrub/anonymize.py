@@ -16,7 +16,6 @@ spelling, so both sides of a diff rename alike. Every scan is linear in the text
 from __future__ import annotations
 
 import os
-from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import overload
 
@@ -29,9 +28,9 @@ from optrace.scrub.prose_spans import prose_spans, source_language
 from optrace.scrub.rules import email_spans, hex_spans, local_path_spans, markdown_spans, trace_path_spans, trim
 from optrace.scrub.shapes import ShapeLabels
 from optrace.scrub.spans import Finder, Span, apply, resolve, spans_of, tidy
-from optrace.scrub.versions import version_spans
+from optrace.scrub.versions import Step, version_spans
 
-__all__ = ["Scrubber", "ShapeLabels", "json_strings"]  # the scrubber, and what packets take with it
+__all__ = ["Scrubber", "ShapeLabels", "Step", "json_strings"]  # the scrubber, and what packets take with it
 
 # --- the denylist: prose and code -----------------------------------------------------------------
 
@@ -126,9 +125,13 @@ class Scrubber:
             return [self.private_json(v) for v in value]
         return value
 
-    def _finders(self, shapes: ShapeLabels | None) -> list[Finder]:
+    def _finders(self, shapes: ShapeLabels | None, step: Step | None, in_code: bool) -> list[Finder]:
         """In rule order: earlier rules win ties between identical spans (a path through a denied
         directory reads "a local path"; any denied term a later rule would leave is then cleared)."""
+
+        def versions(text: str) -> Iterator[tuple[int, int, str]]:
+            return version_spans(text, step, drop_prefix=not in_code)
+
         return [
             local_path_spans,
             email_spans,
@@ -138,11 +141,13 @@ class Scrubber:
             *([shapes.spans] if shapes else []),
             spans_of(uuids, "a shape"),
             hex_spans,
-            version_spans,
+            versions,
         ]
 
-    def _rewrite(self, s: str, shapes: ShapeLabels | None = None) -> str:
-        finders = self._finders(shapes)
+    def _rewrite(
+        self, s: str, shapes: ShapeLabels | None = None, step: Step | None = None, in_code: bool = False
+    ) -> str:
+        finders = self._finders(shapes, step, in_code)
         spans = [Span(a, b, phrase, rank) for rank, finder in enumerate(finders) for a, b, phrase in finder(s)]
         view, starts, ends = compat(s)
         if (
@@ -161,39 +166,38 @@ class Scrubber:
         return self._clear(out, self._private_rewrite) if self._deny and chosen else out
 
     @overload
-    def text(self, s: str, shapes: ShapeLabels | None = None) -> str: ...
+    def text(self, s: str, shapes: ShapeLabels | None = None, step: Step | None = None) -> str: ...
     @overload
-    def text(self, s: None, shapes: ShapeLabels | None = None) -> None: ...
-    def text(self, s: str | None, shapes: ShapeLabels | None = None) -> str | None:
-        """Scrubbed prose with tidied whitespace; None stays None."""
-        return None if s is None else tidy(self._rewrite(s, shapes))
+    def text(self, s: None, shapes: ShapeLabels | None = None, step: Step | None = None) -> None: ...
+    def text(self, s: str | None, shapes: ShapeLabels | None = None, step: Step | None = None) -> str | None:
+        """Scrubbed prose with tidied whitespace; None stays None. `step`: the step the text belongs to, so
+        that its version references become words true of it (`versions.Step`)."""
+        return None if s is None else tidy(self._rewrite(s, shapes, step))
 
-    def _rename(self, code: str, keep: list[tuple[int, int]]) -> str:
-        """Denied terms outside the `keep` spans (comments and strings) replaced by an identifier word."""
-        starts = [a for a, _ in keep]
+    def _rename(self, code: str) -> str:
+        """Every denied term replaced by an identifier word in the term's case."""
         out, pos = [], 0
         for a, b in self._deny.spans(code):
-            i = bisect_right(starts, a) - 1
-            if i >= 0 and b <= keep[i][1]:
-                continue  # prose: rewritten as prose
             out += [code[pos:a], _styled(self._word, code[a:b])]
             pos = b
         out.append(code[pos:])
         return "".join(out)
 
-    def code(self, s: str, dsl: str) -> str:
-        """`s` with its comments and string literals scrubbed and denied terms in identifiers renamed;
-        layout is left alone."""
+    def code(self, s: str, dsl: str, step: Step | None = None) -> str:
+        """`s` as the trace wrote it but for what must go: a denied term, wherever it stands, renamed like
+        an identifier (the same spelling, the same word: a diff's two sides and a string that names a
+        function stay consistent); in comments and strings, every other leak rewritten, version
+        references as words true of `step`; layout left alone."""
         language = source_language(s, dsl)
         if self._deny:
-            s = self._rename(s, prose_spans(s, language))
+            s = self._rename(s)
         out, pos = [], 0
         for a, b in prose_spans(s, language):
-            out += [s[pos:a], self._rewrite(s[a:b])]
+            out += [s[pos:a], self._rewrite(s[a:b], step=step, in_code=True)]
             pos = b
         out.append(s[pos:])
         result = "".join(out)
-        return self._clear(result, lambda c: self._rename(c, [])) if self._deny else result
+        return self._clear(result, self._rename) if self._deny else result
 
     def code_leaks(self, s: str, dsl: str) -> list[str]:
         """What `code` would still change: leaks of comments and strings, denied terms anywhere."""

@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from optrace.scrub.versions import ALL_PHRASES
+
 
 @dataclass(frozen=True)
 class Span:
@@ -41,14 +43,16 @@ def resolve(spans: Iterable[Span]) -> list[Span]:
 _ARTICLE_TAIL = re.compile(r"\b(?:a|an|the)[ \t]+\Z", re.I)
 # "commit abc1234" -> "a commit", not "commit a commit"; likewise for versions, shapes and hashes.
 _NOUN_TAIL = re.compile(r"\b(?:commit|sha|hash|version|uuid|shape|workload)s?[ \t]+\Z", re.I)
-_KIND_PHRASES = ("a commit", "an identifier", "a shape", "an earlier step", "earlier steps", "a re-measurement")
+_KIND_PHRASES = frozenset(("a commit", "an identifier", "a shape")) | ALL_PHRASES
 _DETERMINERS = ("a ", "an ", "the ", "this ", "that ")
 
 
 def _drops_article(phrase: str, article: str) -> bool:
     if phrase.startswith(_DETERMINERS):
-        return True  # "a v3 kernel" -> "an earlier step kernel", never "a an earlier step"
-    return phrase == "earlier steps" and article.strip().lower() != "the"
+        return True  # "a v3 kernel" -> "an earlier step's kernel", never "a an earlier step"
+    # "the earlier steps' kernels" keeps its `the`; "the several steps'" would not read
+    keeps_the = article.strip().lower() == "the" and phrase.startswith(("earlier", "later", "re-measurements"))
+    return phrase in ALL_PHRASES and not keeps_the
 
 
 def _join(before: str, phrase: str) -> tuple[str, str]:
