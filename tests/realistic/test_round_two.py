@@ -15,6 +15,7 @@ import pytest
 
 from optrace.ingest.dsl import store_dsl
 from optrace.mine.ladder import CLAIMS
+from optrace.scrub.anonymize import Scrubber, Step
 from tests.realistic.test_realistic import Mined, mine_trace, norm
 from tests.support import more_traces as mt
 
@@ -304,3 +305,18 @@ def test_the_final_kernel_is_the_traces_code_and_every_replacement_is_true(mined
     for ref, phrase in refs.items():
         expected = expected.replace(f"# {ref}: ", f"# {phrase}: ")
     assert code.rstrip("\n") == expected.rstrip("\n")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_scrubber_keeps_the_final_kernel_verbatim_and_every_version_word_true(mined, name):
+    """The scrubber's half of the test above, whatever packets pass it: the final kernel scrubbed as its
+    own step differs from the trace's only where a comment names a version, and there says how that
+    version relates to the final step (the expected file's words, read from the trace)."""
+    m, want = one(mined, name)
+    version, _ = want["final"]
+    source = kernel_at(m.results.parent / mt.LABELS[name], rows(m)[version]["sha"])
+    expected = source
+    for ref, phrase in want["version_refs"][version].items():
+        expected = expected.replace(f"# {ref}: ", f"# {phrase}: ")
+    assert expected != source  # the final kernel names versions: the test reads real replacements
+    assert Scrubber().code(source, want["dsl"], step=Step(int(version[1:]))) == expected

@@ -86,7 +86,7 @@ PROSE = [
         "a re-measurement confirmed it, as did a re-measurement",
     ),
     ("list of versions", "as in v3, v5 and v7", "as in several steps"),
-    ("range of versions", "from v3 to v5 the time fell", "from several steps the time fell"),
+    ("range of versions", "from v3 to v5 the time fell", "from a step to a later one the time fell"),
     (
         "single version, article repaired",
         "The v12 kernel spilled; a v9 idea",
@@ -243,7 +243,7 @@ CODE = [
         "CUDA diff hunk showing no Python: # lines read too",
         "cuda",
         "@@ -7,2 +7,2 @@\n-    # tried v3 tile\n+    n = a // b\n",
-        "@@ -7,2 +7,2 @@\n-    # tried a step tile\n+    n = a // b\n",
+        "@@ -7,2 +7,2 @@\n-    # tried a step's tile\n+    n = a // b\n",
     ),
 ]
 

@@ -25,7 +25,18 @@ FINAL = Step(11, builds_on=9)  # a claim at v11 that builds on v9
         ("the v3 kernel spilled", "an earlier step's kernel spilled"),
         ("the v3 and v5 kernels", "the earlier steps' kernels"),
         ("from the v11 profile", "from this step's profile"),
-        ("v12: committed (+2.3%)", "committed (+2.3%)"),  # a subject's grammar prefix goes
+        ("v11: committed (+2.3%)", "committed (+2.3%)"),  # the step's own subject prefix goes
+        # another version's prefix is named: a history line never reads as this step's own
+        ("v9: tried split-K, slower\nv11: committed", "the version it builds on: tried split-K, slower\ncommitted"),
+        ("its v3 kernel spilled", "an earlier step's kernel spilled"),  # one determiner, never "its an"
+        ("this v12 tile", "a later step's tile"),
+        ("replacing V0 PyTorch wrapper", "replacing the baseline's PyTorch wrapper"),  # a name follows
+        ("the v3 regressed", "an earlier step regressed"),  # a verb follows: no possessive
+        ("from v3 to v11 the time fell", "from an earlier step to this step the time fell"),  # a range's ends
+        ("from v3 to v7 the time fell", "from an earlier step to a later one the time fell"),
+        ("versions 9-12 spilled", "the version it builds on to a later step spilled"),
+        ("upgraded to Triton v3 in v9", "upgraded to Triton v3 in the version it builds on"),  # a tool's version
+        ("built with CUDA version 12 in v12", "built with CUDA version 12 in a later step"),
     ],
 )
 def test_a_reference_is_named_by_its_relation_to_the_step(text, expected):
@@ -42,6 +53,8 @@ def test_a_reference_is_named_by_its_relation_to_the_step(text, expected):
         ),
         ("as v3 showed", "as a step showed"),  # no step given: only what holds anyway
         ("as in v3, v5 and v7", "as in several steps"),
+        ("v12: committed (+2.3%)", "committed (+2.3%)"),  # a subject prefix, read as the text's own
+        ("from v3 to v5 the time fell", "from a step to a later one the time fell"),  # true of any step
     ],
 )
 def test_without_a_step_only_what_is_true_of_any_step_is_said(text, expected):
@@ -108,3 +121,22 @@ def test_a_denied_term_is_renamed_like_an_identifier_in_code_strings_and_comment
     assert scrub.code(code, "triton") == (
         'def redacted_reduce(x):  # redacted wrote it\n    return x\n\nKERNEL = "redacted_reduce"\n'
     )
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        # a name in a comment reads as the code's name, a dotted one too
+        ("x = 1  # see alice_reduce and self.alice_grid\n", "x = 1  # see redacted_reduce and self.redacted_grid\n"),
+        # what is not a name goes whole: renaming only the term would leave the rest of it standing
+        ("x = 1  # mail bob@corp.example\n", "x = 1  # mail an address\n"),
+        ("x = 1  # on node3.corp.example\n", "x = 1  # on redacted\n"),
+        ('URL = "https://git.corp.example/team/repo"\n', 'URL = "redacted"\n'),
+        ('P = "/home/alice/x"\n', 'P = "a local path"\n'),
+    ],
+)
+def test_a_denied_term_in_a_comment_or_string_is_renamed_only_where_it_is_a_name(code, expected):
+    scrub = Scrubber(["alice", "corp.example"])
+    out = scrub.code(code, "triton")
+    assert out == expected
+    assert scrub.code_leaks(out, "triton") == [] and scrub.code(out, "triton") == out

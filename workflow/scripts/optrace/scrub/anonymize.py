@@ -1,21 +1,23 @@
 """Scrub agent-facing text of everything that identifies people, machines, pages or runs.
 
 What counts as a leak lives in `leak_patterns` (shared with the store's anonymization gate); the
-rule modules decide what each leak becomes (`rules`, `versions`, `shapes`) and `spans` applies them. Every rule finds spans in the *original* text and the
-spans are replaced in one pass: where two overlap, the wider wins (ties go to the earlier rule). A
+rule modules decide what each leak becomes (`rules`, `versions`, `shapes`) and `spans` applies them.
+Every rule finds spans in the *original* text and the spans are replaced in one pass: where two overlap, the wider wins (ties go to the earlier rule). A
 sequential rewrite would break a token in two — a denylisted user name inside `/home/alice/x`
 would turn into `/home/a private identifier/x`, whose path no longer matches whole. The neutral
 words never match a rule, so scrubbing scrubbed text changes nothing.
 
 A denylisted term, in any spelling `denylist.Denylist` folds, takes its whole token in
-prose (`<term>ics` -> "a private identifier") and, in code outside comments and strings, becomes
-`redacted` in the term's case (`get<Term>Grid` -> `getRedactedGrid`): a pure function of the
-spelling, so both sides of a diff rename alike. Every scan is linear in the text.
+prose (`<term>ics` -> "a private identifier"). In code it becomes `redacted` in the term's case
+(`get<Term>Grid` -> `getRedactedGrid`): a pure function of the spelling, so both sides of a diff, and
+a comment or string naming the function, rename alike; in comments and strings a token that is not a
+name (a host, an address, a URL) goes whole. Every scan is linear in the text.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import overload
 
@@ -42,6 +44,7 @@ _PRIVATE_PHRASES = ("a private identifier", "a private name", "a withheld name",
 # In code a denied term becomes a word that keeps the identifier valid; the same spelling always gets
 # the same word, so both sides of a diff rename alike.
 _IDENTIFIER_WORDS = ("redacted", "anon", "priv", "xx", "q")
+_NAME = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")  # an identifier or a dotted path of them
 
 
 def _token_around(text: str, a: int, b: int, floor: int) -> tuple[int, int]:
@@ -59,6 +62,16 @@ def _styled(word: str, like: str) -> str:
     if len(letters) > 1 and all(c.isupper() for c in letters):
         return word.upper()
     return word.capitalize() if letters and letters[0].isupper() else word
+
+
+def _dotted_term(text: str, spans: list[tuple[int, int]], i: int, end: int) -> bool:
+    """Whether a denied term from spans[i] on, before `end`, holds a dot (a domain: `node3.corp.example`)."""
+    for x, y in spans[i:]:
+        if x >= end:
+            return False
+        if "." in text[x:y]:
+            return True
+    return False
 
 
 class Scrubber:
@@ -82,14 +95,23 @@ class Scrubber:
         for a, b in self._deny.spans(text):
             yield a, text[a:b]
 
-    def _denied_spans(self, text: str) -> Iterator[tuple[int, int, str]]:
+    def _denied_spans(self, text: str, in_code: bool = False) -> Iterator[tuple[int, int, str]]:
+        """The whole token around each denied term, as prose; in code's comments and strings a name
+        (`alice_reduce`, `self.alice_grid`) renamed as the code renames it, any other token (a host, an
+        address, a URL) replaced whole by the identifier word."""
         reach = 0  # a token is expanded once, however many terms it holds (linear in the text)
-        for a, b in self._deny.spans(text):
+        spans = self._deny.spans(text)
+        for i, (a, b) in enumerate(spans):
             if a < reach:
                 continue
             a, b = _token_around(text, a, b, reach)
             reach = b
-            yield a, b, self._phrase
+            if not in_code:
+                yield a, b, self._phrase
+            elif _NAME.fullmatch(text, a, b) and not _dotted_term(text, spans, i, b):
+                yield a, b, self._rename(text[a:b])
+            else:
+                yield a, b, _styled(self._word, text[a:b])
 
     def _clear(self, out: str, rewrite: Callable[[str], str]) -> str:
         """`out` with no denied term left, even one that a replacement formed with its neighbours."""
@@ -128,26 +150,23 @@ class Scrubber:
     def _finders(self, shapes: ShapeLabels | None, step: Step | None, in_code: bool) -> list[Finder]:
         """In rule order: earlier rules win ties between identical spans (a path through a denied
         directory reads "a local path"; any denied term a later rule would leave is then cleared)."""
-
-        def versions(text: str) -> Iterator[tuple[int, int, str]]:
-            return version_spans(text, step, drop_prefix=not in_code)
-
         return [
             local_path_spans,
             email_spans,
             markdown_spans,
             trace_path_spans,
-            self._denied_spans,
+            lambda text: self._denied_spans(text, in_code),
             *([shapes.spans] if shapes else []),
             spans_of(uuids, "a shape"),
             hex_spans,
-            versions,
+            lambda text: version_spans(text, step, drop_prefix=not in_code),
         ]
 
     def _rewrite(
         self, s: str, shapes: ShapeLabels | None = None, step: Step | None = None, in_code: bool = False
     ) -> str:
         finders = self._finders(shapes, step, in_code)
+        denied = finders[4]
         spans = [Span(a, b, phrase, rank) for rank, finder in enumerate(finders) for a, b, phrase in finder(s)]
         view, starts, ends = compat(s)
         if (
@@ -156,14 +175,16 @@ class Scrubber:
             spans += [
                 Span(starts[a], ends[b - 1], phrase, rank)
                 for rank, finder in enumerate(finders)
-                if finder != self._denied_spans
+                if finder is not denied
                 for a, b, phrase in finder(view)
                 if b > a
             ]
         chosen = resolve(spans)
         out = apply(s, chosen)
+        if not (self._deny and chosen):
+            return out
         # unchanged text was just searched; a replacement may join its neighbours into a term
-        return self._clear(out, self._private_rewrite) if self._deny and chosen else out
+        return self._clear(out, self._rename if in_code else self._private_rewrite)
 
     @overload
     def text(self, s: str, shapes: ShapeLabels | None = None, step: Step | None = None) -> str: ...
@@ -184,18 +205,15 @@ class Scrubber:
         return "".join(out)
 
     def code(self, s: str, dsl: str, step: Step | None = None) -> str:
-        """`s` as the trace wrote it but for what must go: a denied term, wherever it stands, renamed like
-        an identifier (the same spelling, the same word: a diff's two sides and a string that names a
-        function stay consistent); in comments and strings, every other leak rewritten, version
+        """`s` as the trace wrote it but for what must go: a denied term in code renamed like an
+        identifier (the same spelling, the same word: a diff's two sides, and a comment or string that
+        names the function, stay consistent); in comments and strings every other leak rewritten, version
         references as words true of `step`; layout left alone."""
-        language = source_language(s, dsl)
-        if self._deny:
-            s = self._rename(s)
         out, pos = [], 0
-        for a, b in prose_spans(s, language):
-            out += [s[pos:a], self._rewrite(s[a:b], step=step, in_code=True)]
+        for a, b in prose_spans(s, source_language(s, dsl)):
+            out += [self._rename(s[pos:a]) if self._deny else s[pos:a], self._rewrite(s[a:b], step=step, in_code=True)]
             pos = b
-        out.append(s[pos:])
+        out.append(self._rename(s[pos:]) if self._deny else s[pos:])
         result = "".join(out)
         return self._clear(result, self._rename) if self._deny else result
 

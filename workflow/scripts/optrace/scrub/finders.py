@@ -58,7 +58,13 @@ UUID_TAIL = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-
 # Trace version ids: v12, V7 (commit grammar), v3_rerun, glued by `_` (kernel_v7, _v7); not PTX's
 # .v4 suffix or software "v5.0"; and "version 7" / "versions 3 and 5" spelled out (not "version 12.4").
 VERSION_ID = re.compile(r"[vV](?<![0-9A-Za-z.][vV])\d+(?:_(?:rerun|baseline|base)\d*)?(?![0-9A-Za-z]|\.\d)")
-_NUMBER = r"(?:#?\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|twenty)"
+NUMBER_WORDS = {
+    w: i + 1
+    for i, w in enumerate(
+        "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split()  # noqa: SIM905
+    )
+} | {"twenty": 20}
+_NUMBER = rf"(?:#?\d+|{'|'.join(NUMBER_WORDS)})"
 VERSION_WORD = re.compile(
     rf"\bversions?[ \t]{{1,3}}{_NUMBER}(?:[ \t]{{0,3}}(?:,|&|and|or|to|-|–)[ \t]{{0,3}}{_NUMBER})*"
     r"(?!\w|\.\d)|\bver\.[ \t]{0,3}\d+(?!\w|\.\d)",
@@ -71,6 +77,14 @@ VECTOR_WIDTHS = ("v2", "v4", "v8", "v16", "v32", "v64")
 VECTOR_BEFORE = re.compile(r"(?:vectori[sz]ed|vector|vec|float[248]|half2|bfloat162|int[248]|ld|st)[ \t._]?\Z", re.I)
 VECTOR_AFTER = re.compile(r"[ \t._]?(?:loads?|stores?|accesse?s?|b?f16|f32|f64|fp(?:8|16|32)|[sub]32|[sub]16)\b", re.I)
 HARDWARE_NAMES = ("V100",)  # NVIDIA Volta, not version 100
+# A version right after a tool's name is the tool's ("Triton v3", "FlashAttention v2", "CUDA version 12"):
+# saying "an earlier step" there would be false.
+SOFTWARE_BEFORE = re.compile(
+    r"(?<![\w-])(?:triton|cuda|pytorch|torch|rocm|hip|cudnn|cutlass|cute|cutedsl|cublas(?:lt)?|nccl|python|gcc|"
+    r"clang|llvm|nvcc|ncu|nsight|driver|helion|tilelang|gluon|flashinfer|flash-?attention|flash-?attn|fa|"
+    r"tensorrt|trt|jax|xla|vllm|sglang|deepgemm|thunderkittens|ptx|sdk|toolkit|library|api)[ \t]?\Z",
+    re.I,
+)
 LOOKBACK = 256  # longest e-mail local part or page stem considered
 
 
@@ -206,13 +220,18 @@ def version_ids(text: str) -> Iterator[tuple[int, str]]:
     found = []
     for m in VERSION_ID.finditer(text):
         token = m.group(0)
-        if token in HARDWARE_NAMES or is_vector_width(text, m.start(), m.end()):
+        if token in HARDWARE_NAMES or is_vector_width(text, m.start(), m.end()) or is_software(text, m.start()):
             continue
         found.append((m.start(), token))
     if "ersion" in text or "ERSION" in text or "er." in text or "ER." in text:
-        found += [(m.start(), m.group(0)) for m in VERSION_WORD.finditer(text)]
+        found += [(m.start(), m.group(0)) for m in VERSION_WORD.finditer(text) if not is_software(text, m.start())]
         found.sort()
     yield from found
+
+
+def is_software(text: str, start: int) -> bool:
+    """A version right after a tool's name: the tool's version, not the trace's."""
+    return bool(SOFTWARE_BEFORE.search(text, max(0, start - 24), start))
 
 
 # (kind, finder, needles): a finder runs only on text containing one of its needles (none: always).

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from optrace.scrub.versions import ALL_PHRASES
+from optrace.scrub.versions import is_reference_phrase
 
 
 @dataclass(frozen=True)
@@ -40,19 +40,25 @@ def resolve(spans: Iterable[Span]) -> list[Span]:
     return chosen
 
 
-_ARTICLE_TAIL = re.compile(r"\b(?:a|an|the)[ \t]+\Z", re.I)
+_ARTICLE_TAIL = re.compile(r"\b(?:a|an|the|this|that|these|those|its|their|our|his|her|my|your)[ \t]+\Z", re.I)
 # "commit abc1234" -> "a commit", not "commit a commit"; likewise for versions, shapes and hashes.
 _NOUN_TAIL = re.compile(r"\b(?:commit|sha|hash|version|uuid|shape|workload)s?[ \t]+\Z", re.I)
-_KIND_PHRASES = frozenset(("a commit", "an identifier", "a shape")) | ALL_PHRASES
+_KIND_PHRASES = frozenset(("a commit", "an identifier", "a shape"))
 _DETERMINERS = ("a ", "an ", "the ", "this ", "that ")
 
 
+def _kind_phrase(phrase: str) -> bool:
+    return phrase in _KIND_PHRASES or phrase.startswith("shape-") or is_reference_phrase(phrase)
+
+
 def _drops_article(phrase: str, article: str) -> bool:
-    if phrase.startswith(_DETERMINERS):
-        return True  # "a v3 kernel" -> "an earlier step's kernel", never "a an earlier step"
-    # "the earlier steps' kernels" keeps its `the`; "the several steps'" would not read
-    keeps_the = article.strip().lower() == "the" and phrase.startswith(("earlier", "later", "re-measurements"))
-    return phrase in ALL_PHRASES and not keeps_the
+    """Whether the determiner before a replaced span goes: "a v3 kernel" -> "an earlier step's kernel",
+    "its v3 kernel" -> "an earlier step's kernel", never "a an earlier step" or "its an earlier step"."""
+    word = article.strip().lower()
+    if is_reference_phrase(phrase):
+        # "the earlier steps' kernels" keeps its `the`; "the several steps'" would not read
+        return not (word == "the" and phrase.startswith(("earlier", "later", "re-measurements")))
+    return phrase.startswith(_DETERMINERS)
 
 
 def _join(before: str, phrase: str) -> tuple[str, str]:
@@ -60,7 +66,7 @@ def _join(before: str, phrase: str) -> tuple[str, str]:
     if not phrase:
         return before, phrase
     cut = len(before)
-    if phrase in _KIND_PHRASES or phrase.startswith("shape-"):
+    if _kind_phrase(phrase):
         noun = _NOUN_TAIL.search(before, max(0, cut - 16))
         cut = noun.start() if noun else cut
     article = _ARTICLE_TAIL.search(before, max(0, cut - 8), cut)
