@@ -45,6 +45,7 @@ class SubjectFieldsRow(TypedDict):
 
     perf: list[list]  # [value, unit] pairs
     claimed_pct: float | None
+    latency_us: list[float] | None  # a latency arrow's before and after
     change: str | None
     bottleneck: str | None
     note: str | None
