@@ -88,3 +88,23 @@ def test_a_declared_encoding_git_converts_is_read_as_git_gives_it(tmp_path):
     rows, meta = ingest(repo, tmp_path / "out")
     assert rows["v4"]["body"] == RESUME
     assert not any("decoded as" in w for w in meta["warnings"])  # git re-encoded it: nothing to redo
+
+
+def test_a_utf8_message_that_holds_a_replacement_character_is_kept_as_written(tmp_path):
+    # U+FFFD written on purpose looks like a lossy reading; its object says it was UTF-8 all along
+    body = "the \ufffd in the log is the tool's own output"
+    build_trace(tmp_path / "t", commits(body.encode("utf-8")))
+    rows, meta = ingest(tmp_path / "t", tmp_path / "out")
+    assert rows["v3"]["body"] == body
+    assert not any("decoded as" in w or "left out" in w for w in meta["warnings"])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "性能が改善した".encode("shift_jis"),  # lead bytes 0x80-0x9f: not Windows-1252, C1 controls as Latin-1
+        "fused".encode("utf-16"),  # NUL bytes: no person's text
+    ],
+)
+def test_an_encoding_none_of_the_three_reads_is_left_out_never_misread(raw):
+    assert decode(raw) is None

@@ -153,9 +153,12 @@ def redecode_messages(history: History, commits: list[Commit]) -> tuple[list[Com
     if not bad:
         return commits, []
     warnings, fixed = [], {}
+    by_sha = {c.sha: c for c in commits}  # one look-up per commit: a hostile trace may garble them all
     for sha, raw in history.read_blobs(bad, MAX_MESSAGE_BYTES + 64 * 1024):
         msg = commit_message(raw) if raw is not None else None
-        commit = next(c for c in commits if c.sha == sha)
+        commit = by_sha[sha]
+        if msg is not None and msg.encoding == "utf-8":
+            continue  # UTF-8 after all: the message itself holds U+FFFD, as git log gave it
         if msg is None or msg.encoding is None:
             # left out: the subject keeps what decoded (its grammar still names the version), the body goes
             fixed[sha] = replace(commit, subject=commit.subject.replace(REPLACEMENT, ""), body="")
