@@ -50,3 +50,19 @@ def test_no_generic_name_holds_a_file_name_the_scrubber_would_rewrite(tmp_path):
     for files in ({"solution.json": SOL, "config.json": CONFIG}, {"solution.json": SOL}, {}):
         name = harness_of(trace(tmp_path / str(len(files)), files), Overrides())
         assert Scrubber().text(name) == name
+
+
+@pytest.mark.parametrize(
+    "readme,expected",
+    [
+        ("- harness: SOL-ExecBench\r\n- gpu: H100\r\n", "SOL-ExecBench"),  # a CRLF README: no \r in the name
+        ("* Benchmark harness: `python test_kernel.py --warmup 10`\n", "python test_kernel.py --warmup 10"),
+        ("- harness:   \n- harness: do_bench\n", "do_bench"),  # a blank line names nothing: the next one does
+        ("- harness: ``\n- harness: do_bench\n", "do_bench"),
+        ("- harness: do\x1b[2J_bench\u200b  (median)\n", "do[2J_bench (median)"),  # control and format characters go
+        ("- harness: " + "x" * 500 + "\n", "x" * 200),
+        ("- harness:\n", None),
+    ],
+)
+def test_a_readme_harness_line_is_read_as_a_name(tmp_path, readme, expected):
+    assert trace(tmp_path, {"README.md": readme}).harness == expected
