@@ -296,3 +296,29 @@ def test_other_entries_in_memory_are_passed_over(tmp_path):
 def test_a_version_without_a_record_is_named_in_a_warning(tmp_path):
     _write(tmp_path, "v2.json", [1, 2])
     assert scan_memory(WorkTreeFiles(tmp_path)).warnings == ["memory/v2.json: not a JSON object; v2 has no step record"]
+
+
+def test_a_pitfall_field_that_is_not_text_never_becomes_its_python_repr():
+    out = normalise_pitfalls(
+        [
+            {"pitfall": "x tile spilled", "why": ["256 regs/thread", "no launch bounds"]},  # a list of texts
+            {"pitfall": {"nested": 1}},  # an object: no text at all
+            {"pitfall": "y", "explanation": {"a": 1}, "fix": ["z"]},
+        ]
+    )
+    assert [(p.text, p.cause, p.fix) for p in out] == [
+        ("x tile spilled. 256 regs/thread; no launch bounds", "256 regs/thread; no launch bounds", None),
+        ("y", None, "z"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"pitfall": "Same text", "explanation": "same text."},
+        {"error_type": "OOM", "error_message": "smem overflow", "root_cause": "Smem overflow"},
+    ],
+)
+def test_an_explanation_that_repeats_what_happened_is_no_stated_cause(item):
+    (pit,) = normalise_pitfalls([item])
+    assert pit.cause is None and pit.text.lower().count("overflow" if "OOM" in pit.text else "same text") == 1

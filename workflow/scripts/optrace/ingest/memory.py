@@ -123,7 +123,12 @@ def _dict(value: object) -> dict:
 
 
 def _str(value: object) -> str | None:
-    if value is None:
+    """A text field's text: a string, a number, or a list of them joined by "; "; an object (or a
+    nested list) is no text, and its Python repr must not become one."""
+    if isinstance(value, list):
+        parts = [_str(v) for v in value if not isinstance(v, (list, dict))]
+        return "; ".join(p for p in parts if p) or None
+    if value is None or isinstance(value, dict):
         return None
     s = str(value).strip()
     return s or None
@@ -214,12 +219,14 @@ def normalise_pitfalls(items: object) -> list[Pitfall]:
             cause = next((c for k in CAUSE_KEYS if (c := _str(item.get(k)))), None)
             lesson = _str(item.get("lesson"))
             if "pitfall" in item or "explanation" in item or "why" in item:
-                parts = [_str(item.get("pitfall")), cause, lesson]
+                happened = [_str(item.get("pitfall"))]
                 fix = _str(item.get("fix"))
             else:
-                parts = [_str(item.get(k)) for k in ("error_type", "error_message")] + [cause, lesson]
+                happened = [_str(item.get(k)) for k in ("error_type", "error_message")]
                 fix = _str(item.get("fix_applied"))
-            text = ". ".join(_dedupe(p for p in parts if p))
+            if cause and any(h and _same(cause, h) for h in happened):
+                cause = None  # an explanation that repeats what happened states no cause
+            text = ". ".join(_dedupe(p for p in [*happened, cause, lesson] if p))
         else:
             continue
         if text:
@@ -246,11 +253,16 @@ def normalise_experiments(items: object) -> list[dict]:
     return out
 
 
+def _same(a: str, b: str) -> bool:
+    return a.strip().rstrip(".").lower() == b.strip().rstrip(".").lower()
+
+
 def _dedupe(parts):
     seen: list[str] = []
     for p in parts:
+        p = p.rstrip(".")
         if not any(p.lower() in s.lower() for s in seen):
-            seen.append(p.rstrip("."))
+            seen.append(p)
     return seen
 
 
