@@ -419,3 +419,9 @@ def test_jumps_far_from_a_thousand_are_not_unit_slips(factor):
     # a 6x or 100x step is a kernel's (naive -> coalesced SGEMM); beyond x2 of 1000 is no unit either
     steps = steps_of([row(0, 1000.0), row(1, 1000.0 / factor)])
     assert steps["v1"].outcome == "mega" and steps["v1"].review
+
+
+def test_a_thousandfold_win_the_speedup_confirms_is_no_unit_slip():
+    # the reference stayed put (its implied latency 50 ms both times): the kernel really got 1000x faster
+    steps = steps_of([row(0, 50_000.0, speedup_vs_ref=1.0), row(1, 50.0, speedup_vs_ref=1000.0)])
+    assert steps["v1"].outcome == "mega" and steps["v1"].review  # a claim, flagged for review as any big jump

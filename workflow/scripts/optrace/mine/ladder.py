@@ -9,7 +9,8 @@ without a claim. A jump beyond the re-baseline factor with none of these is a cl
 (naive -> coalesced SGEMM, PyTorch wrapper -> fused kernel are real 6x steps), flagged for review.
 A jump of about 10^3 (a factor within UNIT_TOLERANCE of 1000 either way) with no harness evidence
 (files, text) is a unit slip: latencies written in ns or ms instead of µs. The reference's implied
-latency moves by the same factor, so it is no evidence of a harness change here. The version is
+latency moves by the same factor, so it is no evidence of a harness change here; a reference that
+stayed put (the speedup moved a thousandfold with the latency) says the change is real. The version is
 rejected and the floor stays, so the next real win is measured against the floor it beat.
 "Final" is the surviving version that holds the floor at the end.
 """
@@ -140,6 +141,9 @@ def unit_slip(row: VersionRow, floor_row: VersionRow) -> str | None:
     jump = max(ratio, 1 / ratio)
     if not UNIT_FACTOR / UNIT_TOLERANCE <= jump <= UNIT_FACTOR * UNIT_TOLERANCE or harness_evidence(row):
         return None
+    mine, theirs = row.get("speedup_vs_ref"), floor_row.get("speedup_vs_ref")
+    if mine and theirs and max(moved := (geo * mine) / (floor * theirs), 1 / moved) < REFERENCE_MOVE:
+        return None  # the speedup moved with the latency: a real thousandfold change, in the right unit
     unit, where = ("ns", "above") if ratio > 1 else ("ms", "below")
     return (
         f"unit slip: latencies {jump:.0f}x {where} the floor's with no harness change (written in {unit}, "
