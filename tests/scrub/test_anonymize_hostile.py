@@ -393,7 +393,7 @@ HUGE = [
     ("spelled e-mail gaps", " at " * (MB // 4) + "x dot com", None),
     ("glued hashes", "abc1234_" * (MB // 8), None),
     ("trailing spaces", "x" + " " * MB + "y\n", "x y"),
-    ("versions", "v1, " * (MB // 4), "several steps,"),
+    ("versions joined by commas alone", "v1, " * (MB // 4), ", ".join(["a step"] * (MB // 4)) + ","),
     ("quote runs between a term's letters", ("al" + '"' * 41) * (MB // 43) + "ice", None),
     ("hyphen-newline runs", "a" + "-\n" * (MB // 2) + "lice", "a private identifier"),
     ("entities and markup", ("&#47;<b>YWxpY2U." * (MB // 16)), None),

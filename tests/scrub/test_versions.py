@@ -37,6 +37,12 @@ FINAL = Step(11, builds_on=9)  # a claim at v11 that builds on v9
         ("versions 9-12 spilled", "the version it builds on to a later step spilled"),
         ("upgraded to Triton v3 in v9", "upgraded to Triton v3 in the version it builds on"),  # a tool's version
         ("built with CUDA version 12 in v12", "built with CUDA version 12 in a later step"),
+        # ids joined by commas alone are no list: a comma may end a clause, and joined they would be false
+        ("compared with V0, v11 is 3x faster", "compared with the baseline, this step is 3x faster"),
+        ("v3, v5, v7 regressed", "an earlier step, an earlier step, an earlier step regressed"),
+        ("v9..v11", "the version it builds on to this step"),  # a dot before the id is a range, not a suffix
+        ("ld.global.v4.f32 in v3", "ld.global.v4.f32 in an earlier step"),  # PTX's suffix is no version
+        ("step v3 did it", "an earlier step did it"),  # never "step an earlier step"
     ],
 )
 def test_a_reference_is_named_by_its_relation_to_the_step(text, expected):

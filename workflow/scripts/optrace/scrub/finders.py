@@ -57,7 +57,10 @@ EXPONENT = re.compile(r"[-+]\d")
 UUID_TAIL = re.compile(r"-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(?![0-9A-Za-z])")
 # Trace version ids: v12, V7 (commit grammar), v3_rerun, glued by `_` (kernel_v7, _v7); not PTX's
 # .v4 suffix or software "v5.0"; and "version 7" / "versions 3 and 5" spelled out (not "version 12.4").
-VERSION_ID = re.compile(r"[vV](?<![0-9A-Za-z.][vV])\d+(?:_(?:rerun|baseline|base)\d*)?(?![0-9A-Za-z]|\.\d)")
+# (A `.` before the id spares only a suffix, `ld.global.v4`; `v9..v11` and `(.v11)` are versions.)
+VERSION_ID = re.compile(
+    r"[vV](?<![0-9A-Za-z][vV])(?<![\w]\.[vV])\d+(?:_(?:rerun|baseline|base)\d*)?(?![0-9A-Za-z]|\.\d)"
+)
 NUMBER_WORDS = {
     w: i + 1
     for i, w in enumerate(

@@ -42,7 +42,7 @@ def resolve(spans: Iterable[Span]) -> list[Span]:
 
 _ARTICLE_TAIL = re.compile(r"\b(?:a|an|the|this|that|these|those|its|their|our|his|her|my|your)[ \t]+\Z", re.I)
 # "commit abc1234" -> "a commit", not "commit a commit"; likewise for versions, shapes and hashes.
-_NOUN_TAIL = re.compile(r"\b(?:commit|sha|hash|version|uuid|shape|workload)s?[ \t]+\Z", re.I)
+_NOUN_TAIL = re.compile(r"\b(?:commit|sha|hash|version|step|iteration|uuid|shape|workload)s?[ \t]+\Z", re.I)
 _KIND_PHRASES = frozenset(("a commit", "an identifier", "a shape"))
 _DETERMINERS = ("a ", "an ", "the ", "this ", "that ")
 

@@ -28,6 +28,7 @@ _LIST_GAP = re.compile(
     rf"[ \t]*(?:,|/|&|\+|{_RANGE_WORDS}|and\b|or\b|vs\.?)?"
     r"[ \t]*(?:(?:and|or)\b[ \t]*)?"
 )
+_COMMA_GAP = re.compile(r"[ \t]*,[ \t]*")
 _RANGE_GAP = re.compile(rf"[ \t]*(?:{_RANGE_WORDS})[ \t]*")
 _SPELLED_RANGE = re.compile(r"\w[ \t]*(?:-|–|to\b)[ \t]*#?\w", re.I)
 _LIST_GAP_MAX = 24  # longer gaps are prose, and a fullmatch over a huge gap would backtrack
@@ -191,9 +192,11 @@ def version_spans(text: str, step: Step | None = None, *, drop_prefix: bool = Tr
             and _LIST_GAP.fullmatch(text, found[j][1], found[j + 1][0])
         ):
             j += 1
-        run = found[i : j + 1]
-        modifier = _is_modifier(text, run[0][0], run[-1][1])
-        yield run[0][0], run[-1][1], _run_phrase(text, run, step, modifier)
+        # ids joined by commas alone are no list ("with V0, v11 is faster"): each stands alone
+        alone = j > i and _COMMA_GAP.fullmatch(text, found[j - 1][1], found[j][0])
+        for run in [[f] for f in found[i : j + 1]] if alone else [found[i : j + 1]]:
+            modifier = _is_modifier(text, run[0][0], run[-1][1])
+            yield run[0][0], run[-1][1], _run_phrase(text, run, step, modifier)
         i = j + 1
 
 
