@@ -5,6 +5,7 @@ anonymization gate would report, and to carry no denylisted term in any case.
 """
 
 import json
+import os
 
 import pytest
 
@@ -370,13 +371,16 @@ def test_scrub_check_without_paths(capsys):
     [
         ("gone.txt", None, "file not found"),
         ("latin1.txt", b"caf\xe9\n", "not UTF-8 text"),
-        ("adir.txt", "dir", "cannot be read (Is a directory)"),
+        ("adir.txt", "dir", "not a regular file; not read"),
+        ("fifo.txt", "fifo", "not a regular file; not read"),  # refused, never waited on
     ],
 )
 def test_scrub_check_unreadable_text_file(tmp_path, capsys, name, content, problem):
     path = tmp_path / name
     if content == "dir":
         path.mkdir()
+    elif content == "fifo":
+        os.mkfifo(path)
     elif content is not None:
         path.write_bytes(content)
     assert cli.main(["scrub-check", str(path)]) == 2

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from optrace.errors import InputError
-from optrace.jsonio import read_json, read_jsonl
+from optrace.jsonio import open_regular, read_json, read_jsonl
 from optrace.scrub.prose_spans import prose_spans, shown_language
 
 USAGE = "usage: optrace scrub-check PATH..."
@@ -20,14 +20,13 @@ _FILE_LANGUAGES = {".py": "python", ".cu": "c", ".cuh": "c"}  # diffs: whichever
 
 
 def _read_text(path: Path) -> str:
+    """The file's text, or the stage's one-line InputError (a FIFO or a device is refused, never waited on)."""
+    with open_regular(path) as fh:
+        data = fh.read()
     try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, "file not found") from None
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(path, "not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror})") from None
 
 
 def json_strings(obj: Any) -> list[str]:
