@@ -50,7 +50,10 @@ TARGETS = {
     "gitlog": Target(("ingest/git_history.py",), ("tests/ingest/test_ingest.py",)),
     "memory": Target(("ingest/memory.py",), ("tests/ingest/test_memory.py",)),
     "anonymize": Target(
-        ("scrub/anonymize.py", "scrub/leak_patterns.py"),
+        tuple(
+            f"scrub/{m}.py"
+            for m in ("anonymize", "rules", "versions", "shapes", "spans", "finders", "folding", "encoded", "denylist")
+        ),
         ("tests/scrub/test_anonymize.py", "tests/scrub/test_anonymize_hostile.py"),
     ),
     "tracegates.numbers": Target(("gates/trace/numbers.py",), ("tests/gates/test_trace_gates.py",)),
@@ -137,14 +140,14 @@ HAND_MADE = [
     ),
     HandMutant(
         "anonymize",
-        "scrub/leak_patterns.py",
+        "scrub/finders.py",
         r'EMAIL_DOMAIN = re.compile(r"@[\w-]+(?:',
         r'EMAIL_DOMAIN = re.compile(r"@\w+(?:',
         "an e-mail domain's first label cannot hold a hyphen",
     ),
     HandMutant(
         "anonymize",
-        "scrub/leak_patterns.py",
+        "scrub/finders.py",
         r'(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")',
         r'(?:\.\w+)*\.[A-Za-z]{2,}\b")',
         "an e-mail subdomain cannot hold a hyphen",
@@ -173,9 +176,9 @@ HAND_MADE = [
     HandMutant(
         "grammar",
         "ingest/grammar.py",
-        r"|\bblocked\b|",
-        r"|blocked|",
-        "`blocked` matches inside a word (BlockedLayout)",
+        r"|\b(?:blocked|unavailable)[ \t]*$",
+        r"|(?:blocked|unavailable)[ \t]*$",
+        "a closing `blocked` status matches inside a word (`... was unblocked`)",
     ),
 ]
 

@@ -12,16 +12,8 @@ import jsonschema
 import pytest
 
 from optrace import cli
-from optrace.ingest.autotune import (
-    LEAN_HEADER,
-    AutotuneSet,
-    compact_config,
-    config_from_repr,
-    config_id_of,
-    find_autotune_sets,
-    ingest_autotune,
-    main,
-)
+from optrace.ingest.autotune import AutotuneSet, find_autotune_sets, ingest_autotune, main
+from optrace.ingest.autotune_csv import LEAN_HEADER, compact_config, config_from_repr, config_id_of
 from optrace.ingest.trace_files import WorkTreeFiles
 from tests.support.paths import EXAMPLE_SOURCES, ROOT, SCHEMAS
 
@@ -417,7 +409,7 @@ def test_example_pair_is_about_the_examples_own_kernel_and_gpu():
     """The embedded example is a fused add + RMSNorm (hidden 4096, bfloat16) on an H100: its telemetry
     must be too, and its ids must be Helion's own formulas over its own content (§5)."""
     from optrace.example.embedded import EXAMPLE_DIR
-    from optrace.ingest.autotune import codegen_signature
+    from optrace.ingest.autotune_meta import codegen_signature
     from optrace.ingest.hardware import HardwareTable
 
     definition = json.loads((EXAMPLE_DIR / "meta" / "definition.json").read_text())
@@ -446,7 +438,7 @@ def test_example_pair_is_about_the_examples_own_kernel_and_gpu():
 def test_codegen_signature_recomputes_helions_run_id_on_the_shared_sample():
     if not (SAMPLES / "autotune-add.meta.jsonl").is_file():
         pytest.skip("shared Helion sample not present")
-    from optrace.ingest.autotune import codegen_signature
+    from optrace.ingest.autotune_meta import codegen_signature
 
     for line in (SAMPLES / "autotune-add.meta.jsonl").read_text().splitlines():
         rec = json.loads(line)

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from optrace.ingest.dsl import detect_dsl, import_lines, marker_lines
+from optrace.ingest.dsl import detect_dsl, import_lines, marker_lines, store_dsl
 
 # The specification the scans replace (a ^-anchored regex under re.M is tried at every character).
 IMPORT_LINES = re.compile(r"^[ \t]*(?:import |from |@)[^\n]*", re.M)
@@ -55,8 +55,18 @@ def test_marker_lines_are_the_anchored_regexs_lines():
         ("# __global__ in a comment\nimport torch\n", "any"),
         ("import triton\nfrom triton.experimental import gluon\n", "gluon"),
         ("    import cutlass.cute as cute\n", "cutedsl"),
+        # Helion: its own name, as its autotune rows have it (a Helion kernel module imports torch, maybe triton)
+        ("import torch\nimport helion\nimport helion.language as hl\n\n@helion.kernel\ndef add(x, y): ...\n", "helion"),
+        ("import triton\nfrom helion import Config\n", "helion"),
+        ("import torch\n# import helion\n", "any"),
     ],
 )
 def test_detect_dsl(source, dsl):
     assert detect_dsl(source) == dsl
     assert detect_dsl(source.encode()) == dsl
+
+
+def test_the_store_files_a_helion_kernel_under_triton_and_keeps_every_store_dsl():
+    assert store_dsl("helion") == "triton"  # Helion lowers to Triton; the store's vocabulary has no helion
+    for dsl in ("cuda", "cutedsl", "flydsl", "gluon", "triton", "aiter", "any"):
+        assert store_dsl(dsl) == dsl

@@ -118,6 +118,36 @@ def test_both_pitfall_dialects_strings_and_nulls():
     ]
 
 
+def test_a_pitfalls_stated_cause_and_lesson_are_kept_apart():
+    out = normalise_pitfalls(
+        [
+            {
+                "error_type": "illegal instruction",
+                "error_message": "CUDA error: an illegal instruction was encountered",
+                "root_cause": "tcgen05 instructions exist only for sm_100a",
+                "fix_applied": "compile for sm_100a",
+                "lesson": "target sm_100a whenever tcgen05 is used",
+            },
+            {
+                "pitfall": "did not build on the sm_75 runner",
+                "why": "bf16 mma exists only for sm_80+",
+                "fix": "skip it",
+            },
+            {"pitfall": "first call timed", "explanation": "the first call autotunes", "fix": "pin the config"},
+            {"error_type": "amax mismatch", "root_cause": None, "fix_applied": "zero amax first", "lesson": None},
+            "keep the autotune key to M only",
+        ]
+    )
+    assert [(p.cause, p.lesson) for p in out] == [
+        ("tcgen05 instructions exist only for sm_100a", "target sm_100a whenever tcgen05 is used"),
+        ("bf16 mma exists only for sm_80+", None),  # the `why` dialect: its cause is in the text too
+        ("the first call autotunes", None),
+        (None, None),  # a fix is no cause
+        (None, None),
+    ]
+    assert out[1].text == "did not build on the sm_75 runner. bf16 mma exists only for sm_80+"
+
+
 def test_non_dict_sections_do_not_crash():
     rec = parse_record(1, {"performance": "fast", "correctness": None, "quality_gate": [], "pitfalls_and_fixes": "x"})
     assert rec.geomean_us is None and rec.correctness["status"] is None and rec.pitfalls == ()
@@ -266,3 +296,29 @@ def test_other_entries_in_memory_are_passed_over(tmp_path):
 def test_a_version_without_a_record_is_named_in_a_warning(tmp_path):
     _write(tmp_path, "v2.json", [1, 2])
     assert scan_memory(WorkTreeFiles(tmp_path)).warnings == ["memory/v2.json: not a JSON object; v2 has no step record"]
+
+
+def test_a_pitfall_field_that_is_not_text_never_becomes_its_python_repr():
+    out = normalise_pitfalls(
+        [
+            {"pitfall": "x tile spilled", "why": ["256 regs/thread", "no launch bounds"]},  # a list of texts
+            {"pitfall": {"nested": 1}},  # an object: no text at all
+            {"pitfall": "y", "explanation": {"a": 1}, "fix": ["z"]},
+        ]
+    )
+    assert [(p.text, p.cause, p.fix) for p in out] == [
+        ("x tile spilled. 256 regs/thread; no launch bounds", "256 regs/thread; no launch bounds", None),
+        ("y", None, "z"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        {"pitfall": "Same text", "explanation": "same text."},
+        {"error_type": "OOM", "error_message": "smem overflow", "root_cause": "Smem overflow"},
+    ],
+)
+def test_an_explanation_that_repeats_what_happened_is_no_stated_cause(item):
+    (pit,) = normalise_pitfalls([item])
+    assert pit.cause is None and pit.text.lower().count("overflow" if "OOM" in pit.text else "same text") == 1

@@ -378,3 +378,50 @@ def test_a_step_row_carries_every_field():
         "final": True,
         "review": None,
     }
+
+
+# ---- unit slips ----------------------------------------------------------------------------------
+
+
+def steps_of(rows):
+    return {s.version: s for s in run_ladder(rows)}
+
+
+@pytest.mark.parametrize(
+    "slipped,unit",
+    [(15423.9, "ns"), (0.0154239, "ms")],  # the realistic Helion trace's v4, in ns; and the same written in ms
+)
+def test_a_jump_of_about_a_thousand_with_no_harness_change_is_a_unit_slip(slipped, unit):
+    # the harness's own speedup says the slip was a real 2.4 % win: the reference "moves" x1000 with it
+    rows = [
+        row(0, 20.197, speedup_vs_ref=1.0),
+        row(1, 15.798, speedup_vs_ref=1.2785),
+        row(2, slipped, speedup_vs_ref=1.3095),
+        row(3, 14.721, speedup_vs_ref=1.372),
+    ]
+    steps = steps_of(rows)
+    assert steps["v2"].outcome == "rejected" and f"written in {unit}, not µs" in steps["v2"].reason
+    assert steps["v3"].outcome == "milestone" and steps["v3"].floor_before_us == 15.798  # the floor stayed
+    assert steps["v3"].improve_pct == 6.82 and steps["v3"].final
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [{"harness_files": ["bench/bench_add.py"]}, {"subject": "v2: re-baseline: the harness now reports ns"}],
+)
+def test_a_thousandfold_jump_with_harness_evidence_is_a_rebaseline(evidence):
+    steps = steps_of([row(0, 20.0), row(1, 15.8), row(2, 15423.9, **evidence)])
+    assert steps["v2"].outcome == "rebaseline"
+
+
+@pytest.mark.parametrize("factor", [6.0, 100.0, 400.0, 2500.0])
+def test_jumps_far_from_a_thousand_are_not_unit_slips(factor):
+    # a 6x or 100x step is a kernel's (naive -> coalesced SGEMM); beyond x2 of 1000 is no unit either
+    steps = steps_of([row(0, 1000.0), row(1, 1000.0 / factor)])
+    assert steps["v1"].outcome == "mega" and steps["v1"].review
+
+
+def test_a_thousandfold_win_the_speedup_confirms_is_no_unit_slip():
+    # the reference stayed put (its implied latency 50 ms both times): the kernel really got 1000x faster
+    steps = steps_of([row(0, 50_000.0, speedup_vs_ref=1.0), row(1, 50.0, speedup_vs_ref=1000.0)])
+    assert steps["v1"].outcome == "mega" and steps["v1"].review  # a claim, flagged for review as any big jump

@@ -13,12 +13,13 @@ import subprocess
 
 import pytest
 
+from optrace.ingest.dsl import store_dsl
 from optrace.mine.ladder import CLAIMS
+from optrace.scrub.anonymize import Scrubber, Step
 from tests.realistic.test_realistic import Mined, mine_trace, norm
 from tests.support import more_traces as mt
 
 PACKETS = "packets: #26 (claims helper) passes the step to the scrubber"
-UPSTREAM = "ingest/ladder: #26 part B (traces helper)"
 NAMES = list(mt.BUILDERS)
 
 
@@ -83,13 +84,14 @@ def lever_of(m: Mined, start: str) -> dict:
 # ---- ingest ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_the_target_and_the_kernels_dsl(mined, name):
     m, want = one(mined, name)
     meta = work(m, "meta.json")
     assert meta["target"]["product"] == want["product"]
     final = rows(m)[want["final"][0]]
     assert meta["default_dsl"] == final["dsl"] == want["dsl"]
+    assert {r["scope"]["dsl"] for r in m.segments} == {store_dsl(want["dsl"])}  # the store's name for it
 
 
 def test_a_helion_traces_autotune_rows_join_and_name_its_kernel(mined):
@@ -99,14 +101,13 @@ def test_a_helion_traces_autotune_rows_join_and_name_its_kernel(mined):
     assert {r["hardware"] for r in tuned} == {"NVIDIA H100"}
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM, fp8_gemm_b200=UPSTREAM, swiglu_h20=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_the_harness_is_the_one_the_trace_names(mined, name):
     m, want = one(mined, name)
     assert work(m, "meta.json")["harness"] == want["harness"]
     assert {p["agent_facing"]["operator"]["harness"] for p, _ in m.packets.values()} == {want["harness"]}
 
 
-@pytest.mark.xfail(strict=True, reason=UPSTREAM)
 def test_a_latin1_commit_body_is_decoded(mined):
     m, want = one(mined, "helion_add")
     version, phrase = want["latin1"]
@@ -116,7 +117,6 @@ def test_a_latin1_commit_body_is_decoded(mined):
     assert not any("\ufffd" in json.dumps(p) for p, _ in m.packets.values())
 
 
-@pytest.mark.xfail(strict=True, reason=UPSTREAM)
 def test_subject_line_fields_are_parsed(mined):
     m, want = one(mined, "helion_add")
     for version, fields in want["subject_fields"].items():
@@ -126,7 +126,7 @@ def test_subject_line_fields_are_parsed(mined):
         assert got.get("note") == fields.get("note")
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM, fp8_gemm_b200=UPSTREAM, swiglu_h20=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_a_pitfall_keeps_its_stated_cause_apart(mined, name):
     m, want = one(mined, name)
     pits = [p for r in rows(m).values() for p in r["pitfalls"]]
@@ -150,7 +150,7 @@ def test_the_real_sm100_capture_is_the_baselines_and_usable(mined):
 # ---- the ladder ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_every_milestone_with_its_exact_gain_vs_the_floor_it_beat(mined, name):
     m, want = one(mined, name)
     claims = {v: (s["outcome"], s["improve_pct"]) for v, s in m.steps.items() if s["outcome"] in CLAIMS}
@@ -162,14 +162,13 @@ def test_every_milestone_with_its_exact_gain_vs_the_floor_it_beat(mined, name):
     assert not any(s["outcome"] == "rebaseline" for s in m.steps.values())
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_rejected_versions_and_the_final_kernel(mined, name):
     m, want = one(mined, name)
     assert {v for v, s in m.steps.items() if s["outcome"] == "rejected"} == want["rejected"]
     assert [v for v, s in m.steps.items() if s["final"]] == [want["final"][0]]
 
 
-@pytest.mark.xfail(strict=True, reason=UPSTREAM)
 def test_a_unit_slip_is_rejected_and_the_floor_stays(mined):
     m, want = one(mined, "helion_add")
     slip = m.steps[want["unit_slip"]]
@@ -206,7 +205,7 @@ def test_a_lever_segment_carries_the_cause_its_trace_states(mined, name):
             assert cause in (seg["lever"]["cause"] or ""), seg["lever"]
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_a_claim_after_floor_only_steps_is_measured_against_the_floor_it_beat(mined, name):
     m, want = one(mined, name)
     for version, (_, gain) in want["claims"].items():
@@ -219,7 +218,7 @@ def test_a_claim_after_floor_only_steps_is_measured_against_the_floor_it_beat(mi
 # ---- the drafter -------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_a_causal_mechanism_in_every_strategy_whose_trace_states_one(mined, name):
     m, want = one(mined, name)
     by_version = strategies(m)
@@ -228,7 +227,7 @@ def test_a_causal_mechanism_in_every_strategy_whose_trace_states_one(mined, name
         assert record is not None and norm(cause) in norm(record["payload"]["mechanism"]), version
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_an_anti_strategy_for_every_failed_lever_with_a_stated_cause_and_none_without(mined, name):
     m, want = one(mined, name)
     for start, cause in want["failed_levers"].items():
@@ -239,7 +238,7 @@ def test_an_anti_strategy_for_every_failed_lever_with_a_stated_cause_and_none_wi
             assert norm(cause) in norm(record["payload"]["established_fact"]["mechanism"]), start
 
 
-@pytest.mark.parametrize("name", traces(helion_add=UPSTREAM, swiglu_h20=UPSTREAM))
+@pytest.mark.parametrize("name", NAMES)
 def test_an_anti_strategy_for_every_curated_pitfall_with_a_stated_cause_and_none_without(mined, name):
     m, want = one(mined, name)
     for start, cause in want["pitfalls"].items():
@@ -304,3 +303,18 @@ def test_the_final_kernel_is_the_traces_code_and_every_replacement_is_true(mined
     for ref, phrase in refs.items():
         expected = expected.replace(f"# {ref}: ", f"# {phrase}: ")
     assert code.rstrip("\n") == expected.rstrip("\n")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_scrubber_keeps_the_final_kernel_verbatim_and_every_version_word_true(mined, name):
+    """The scrubber's half of the test above, whatever packets pass it: the final kernel scrubbed as its
+    own step differs from the trace's only where a comment names a version, and there says how that
+    version relates to the final step (the expected file's words, read from the trace)."""
+    m, want = one(mined, name)
+    version, _ = want["final"]
+    source = kernel_at(m.results.parent / mt.LABELS[name], rows(m)[version]["sha"])
+    expected = source
+    for ref, phrase in want["version_refs"][version].items():
+        expected = expected.replace(f"# {ref}: ", f"# {phrase}: ")
+    assert expected != source  # the final kernel names versions: the test reads real replacements
+    assert Scrubber().code(source, want["dsl"], step=Step(int(version[1:]))) == expected

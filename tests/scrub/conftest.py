@@ -1,6 +1,7 @@
 import pytest
 
-from optrace.scrub import leak_patterns
+from optrace.scrub.denylist import compile_denylist
+from optrace.scrub.folding import _compat_char, _fold_char
 
 
 @pytest.fixture(autouse=True)
@@ -9,5 +10,5 @@ def fresh_denylists():
     compiled lists are shared (`compile_denylist`), so without this a test may read an earlier test's
     answer instead of computing its own (mutation testing forks after a first run and would then call
     a broken matcher fine; docs/mutation.md)."""
-    for cached in (leak_patterns.compile_denylist, leak_patterns._fold_char, leak_patterns._compat_char):
+    for cached in (compile_denylist, _fold_char, _compat_char):
         cached.cache_clear()

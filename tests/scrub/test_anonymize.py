@@ -5,6 +5,7 @@ anonymization gate would report, and to carry no denylisted term in any case.
 """
 
 import json
+import os
 
 import pytest
 
@@ -85,12 +86,12 @@ PROSE = [
         "v3_rerun confirmed it, as did v0_baseline",
         "a re-measurement confirmed it, as did a re-measurement",
     ),
-    ("list of versions", "as in v3, v5 and v7", "as in earlier steps"),
-    ("range of versions", "from v3 to v5 the time fell", "from earlier steps the time fell"),
+    ("list of versions", "as in v3, v5 and v7", "as in several steps"),
+    ("range of versions", "from v3 to v5 the time fell", "from a step to a later one the time fell"),
     (
         "single version, article repaired",
         "The v12 kernel spilled; a v9 idea",
-        "An earlier step kernel spilled; an earlier step idea",
+        "A step's kernel spilled; a step's idea",
     ),
     (
         "vector widths stay",
@@ -104,13 +105,13 @@ PROSE = [
         "17.9 us -> 14.6 us (+18.6%) with BLOCK=8192, 1.662843e-02 error, 4096x4096, 12345678",
     ),
     ("software versions stay", "Triton v3.1 and CUDA 12.4", "Triton v3.1 and CUDA 12.4"),
-    ("abbreviated version", "as ver. 7 showed", "as an earlier step showed"),
-    ("abbreviated version in capitals", "as VER. 7 showed", "as an earlier step showed"),
-    ("a version after V100", "V100 beat v7 there", "V100 beat an earlier step there"),
-    ("an id and a spelled-out version", "v3, then version 5", "an earlier step, then an earlier step"),
-    ("versions in capitals", "VERSIONS 3 AND 5 regressed", "earlier steps regressed"),
-    ("a list keeps its `the`", "the v3 and v5 kernels", "the earlier steps kernels"),
-    ("a list drops its `a`", "a v3 and v5 kernel", "earlier steps kernel"),
+    ("abbreviated version", "as ver. 7 showed", "as a step showed"),
+    ("abbreviated version in capitals", "as VER. 7 showed", "as a step showed"),
+    ("a version after V100", "V100 beat v7 there", "V100 beat a step there"),
+    ("an id and a spelled-out version", "v3, then version 5", "a step, then a step"),
+    ("versions in capitals", "VERSIONS 3 AND 5 regressed", "several steps regressed"),
+    ("a list drops its `the` where it would not read", "the v3 and v5 kernels", "several steps' kernels"),
+    ("a list drops its `a`", "a v3 and v5 kernel", "several steps' kernel"),
     ("12 hex digits are a commit, 13 an identifier", "abcdef123456 and abcdef1234567", "a commit and an identifier"),
     ("file URL", "see file:///home/bob/x now", "see a local path now"),
     ("a path glued to a non-ASCII word", "in caf\u00e9/home/bob/x", "in a local path"),
@@ -123,7 +124,7 @@ PROSE = [
     (
         "everything at once",
         f"v5: on {HOST}, /home/alice/x and abc1234 beat v3",
-        "on a private identifier, a local path and a commit beat an earlier step",
+        "on a private identifier, a local path and a commit beat a step",
     ),
 ]
 
@@ -222,28 +223,28 @@ CODE = [
         "C block comment and string",
         "cuda",
         '/* v3 */ printf("v3 done\\n");',
-        '/* an earlier step */ printf("an earlier step done\\n");',
+        '/* a step */ printf("a step done\\n");',
     ),
     (
         "denylisted host in a comment",
         "gluon",
         f"n = 4  # tuned on {HOST}\n",
-        "n = 4  # tuned on a private identifier\n",
+        "n = 4  # tuned on redacted\n",
     ),
-    ("denylisted host in a string, mixed case", "any", 'HOST = "GPU-NODE7"\n', 'HOST = "a private identifier"\n'),
-    ("layout of comments kept", "cutedsl", "x = 1  #  aligned   v3\n", "x = 1  #  aligned   an earlier step\n"),
+    ("denylisted host in a string, mixed case", "any", 'HOST = "GPU-NODE7"\n', 'HOST = "REDACTED"\n'),
+    ("layout of comments kept", "cutedsl", "x = 1  #  aligned   v3\n", "x = 1  #  aligned   a step\n"),
     ("identifiers are code", "triton", "v3 = kernel_opt_3_x // 2\n", "v3 = kernel_opt_3_x // 2\n"),
     (
         "load_inline: CUDA in strings is prose, Python // is code",
         "cuda",
         'from torch.utils.cpp_extension import load_inline\nsrc = """// v3 from /home/alice\n"""\nn = a // b  # v3\n',
-        'from torch.utils.cpp_extension import load_inline\nsrc = """// an earlier step from a local path\n"""\nn = a // b  # an earlier step\n',
+        'from torch.utils.cpp_extension import load_inline\nsrc = """// a step from a local path\n"""\nn = a // b  # a step\n',
     ),
     (
         "CUDA diff hunk showing no Python: # lines read too",
         "cuda",
         "@@ -7,2 +7,2 @@\n-    # tried v3 tile\n+    n = a // b\n",
-        "@@ -7,2 +7,2 @@\n-    # tried an earlier step tile\n+    n = a // b\n",
+        "@@ -7,2 +7,2 @@\n-    # tried a step's tile\n+    n = a // b\n",
     ),
 ]
 
@@ -370,13 +371,16 @@ def test_scrub_check_without_paths(capsys):
     [
         ("gone.txt", None, "file not found"),
         ("latin1.txt", b"caf\xe9\n", "not UTF-8 text"),
-        ("adir.txt", "dir", "cannot be read (Is a directory)"),
+        ("adir.txt", "dir", "not a regular file; not read"),
+        ("fifo.txt", "fifo", "not a regular file; not read"),  # refused, never waited on
     ],
 )
 def test_scrub_check_unreadable_text_file(tmp_path, capsys, name, content, problem):
     path = tmp_path / name
     if content == "dir":
         path.mkdir()
+    elif content == "fifo":
+        os.mkfifo(path)
     elif content is not None:
         path.write_bytes(content)
     assert cli.main(["scrub-check", str(path)]) == 2

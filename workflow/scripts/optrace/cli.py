@@ -38,7 +38,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("check-store", "optrace.publish.check_store", "run the store's own gates on any store directory"),
     ("gate", "optrace.admit.gate", "admission into a live store: match, commit insert|confirm|conflict, commit-all"),
     ("make-schema", "optrace.gates.make_schema", "build or check the opt-trace-1.0 profile schema from its patch list"),
-    ("scrub-check", "optrace.scrub.anonymize", "report what would still leak from already-scrubbed files"),
+    ("scrub-check", "optrace.scrub.check", "report what would still leak from already-scrubbed files"),
     ("sheet", "optrace.run.sheet", "check a trace sheet and list the slug of each trace"),
     ("example-trace", "optrace.example.embedded", "build the embedded example trace from its packaged sources"),
 )

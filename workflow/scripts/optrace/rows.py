@@ -36,6 +36,19 @@ class QualityGate(TypedDict):
 class PitfallRow(TypedDict):
     text: str
     fix: str | None
+    cause: str | None
+    lesson: str | None
+
+
+class SubjectFieldsRow(TypedDict):
+    """A subject line field by field (`ingest.grammar.subject_fields`)."""
+
+    perf: list[list]  # [value, unit] pairs
+    claimed_pct: float | None
+    latency_us: list[float] | None  # a latency arrow's before and after
+    change: str | None
+    bottleneck: str | None
+    note: str | None
 
 
 class OpenDirection(TypedDict):
@@ -61,6 +74,7 @@ class VersionRow(TypedDict):
     parent: str | None
     date: str | None
     subject: str | None
+    subject_fields: SubjectFieldsRow
     body: str | None
     verdict: Verdict
     verdict_basis: str

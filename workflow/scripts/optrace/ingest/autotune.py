@@ -12,18 +12,28 @@ the report with its reason; a malformed or older-format file is reported, never 
 from __future__ import annotations
 
 import argparse
-import ast
-import csv
-import hashlib
-import io
-import json
-import math
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from optrace.errors import InputError
+from optrace.ingest.autotune_csv import (
+    STARTED,
+    CsvRow,
+    Problem,
+    compact_config,
+    config_from_repr,
+    config_id_of,
+    parse_csv,
+)
+from optrace.ingest.autotune_meta import (
+    MetaRecord,
+    Run,
+    RunContext,
+    Tampered,
+    merge_runs,
+    parse_meta,
+)
 from optrace.ingest.trace_files import TraceFiles, WorkTreeFiles
 from optrace.jsonio import write_json, write_jsonl
 
@@ -31,37 +41,6 @@ AUTOTUNE_DIR = "autotune"
 # A long search legitimately writes tens of MB of CSV (one config repr per row, two rows per config),
 # more than the default per-file cap meant for memory and profile files.
 READ_CAP = 256 * 1024 * 1024
-
-LEAN_HEADER = ["run_id", "timestamp_s", "config_id", "generation", "status", "perf_ms", "compile_time_s", "config"]
-SOURCES_HEADER = ["run_id", "timestamp_s", "config_id", "generation", "status", "source_hash"]
-# Column names of every header Helion has written (#1095, #2699, #2737, #2770, #3229): a first line
-# that uses none of them is data, i.e. the file has no header at all.
-KNOWN_COLUMNS = frozenset(LEAN_HEADER + SOURCES_HEADER + ["kernel_id", "sample_id", "config_index", "decorator"])
-
-FEASIBLE = frozenset({"ok", "deduplicated"})
-INFEASIBLE = frozenset({"error", "timeout", "peer_compilation_fail"})
-STARTED = "started"
-RESULT_STATUSES = FEASIBLE | INFEASIBLE
-
-RUN_ID = re.compile(r"[0-9a-f]{64}")
-CONFIG_ID = re.compile(r"[0-9a-f]{16}")
-# Identity fields of a meta record that a row needs; all are strings in the merged format.
-CONTEXT_KEYS = ("kernel_name", "input_shapes", "dtypes", "hardware")
-# The settings Helion hashes into run_id (Helion's `_CODEGEN_SETTINGS`).
-CODEGEN_SETTINGS = (
-    "allow_warp_specialize",
-    "backend",
-    "debug_dtype_asserts",
-    "dot_precision",
-    "fast_math",
-    "index_dtype",
-    "pallas_collective_id",
-    "pallas_interpret",
-    "pallas_topk_recall_target",
-    "persistent_reserved_sms",
-    "static_shapes",
-    "triton_do_not_specialize",
-)
 
 EXCLUSION_REASONS = (
     "malformed",
@@ -71,47 +50,6 @@ EXCLUSION_REASONS = (
     "config_not_in_meta",
     "deduplicated_unresolved",
 )
-
-
-# ---------------------------------------------------------------- ids
-
-
-def compact_config(config: dict) -> str:
-    """The exact string Helion hashes into config_id (`canonical_config_id`), so it doubles as the
-    row's compact config: a consumer can re-verify `sha256(config)[:16] == config_id`."""
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
-
-def config_id_of(config: dict) -> str:
-    return hashlib.sha256(compact_config(config).encode("utf-8")).hexdigest()[:16]
-
-
-def codegen_signature(settings: dict) -> str:
-    """Helion's `codegen_signature`: `name=str(value)` over the sorted codegen settings (missing = None);
-    JSON-decoded values print as Python's did (True, None, 0.99)."""
-    return ", ".join(f"{name}={settings.get(name)}" for name in CODEGEN_SETTINGS)
-
-
-def config_from_repr(text: str) -> dict | None:
-    """The CSV `config` cell is `str(Config)` = `Config(k=repr(v), ...)`; the values are JSON types,
-    so each is a Python literal. None when the cell is not of that shape (then it cannot vouch for
-    the row's config_id, and the row relies on the meta map alone)."""
-    try:
-        node = ast.parse(text, mode="eval").body
-    except SyntaxError:
-        return None
-    if not (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "Config"
-        and not node.args
-        and all(k.arg for k in node.keywords)
-    ):
-        return None
-    try:
-        return {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-    except (ValueError, SyntaxError):
-        return None
 
 
 # ---------------------------------------------------------------- finding the files
@@ -141,237 +79,6 @@ def find_autotune_sets(files: TraceFiles) -> list[AutotuneSet]:
         meta = meta_path_for(path)
         sets.append(AutotuneSet(path, meta if meta in present else None))
     return sorted(sets, key=lambda s: s.csv)
-
-
-# ---------------------------------------------------------------- the CSV
-
-
-@dataclass(frozen=True)
-class Problem:
-    where: str  # `path:line`
-    problem: str
-
-
-@dataclass(frozen=True)
-class CsvRow:
-    where: str
-    run_id: str  # "" when the writing sink had no metadata
-    config_id: str
-    generation: int
-    status: str
-    perf_ms: float | None
-    compile_time_s: float | None
-    config_text: str
-
-
-@dataclass
-class ParsedCsv:
-    unjoinable: str | None = None  # why the whole file cannot be joined
-    rows: list[CsvRow] = field(default_factory=list)
-    malformed: list[Problem] = field(default_factory=list)
-
-
-def unjoinable_header(first: list[str]) -> str | None:
-    """None for the merged (#2770) header; otherwise why this file's rows cannot be joined."""
-    if first == LEAN_HEADER:
-        return None
-    cells = [c.strip() for c in first]
-    if cells == LEAN_HEADER:
-        return "header cells carry whitespace; not the merged format as written"
-    if cells[:2] == ["kernel_id", "sample_id"]:
-        return "pre-#2770 header (kernel_id, sample_id, …): rows carry no run_id"
-    if cells[:2] == ["timestamp_s", "config_index"]:
-        return "pre-#2699 header (timestamp_s, config_index, …): rows carry no ids"
-    if cells[:3] == ["run_id", "kernel_id", "sample_id"]:
-        return "header of the never-merged #2737 format (run_id, kernel_id, sample_id, …)"
-    if cells == SOURCES_HEADER:
-        return "a .sources.csv dedup sidecar, not a results CSV"
-    if not KNOWN_COLUMNS.intersection(cells):
-        return "no header row: the column layout is not stated, so no cell can be trusted"
-    return "unrecognised header: " + ",".join(cells)[:200]
-
-
-def _number(cell: str, what: str) -> float | None:
-    if cell == "":
-        return None
-    try:
-        value = float(cell)
-    except ValueError:
-        raise ValueError(f"{what} {cell!r} is not a number") from None
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{what} {cell!r} is not a finite non-negative number")
-    return value
-
-
-def parse_row(where: str, cells: list[str]) -> CsvRow:
-    """One data row of the merged format; ValueError names what is wrong."""
-    if len(cells) != len(LEAN_HEADER):
-        raise ValueError(f"{len(cells)} cells, expected {len(LEAN_HEADER)}")
-    run_id, timestamp, config_id, generation, status, perf, compile_time, config_text = cells
-    if run_id and not RUN_ID.fullmatch(run_id):
-        raise ValueError(f"run_id {run_id[:80]!r} is not 64 lowercase hex")
-    if not CONFIG_ID.fullmatch(config_id):
-        raise ValueError(f"config_id {config_id[:80]!r} is not 16 lowercase hex")
-    if not (generation.isascii() and generation.isdigit()):
-        raise ValueError(f"generation {generation[:80]!r} is not a non-negative integer")
-    if status != STARTED and status not in RESULT_STATUSES:
-        raise ValueError(f"status {status[:80]!r} is not one Helion writes")
-    _number(timestamp, "timestamp_s")
-    perf_ms = _number(perf, "perf_ms")
-    if status in INFEASIBLE and perf_ms is not None:
-        raise ValueError(f"status {status} with a perf_ms (Helion writes perf only for successes)")
-    if status == "ok" and perf_ms is None:
-        raise ValueError("status ok without a perf_ms")
-    if perf_ms == 0:
-        raise ValueError("perf_ms 0.000000 is not a measurement")
-    return CsvRow(
-        where, run_id, config_id, int(generation), status, perf_ms, _number(compile_time, "compile_time_s"), config_text
-    )
-
-
-def parse_csv(path: str, text: str) -> ParsedCsv:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        first = next(reader, None)
-        if first is None:
-            return ParsedCsv(unjoinable="empty file: no header")
-        reason = unjoinable_header(first)
-        if reason is not None:
-            return ParsedCsv(unjoinable=reason)
-        out = ParsedCsv()
-        for cells in reader:
-            if not cells:
-                continue  # blank line
-            where = f"{path}:{reader.line_num}"
-            try:
-                out.rows.append(parse_row(where, cells))
-            except ValueError as exc:
-                out.malformed.append(Problem(where, str(exc)))
-        return out
-    except csv.Error as exc:
-        # An unterminated quote swallows the rest of the file into one field (hence also the field
-        # size limit): where the damage starts is not knowable, so no row of it is trusted.
-        return ParsedCsv(unjoinable=f"not parseable as CSV at line {reader.line_num}: {exc}")
-
-
-# ---------------------------------------------------------------- the meta sidecar
-
-
-@dataclass(frozen=True)
-class Tampered:
-    where: str
-    stated: str
-    recomputed: str  # the id the config actually hashes to
-
-    def to_json(self) -> dict:
-        return {"where": self.where, "stated": self.stated, "recomputed": self.recomputed}
-
-
-@dataclass(frozen=True)
-class RunContext:
-    """What a row needs from its run and cannot get anywhere else: run_id is a one-way hash of these."""
-
-    kernel_name: str
-    input_shapes: str
-    dtypes: str
-    hardware: str
-    backend: str | None  # settings.backend, the codegen target (triton, pallas, cute, …)
-    # Not written to autotune.jsonl (one copy per run is enough); the dataset's kernel table reads them.
-    kernel_source: str = ""
-    codegen: str = ""  # codegen_signature(settings)
-
-
-@dataclass(frozen=True)
-class MetaRecord:
-    where: str
-    run_id: str
-    context: RunContext
-    configs: dict[str, dict]  # only entries whose id recomputes from their config
-    tampered: list[Tampered]  # the entries that did not
-
-
-@dataclass
-class ParsedMeta:
-    records: list[MetaRecord] = field(default_factory=list)
-    malformed: list[Problem] = field(default_factory=list)
-
-
-def parse_meta_record(where: str, rec: object) -> MetaRecord:
-    if not isinstance(rec, dict):
-        raise ValueError("not a JSON object")
-    run_id = rec.get("run_id")
-    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
-        raise ValueError("run_id is not 64 lowercase hex")
-    for key in (*CONTEXT_KEYS, "kernel_source"):
-        if not isinstance(rec.get(key), str):
-            raise ValueError(f"{key} is not a string")
-    settings = rec.get("settings")
-    if not isinstance(settings, dict):
-        raise ValueError("settings is not an object")
-    backend = settings.get("backend")
-    if backend is not None and not isinstance(backend, str):
-        raise ValueError("settings.backend is not a string")
-    configs = rec.get("configs")
-    if not isinstance(configs, dict):
-        raise ValueError("configs is not an object")
-    kept, tampered = {}, []
-    for stated, config in configs.items():
-        if not isinstance(config, dict):
-            raise ValueError(f"configs[{stated[:40]!r}] is not an object")
-        actual = config_id_of(config)
-        # The union across records is lossless only because ids are content-addressed; an entry
-        # whose key is not its content's hash would poison every row that names that key.
-        if stated == actual:
-            kept[stated] = config
-        else:
-            tampered.append(Tampered(f"{where}: configs", stated, actual))
-    context = RunContext(
-        **{k: rec[k] for k in CONTEXT_KEYS},
-        backend=backend,
-        kernel_source=rec["kernel_source"],
-        codegen=codegen_signature(settings),
-    )
-    return MetaRecord(where, run_id, context, kept, tampered)
-
-
-def parse_meta(path: str, text: str) -> ParsedMeta:
-    out = ParsedMeta()
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            out.records.append(parse_meta_record(where, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            out.malformed.append(Problem(where, f"not valid JSON ({exc.msg})"))
-        except ValueError as exc:
-            out.malformed.append(Problem(where, f"meta record skipped: {exc}"))
-        except RecursionError:  # a hostile line nested past the parser's depth
-            out.malformed.append(Problem(where, "not valid JSON (nested too deeply)"))
-    return out
-
-
-@dataclass(frozen=True)
-class Run:
-    context: RunContext
-    configs: dict[str, dict]
-    tampered_ids: set[str]  # stated and recomputed ids of dropped entries, to name why a row fails
-
-
-def merge_runs(records: list[MetaRecord]) -> tuple[dict[str, Run], list[str]]:
-    """One run per run_id with the union of its records' configs (run_id recurs across re-runs,
-    processes and best-of-k). Context comes from the first record; records of one run_id that
-    disagree on it (impossible for genuine records: those fields are hashed into run_id) are named."""
-    runs: dict[str, Run] = {}
-    conflicts: set[str] = set()
-    for rec in records:
-        run = runs.setdefault(rec.run_id, Run(rec.context, {}, set()))
-        if rec.context != run.context:
-            conflicts.add(rec.run_id)
-        for cid, config in rec.configs.items():
-            run.configs.setdefault(cid, config)
-        run.tampered_ids.update(i for t in rec.tampered for i in (t.stated, t.recomputed))
-    return runs, sorted(conflicts)
 
 
 # ---------------------------------------------------------------- the join

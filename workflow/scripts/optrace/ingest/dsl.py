@@ -1,4 +1,8 @@
-"""Which DSL a kernel source is written in, from its code (comments are not code)."""
+"""Which DSL a kernel source is written in, from its code (comments are not code), and the store's name for it.
+
+Ingest labels a kernel by what it is written in (a Helion kernel is `helion`, as its autotune rows are);
+a record's scope uses the store's DSL vocabulary, which has no Helion: `store_dsl` maps it.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ _PATTERNS = [
             r"\bimport\s+cutlass\b|\bfrom\s+cutlass\b[\w.]*\s+import\b|\bcutlass\.cute\b|@cute\.(?:jit|kernel)\b", re.I
         ),
     ),
+    ("helion", re.compile(r"\bimport\s+helion\b|\bfrom\s+helion\b|@helion\.kernel\b")),
     ("flydsl", re.compile(r"\bimport\s+flydsl\b|\bfrom\s+flydsl\b")),
     ("aiter", re.compile(r"\bimport\s+aiter\b|\bfrom\s+aiter\b")),
     ("cuda", re.compile(r"\bload_inline\b|__global__|\bcpp_extension\b|\bhipcc\b")),
@@ -88,3 +93,13 @@ def detect_dsl(source: str | bytes | None) -> str:
         source = source[:SCAN_BYTES].decode("utf-8", errors="replace")
     # successive kernels share their imports: the cache makes a long trace cost one regex pass per header
     return _dsl_of(revealing_lines(source[:SCAN_BYTES]))
+
+
+# DSLs the store's scope vocabulary lacks -> the store DSL that holds their records. Helion lowers to
+# Triton (the `backend` of its autotune settings), and its kernels are Python that a Triton reader reads.
+STORE_DSL = {"helion": "triton"}
+
+
+def store_dsl(dsl: str) -> str:
+    """The store's DSL for a kernel labelled `dsl` by `detect_dsl` (itself when the store has it)."""
+    return STORE_DSL.get(dsl, dsl)

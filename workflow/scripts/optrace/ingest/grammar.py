@@ -34,9 +34,16 @@ NO_CHANGE_RE = re.compile(
     r"|\bno actionable lever\b|\bno improvement\b",
     re.I,
 )
+# `blocked` and `unavailable` are status words only where a status stands (the subject's last word, alone
+# in brackets, after a machine noun, `blocked on the sandbox`); elsewhere they are English ("the blocked
+# persistent grid", "the fast path is unavailable for bf16").
+_STATUS = r"(?:blocked|unavailable|down)"
+_MACHINE = r"(?:gpus?|machines?|nodes?|hosts?|runners?|devices?|sandbox(?:es)?|clusters?|queues?|quota)"
 INFRA_RE = re.compile(
-    r"\binfra(?:structure)?\b|\bsandbox\b|\boutage\b|\bblocked\b|\bnot_run\b|\bunavailable\b"
-    r"|\bno_gpu\b|\bmachine_down\b",
+    r"\binfra(?:structure)?\b|\bsandbox\b|\boutage\b|\bnot_run\b|\bno_gpu\b|\bmachine_down\b"
+    rf"|\b{_MACHINE}[ \t]+(?:(?:is|was|were|are)[ \t]+)?{_STATUS}\b"
+    rf"|\bblocked[ \t]+(?:on|by)[ \t]+(?:the[ \t]+)?{_MACHINE}\b"
+    r"|\((?:[ \t]*)(?:blocked|unavailable)[ \t]*\)|\b(?:blocked|unavailable)[ \t]*$",
     re.I,
 )
 MIN_DEADEND_ITEM_CHARS = 4
@@ -152,3 +159,157 @@ def has_no_change(text: str) -> bool:
 
 def has_infra(text: str) -> bool:
     return bool(INFRA_RE.search(text or ""))
+
+
+# ---- the fields of a subject line --------------------------------------------------------------
+
+_NUMBER = r"[+-]?(?:\d{1,3}(?:,\d{3})+|\d{1,12})(?:\.\d{1,12})?"  # 8474.7, 8,474.7
+# `3389.8 GB/s`, `150 TFLOPS`, `59.1 us`: one measurement field of a skill-era subject (before its `|`)
+_PERF_FIELD = re.compile(rf"({_NUMBER})[ \t]*(GFLOPS|TFLOPS|GFLOP/s|TFLOP/s|GB/s|TB/s|GiB/s|us|µs|μs|ms|ns|x)", re.I)
+_PERF_SPLIT = re.compile(r"\s+/\s+|\s*,\s+|,(?!\d{3})")  # a field list, not a number's thousands
+_LATENCY_UNIT = r"(us|µs|μs|ms|ns)"
+_TO_US = {"us": 1.0, "µs": 1.0, "μs": 1.0, "ms": 1000.0, "ns": 0.001}
+# `59.6->59.1us (-0.7%)`, `1.2 ms → 900 us`: the latency before and after (tried at every number, so that
+# `tile 128 → 59.6 µs → 57.0 µs` finds the pair with units), and the delta it states
+_LATENCY = re.compile(
+    rf"(?=(\d{{1,12}}(?:\.\d{{1,12}})?)[ \t]{{0,3}}(?:{_LATENCY_UNIT}[ \t]{{0,3}})?(?:->|→|=>)[ \t]{{0,3}}"
+    rf"(\d{{1,12}}(?:\.\d{{1,12}})?)[ \t]{{0,3}}{_LATENCY_UNIT}\b((?:[ \t]{{0,3}}\([ \t]{{0,3}}[+-]?\d{{1,6}}(?:\.\d{{1,6}})?"
+    rf"[ \t]{{0,3}}%[ \t]{{0,3}}\))?))",
+    re.I,
+)
+_PREFIX = re.compile(rf"^\s*[vV]{NUM}\s*:\s*")
+_DEADEND_SUFFIX = re.compile(r"\s*[—–-]+\s*dead-end recorded\s*$", re.I)
+_CLAIMED = re.compile(r"^committed\b\s*(?:\(\s*([+-]?\d{1,6}(?:\.\d{1,6})?)\s*%[^()]*\))?\s*", re.I)
+# `(+3.2% geomean improvement)`, `(+3.2%)`: a gain the subject states, wherever it stands
+_STATED_GAIN = re.compile(
+    r"\(\s*([+-]?\d{1,6}(?:\.\d{1,6})?)\s*%\s*(?:(?:geomean|geo-mean|mean)\s+)?(?:improvement|speed-?up|faster|gain)?\s*\)",
+    re.I,
+)
+_REVERTED = re.compile(r"^(?:reverted|revert\s+[vV]\d{1,9})\b\s*", re.I)
+_BOTTLENECK = re.compile(r"\(\s*bottleneck\s*(?::|-|–|—)\s*", re.I)
+_TRAILING_VERDICT = re.compile(r"\s*\bcommitted\s*$", re.I)  # `<change> (bottleneck: ...) committed (+2.1%)`
+_DANGLING = " \t-—–:;,>→="  # what a removed field leaves at the change's ends (`tiled load -> `)
+
+
+def _closing_bracket(text: str) -> int | None:
+    """Start of the bracketed group that ends `text` (`... (a (b) c)`), found by one backward scan."""
+    end = text.rstrip()
+    if not end.endswith(")"):
+        return None
+    depth = 0
+    for i in range(len(end) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(end[i], 0)
+        if depth == 0:
+            return i
+    return None
+
+
+def _group_end(text: str, start: int) -> int | None:
+    """End (past the `)`) of the bracketed group opening at `start`, by one forward scan."""
+    depth = 0
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return i + 1
+    return None
+
+
+def _unit(unit: str) -> str:
+    return "us" if unit.lower() in ("us", "µs", "μs") else unit.lower()
+
+
+def _latency(text: str) -> tuple[tuple[float, float], tuple[int, int]] | None:
+    """(before, after) in µs of a latency arrow in `text`, and where it stands: the first whose number
+    before the arrow has a unit, else the first."""
+    # a match inside a number (`9.6->` of `59.6->`) is no number of its own
+    found = [m for m in _LATENCY.finditer(text) if m.start() == 0 or text[m.start() - 1] not in ".0123456789"]
+    if not found:
+        return None
+    m = next((m for m in found if m.group(2)), found[0])
+    unit_after = m.group(4).lower()
+    before = float(m.group(1)) * _TO_US[(m.group(2) or unit_after).lower()]
+    after = float(m.group(3)) * _TO_US[unit_after]
+    return (round(before, 6), round(after, 6)), (m.start(), _match_end(m))
+
+
+def _match_end(m: re.Match[str]) -> int:
+    """End of a lookahead match: where its last group ends."""
+    return max(m.end(i) for i in range(1, 6) if m.group(i) is not None)
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", ""))
+
+
+@dataclass(frozen=True)
+class SubjectFields:
+    """What a subject line states, field by field, instead of the line pasted whole."""
+
+    perf: tuple[tuple[float, str], ...] = ()  # measurements before a `|`: (value, unit)
+    claimed_pct: float | None = None  # `committed (+3.2%)`, `(+3.2% geomean improvement)`
+    latency_us: tuple[float, float] | None = None  # `59.6->59.1us`: before and after, in µs
+    change: str | None = None  # what the version changed, in the subject's words
+    bottleneck: str | None = None  # `(bottleneck: ...)`
+    note: str | None = None  # any other closing bracket: a revert's reason, "within noise"
+
+    def to_json(self) -> dict:
+        return {
+            "perf": [[v, u] for v, u in self.perf],
+            "claimed_pct": self.claimed_pct,
+            "latency_us": list(self.latency_us) if self.latency_us else None,
+            "change": self.change,
+            "bottleneck": self.bottleneck,
+            "note": self.note,
+        }
+
+
+def _perf(text: str) -> tuple[list[tuple[float, str]], str]:
+    """Measurements before a `|` and the text after it; none when anything before the `|` is not one."""
+    if "|" not in text:
+        return [], text
+    head, rest = text.split("|", 1)
+    fields = [f for f in _PERF_SPLIT.split(head.strip()) if f]
+    matched = [_PERF_FIELD.fullmatch(f) for f in fields]
+    if not (fields and all(matched)):
+        return [], text
+    return [(_number(m.group(1)), m.group(2)) for m in matched if m], rest.strip()
+
+
+def _cut(text: str, start: int, end: int) -> str:
+    return f"{text[:start].rstrip(_DANGLING)} {text[end:].lstrip(_DANGLING)}".strip()
+
+
+def subject_fields(subject: str) -> SubjectFields:
+    """The fields of any era's subject: `V7: 15971.7 GFLOPS | 2D blocktiling (bottleneck: ...)`,
+    `v4: committed (+3.2%) <change>`, `v4: <change> -> 59.6->59.1us (-0.7%)`, `v7: reverted (<why>) —
+    dead-end recorded`, `V5: revert V4 (<why>)`. Grammar-only subjects (promote, long-horizon outcome,
+    pin, dead-end list) have no change."""
+    if PROMOTE_RE.match(subject) or LH_OUTCOME_RE.match(subject) or PIN_RE.match(subject):
+        return SubjectFields()
+    if not VERSION_RE.match(subject):
+        return SubjectFields()
+    perf, text = _perf(_DEADEND_SUFFIX.sub("", _PREFIX.sub("", subject, count=1)).strip())
+    claimed, reverted = None, False
+    if m := _CLAIMED.match(text):
+        claimed = float(m.group(1)) if m.group(1) else None
+        text = text[m.end() :]
+    elif m := _REVERTED.match(text):
+        reverted, text = True, text[m.end() :]
+    latency = None
+    if found := _latency(text):
+        latency, (start, end) = found
+        text = _cut(text, start, end)
+    elif claimed is not None and (found := _latency(subject)):
+        latency = found[0]  # stated inside the claim's bracket: `committed (+2.3%, 59.6->58.2us)`
+    bottleneck = note = None
+    if (b := _BOTTLENECK.search(text)) and (close := _group_end(text, b.start())) is not None:
+        bottleneck = text[b.end() : close - 1].strip() or None
+        text = _cut(text, b.start(), close)
+    if claimed is None and (m := _STATED_GAIN.search(text)):
+        claimed = float(m.group(1))
+        text = _cut(text, m.start(), m.end())
+    if (opening := _closing_bracket(text)) is not None:
+        note = text.rstrip()[opening + 1 : -1].strip() or None
+        text = text[:opening]
+    change = _TRAILING_VERDICT.sub("", text).strip(_DANGLING) or None
+    return SubjectFields(tuple(perf), claimed, latency, None if reverted else change, bottleneck, note)

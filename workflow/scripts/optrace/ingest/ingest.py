@@ -17,6 +17,7 @@ from optrace.ingest import grammar
 from optrace.ingest.autotune import ingest_autotune
 from optrace.ingest.captures import ProfileCapture, ignored_profile_dirs, scan_profiles
 from optrace.ingest.dsl import detect_dsl
+from optrace.ingest.encoding import MAX_MESSAGE_BYTES, REPLACEMENT, commit_message, garbled
 from optrace.ingest.git_history import KERNEL_FILE, REGULAR_MODES, Commit, History, open_trace
 from optrace.ingest.hardware import (
     HardwareTable,
@@ -145,6 +146,29 @@ def read_kernels(history: History, blobs: set[str]) -> tuple[dict[str, str], dic
     return dsl, unusable
 
 
+def redecode_messages(history: History, commits: list[Commit]) -> tuple[list[Commit], list[str]]:
+    """Commits whose message did not decode as UTF-8, read again from their objects and decoded by the
+    declared or detected encoding (`optrace.ingest.encoding`); one warning per such commit."""
+    bad = [c.sha for c in commits if garbled(c.subject) or garbled(c.body)]
+    if not bad:
+        return commits, []
+    warnings, fixed = [], {}
+    by_sha = {c.sha: c for c in commits}  # one look-up per commit: a hostile trace may garble them all
+    for sha, raw in history.read_blobs(bad, MAX_MESSAGE_BYTES + 64 * 1024):
+        msg = commit_message(raw) if raw is not None else None
+        commit = by_sha[sha]
+        if msg is not None and msg.encoding == "utf-8":
+            continue  # UTF-8 after all: the message itself holds U+FFFD, as git log gave it
+        if msg is None or msg.encoding is None:
+            # left out: the subject keeps what decoded (its grammar still names the version), the body goes
+            fixed[sha] = replace(commit, subject=commit.subject.replace(REPLACEMENT, ""), body="")
+            warnings.append(f"commit {sha[:12]}: message is not text in UTF-8, Windows-1252 or Latin-1; body left out")
+        else:
+            fixed[sha] = replace(commit, subject=msg.subject, body=msg.body)
+            warnings.append(f"commit {sha[:12]}: message decoded as {msg.encoding} (not UTF-8)")
+    return [fixed.get(c.sha, c) for c in commits], warnings
+
+
 def drop_unusable_kernels(rows: list[dict], commits: list[Commit], unusable: dict[str, str]) -> list[str]:
     """Versions whose kernel.py is not source text get no kernel blob (no DSL from it, no diff); one
     warning per cause. Returns the warnings."""
@@ -212,6 +236,7 @@ def build_rows(
                 "parent": commit.parent if commit else None,
                 "date": commit.date if commit else None,
                 "subject": commit.subject if commit else None,
+                "subject_fields": grammar.subject_fields(commit.subject if commit else "").to_json(),
                 "body": commit.body if commit else None,
                 "verdict": verdict,
                 "verdict_basis": basis,
@@ -230,7 +255,9 @@ def build_rows(
                 "no_change": grammar.has_no_change(subject_text),
                 "infrastructure": grammar.has_infra(subject_text),
                 "deadend_items": list(dict.fromkeys(i for cl in claims for i in cl.deadend_items)),
-                "pitfalls": [{"text": p.text, "fix": p.fix} for p in rec.pitfalls] if rec else [],
+                "pitfalls": [{"text": p.text, "fix": p.fix, "cause": p.cause, "lesson": p.lesson} for p in rec.pitfalls]
+                if rec
+                else [],
                 "open_directions": list(rec.open_directions) if rec else [],
                 "action_category": rec.action_category if rec else None,
                 "action_description": rec.action_description if rec else None,
@@ -278,13 +305,21 @@ def resolve_target(meta: Metadata, over: Overrides, table: HardwareTable, trace:
 
 
 def harness_of(meta: Metadata, over: Overrides) -> str:
+    """The harness as the trace names it: the user's word, the README's `- harness:` line; else what the
+    benchmark files say (dialect, config.json's runs). A step record's `measurement_source` names how a
+    number was taken (`abba_verification`), not the harness."""
     if over.harness:
         return over.harness
-    if meta.dialect == "sol-execbench":
-        return "SOL-ExecBench harness (atrex test_kernel.py)"
-    if meta.dialect == "flashinfer-bench":
-        return "FlashInfer-Bench evaluator"
-    return "the trace's own benchmark harness"
+    if meta.harness:
+        return meta.harness
+    name = {"sol-execbench": "SOL-ExecBench harness", "flashinfer-bench": "FlashInfer-Bench evaluator"}.get(
+        meta.dialect or "", "the trace's own benchmark harness"
+    )
+    if meta.timed_runs:
+        warm, timed = meta.timed_runs
+        seed = f" (seed {meta.seed})" if meta.seed is not None else ""
+        return f"{name}, {warm} warm-up and {timed} timed runs{seed}"
+    return name
 
 
 def ingest(
@@ -308,6 +343,7 @@ def ingest(
         commits = trace.history.commits()
         if not commits:
             raise InputError(trace_path, "the repository has no commits")
+        commits, encoding_warnings = redecode_messages(trace.history, commits)
         hist = classify_commits(commits)
         blobs = {c.kernel_blob for c in commits if c.kernel_blob}
         dsl_of_blob, unusable_kernels = read_kernels(trace.history, blobs)
@@ -326,7 +362,7 @@ def ingest(
         ]
         rows, warnings = build_rows(hist, memory.records, captures, dsl_of_blob, default_dsl)
         warnings += drop_unusable_kernels(rows, commits, unusable_kernels)
-        warnings += memory.warnings + meta_in.warnings + hw_warnings
+        warnings += encoding_warnings + memory.warnings + meta_in.warnings + hw_warnings
         warnings += [f"profiles/{d}: not a capture directory name; ignored" for d in ignored_profile_dirs(files)]
         warnings += [
             f"{c.dir}: episode {c.episode} has no version in the history" for c in captures if c.version is None

@@ -20,8 +20,10 @@ VERSION_REF_RE = re.compile(r"^\s*[vV]?(\d{1,9})\s*$")
 
 @dataclass(frozen=True)
 class Pitfall:
-    text: str
+    text: str  # every stated part, joined (what happened, why, the lesson)
     fix: str | None
+    cause: str | None = None  # why it happened, as the record states it (root_cause, explanation, why)
+    lesson: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,12 @@ def _dict(value: object) -> dict:
 
 
 def _str(value: object) -> str | None:
-    if value is None:
+    """A text field's text: a string, a number, or a list of them joined by "; "; an object (or a
+    nested list) is no text, and its Python repr must not become one."""
+    if isinstance(value, list):
+        parts = [_str(v) for v in value if not isinstance(v, (list, dict))]
+        return "; ".join(p for p in parts if p) or None
+    if value is None or isinstance(value, dict):
         return None
     s = str(value).strip()
     return s or None
@@ -195,25 +202,35 @@ def _finite(value: object) -> float | None:
     return x if math.isfinite(x) else None
 
 
+# Keys a pitfall's cause is written under, in the dialects real traces use
+CAUSE_KEYS = ("root_cause", "explanation", "why", "cause")
+
+
 def normalise_pitfalls(items: object) -> list[Pitfall]:
     """Both dialects (`{error_type, error_message, root_cause, fix_applied, lesson}` and
-    `{pitfall, explanation, fix}`), bare strings and nulls, as (text, fix) pairs."""
+    `{pitfall, explanation|why, fix}`), bare strings and nulls: the text of every stated part, the fix,
+    and the stated cause and lesson kept apart (None when the record states none)."""
     out = []
     for item in items if isinstance(items, list) else []:
+        cause = lesson = None
         if isinstance(item, str):
             text, fix = item.strip(), None
         elif isinstance(item, dict):
-            if "pitfall" in item or "explanation" in item:
-                parts = [_str(item.get("pitfall")), _str(item.get("explanation"))]
+            cause = next((c for k in CAUSE_KEYS if (c := _str(item.get(k)))), None)
+            lesson = _str(item.get("lesson"))
+            if "pitfall" in item or "explanation" in item or "why" in item:
+                happened = [_str(item.get("pitfall"))]
                 fix = _str(item.get("fix"))
             else:
-                parts = [_str(item.get(k)) for k in ("error_type", "error_message", "root_cause", "lesson")]
+                happened = [_str(item.get(k)) for k in ("error_type", "error_message")]
                 fix = _str(item.get("fix_applied"))
-            text = ". ".join(_dedupe(p for p in parts if p))
+            if cause and any(h and _same(cause, h) for h in happened):
+                cause = None  # an explanation that repeats what happened states no cause
+            text = ". ".join(_dedupe(p for p in [*happened, cause, lesson] if p))
         else:
             continue
         if text:
-            out.append(Pitfall(text, fix))
+            out.append(Pitfall(text, fix, cause, lesson))
     return out
 
 
@@ -236,11 +253,16 @@ def normalise_experiments(items: object) -> list[dict]:
     return out
 
 
+def _same(a: str, b: str) -> bool:
+    return a.strip().rstrip(".").lower() == b.strip().rstrip(".").lower()
+
+
 def _dedupe(parts):
     seen: list[str] = []
     for p in parts:
+        p = p.rstrip(".")
         if not any(p.lower() in s.lower() for s in seen):
-            seen.append(p.rstrip("."))
+            seen.append(p)
     return seen
 
 

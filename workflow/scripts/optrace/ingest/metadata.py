@@ -9,6 +9,7 @@ hardware table: nothing here guesses.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 from optrace.ingest.trace_files import TraceFiles, read_text
@@ -34,9 +35,15 @@ LANGUAGE_DSL = {
 # Placeholders that name no GPU
 NO_GPU_TOKENS = {"local", "any", "", "none", "unknown"}
 # `[ \t]*`, not `\s*`: at each line start `\s*` would run over all following blank lines (quadratic)
+# A value runs to the line's end, CRLF or not, and is never blank
 README_HW_RE = re.compile(
-    r"^[ \t]*[-*][ \t]*(platform|runtime arch|gpu|hardware)[ \t]*:[ \t]*(.+?)[ \t]*$", re.I | re.M
+    r"^[ \t]*[-*][ \t]*(platform|runtime arch|gpu|hardware)[ \t]*:[ \t]*(\S[^\r\n]*?)[ \t\r]*$", re.I | re.M
 )
+# `- harness: ...` / `- benchmark harness: ...` in the README's Task Context
+README_HARNESS_RE = re.compile(
+    r"^[ \t]*[-*][ \t]*(?:benchmark[ \t]+)?harness[ \t]*:[ \t]*(\S[^\r\n]*?)[ \t\r]*$", re.I | re.M
+)
+MAX_HARNESS_CHARS = 200
 
 
 @dataclass
@@ -50,6 +57,9 @@ class Metadata:
     languages: list[str] = field(default_factory=list)
     dialect: str | None = None  # "flashinfer-bench" | "sol-execbench" (from solution.json)
     hardware_candidates: list[tuple[str, str]] = field(default_factory=list)  # (source, text)
+    harness: str | None = None  # the harness as the trace's README names it
+    timed_runs: tuple[int, int] | None = None  # (warm-up, timed) runs per measurement, from config.json
+    seed: int | None = None
     warnings: list[str] = field(default_factory=list)
 
 
@@ -138,6 +148,17 @@ def read_metadata(files: TraceFiles, workspace_name: str) -> Metadata:
     readme = read_text(files, "README.md", cap=256 * 1024) or ""
     for m in README_HW_RE.finditer(readme):
         meta.hardware_candidates.append((f"README.md '{m.group(1)}:' line", m.group(2)))
+    for named in README_HARNESS_RE.finditer(readme):
+        if harness := harness_name(named.group(1)):
+            meta.harness = harness
+            break
+
+    config = _json(files, "config.json", w)  # SOL-ExecBench: {seed, warmup_runs, iterations, ...}
+    if isinstance(config, dict):
+        warm, timed, seed = (_count(config.get(k)) for k in ("warmup_runs", "iterations", "seed"))
+        if warm is not None and timed is not None:
+            meta.timed_runs = (warm, timed)
+        meta.seed = seed
 
     if isinstance(definition, dict):
         for key in ("target_hardware", "gpu", "hardware"):
@@ -149,6 +170,20 @@ def read_metadata(files: TraceFiles, workspace_name: str) -> Metadata:
     if parts:
         meta.hardware_candidates.append(("workspace name suffix", parts[-1]))
     return meta
+
+
+def harness_name(text: str) -> str | None:
+    """A README's harness value as a name: control and format characters dropped, whitespace collapsed,
+    a code span's backticks or quotes around it removed, at most MAX_HARNESS_CHARS; None if nothing is left."""
+    kept = "".join(
+        " " if c.isspace() else c for c in text if unicodedata.category(c) not in ("Cc", "Cf") or c.isspace()
+    )
+    name = " ".join(kept.split()).strip("`'\" ")
+    return name[:MAX_HARNESS_CHARS].rstrip() or None
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def dsl_from_languages(languages: list[str]) -> str | None:

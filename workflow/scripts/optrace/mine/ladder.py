@@ -7,6 +7,11 @@ the reference re-measured in the same run (`speedup_vs_ref_geomean`) moved with 
 commit changed harness/workload/definition files, or the run's own text says so. It moves the floor
 without a claim. A jump beyond the re-baseline factor with none of these is a claim like any other
 (naive -> coalesced SGEMM, PyTorch wrapper -> fused kernel are real 6x steps), flagged for review.
+A jump of about 10^3 (a factor within UNIT_TOLERANCE of 1000 either way) with no harness evidence
+(files, text) is a unit slip: latencies written in ns or ms instead of µs. The reference's implied
+latency moves by the same factor, so it is no evidence of a harness change here; a reference that
+stayed put (the speedup moved a thousandfold with the latency) says the change is real. The version is
+rejected and the floor stays, so the next real win is measured against the floor it beat.
 "Final" is the surviving version that holds the floor at the end.
 """
 
@@ -22,6 +27,9 @@ CLAIMS = ("milestone", "mega")
 ANCHORS = ("baseline", "rebaseline") + CLAIMS  # what a later claim is measured against and builds on
 # The implied reference latency (geomean x speedup) moving by this factor means the harness changed.
 REFERENCE_MOVE = 1.25
+# A unit slip: the latency moved by about this factor (µs written as ns, or as ms) ...
+UNIT_FACTOR = 1000.0
+UNIT_TOLERANCE = 2.0  # ... within this factor of it (x939 is a slip; a 6x or 100x step is not)
 HARNESS_FILE_RE = re.compile(
     r"^(?:definition\.json|workload\.jsonl|harness/.+|bench(?:mark)?s?/.+|[^/]*bench[^/]*\.(?:py|cu|sh)|test_kernel\.py)$"
 )
@@ -101,6 +109,16 @@ def rejection(row: VersionRow) -> str | None:
     return None
 
 
+def harness_evidence(row: VersionRow) -> str | None:
+    """What says this version's commit changed what is measured: harness files, or the run's own words."""
+    if row.get("harness_files"):
+        return f"its commit changed the harness ({', '.join(row['harness_files'][:3])})"
+    text = " ".join(x for x in (row.get("subject"), row.get("body")) if x)
+    if m := REBASELINE_TEXT_RE.search(text):
+        return f"the run says so ({m.group(0)!r})"
+    return None
+
+
 def rebaseline_evidence(row: VersionRow, floor_row: VersionRow) -> str | None:
     """Why this version's numbers are not comparable with the floor's, or None."""
     geo, floor = row["geomean_us"], floor_row["geomean_us"]
@@ -111,12 +129,26 @@ def rebaseline_evidence(row: VersionRow, floor_row: VersionRow) -> str | None:
         same_way = (moved > 1) == (geo > floor)
         if max(moved, 1 / moved) >= REFERENCE_MOVE and same_way:
             return f"the reference re-measured in the same run moved {_times(moved)} with the latency"
-    if row.get("harness_files"):
-        return f"its commit changed the harness ({', '.join(row['harness_files'][:3])})"
-    text = " ".join(x for x in (row.get("subject"), row.get("body")) if x)
-    if m := REBASELINE_TEXT_RE.search(text):
-        return f"the run says so ({m.group(0)!r})"
-    return None
+    return harness_evidence(row)
+
+
+def unit_slip(row: VersionRow, floor_row: VersionRow) -> str | None:
+    """Why this version's latencies are in the wrong unit, or None: a jump of about 10^3 that nothing of
+    the harness explains."""
+    geo, floor = row["geomean_us"], floor_row["geomean_us"]
+    assert geo is not None and floor is not None
+    ratio = geo / floor
+    jump = max(ratio, 1 / ratio)
+    if not UNIT_FACTOR / UNIT_TOLERANCE <= jump <= UNIT_FACTOR * UNIT_TOLERANCE or harness_evidence(row):
+        return None
+    mine, theirs = row.get("speedup_vs_ref"), floor_row.get("speedup_vs_ref")
+    if mine and theirs and max(moved := (geo * mine) / (floor * theirs), 1 / moved) < REFERENCE_MOVE:
+        return None  # the speedup moved with the latency: a real thousandfold change, in the right unit
+    unit, where = ("ns", "above") if ratio > 1 else ("ms", "below")
+    return (
+        f"unit slip: latencies {jump:.0f}x {where} the floor's with no harness change (written in {unit}, "
+        "not µs); the floor stays"
+    )
 
 
 def _times(ratio: float) -> str:
@@ -139,6 +171,9 @@ def run_ladder(rows: list[VersionRow], t: Thresholds = Thresholds()) -> list[Ste
             best, best_row, holder = geo, row, len(steps) - 1
             continue
         assert geo is not None and best_row is not None  # rejection() refuses a version without a number
+        if slip := unit_slip(row, best_row):
+            steps.append(Step(row["version"], row["n"], "rejected", slip, geo, None, best))
+            continue
         improve = round((best - geo) / best * 100.0, 2)
         evidence = rebaseline_evidence(row, best_row)
         if evidence:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from optrace.facts import causal_sentences, pitfall_about, precheck, stated_cause
+from optrace.ingest.dsl import store_dsl
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
 from optrace.mine.evidence import lever_parts
 from optrace.mine.ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
@@ -209,7 +210,8 @@ def _common(
     anchor: str,
     text: str,
 ) -> SegmentRow:
-    record_id, episode_key = seg_identity(ctx, id_kind, row["dsl"], technique, anchor, text)
+    dsl = store_dsl(row["dsl"])  # the scope's vocabulary (a Helion kernel's records are filed under triton)
+    record_id, episode_key = seg_identity(ctx, id_kind, dsl, technique, anchor, text)
     return {
         "seg_id": seg_id,
         "record_type": record_type,
@@ -225,7 +227,7 @@ def _common(
             "vendor": ctx.vendor,
             "arch": ctx.arch,
             "product": ctx.product,
-            "dsl": row["dsl"],
+            "dsl": dsl,
             "operator_family": ctx.operator_slug,
         },
         "workload_family": ctx.workload_family,
