@@ -225,10 +225,10 @@ def _says_passed(ws: set[str]) -> bool:
     return bool(ws & PASS_WORDS) or bool(ws & MATCH_WORDS and ws & CHECK_NOUNS)
 
 
-def _says_it_passed_the_check(ws: set[str]) -> bool:
-    """A cited sentence that supports "passed": a pass (or match) word about the check ("the build passes
-    -D..." is no correctness check)."""
-    return bool(ws & (PASS_WORDS | MATCH_WORDS) and ws & CHECK_NOUNS)
+def _backs_pass(ws: set[str], theirs: set[str]) -> bool:
+    """A cited text that backs the claim's pass: the claim's own pass (or match) word, and where the claim
+    speaks of the check, the check too ("the build passes -D..." backs no "passed the correctness check")."""
+    return bool(ws & (PASS_WORDS | MATCH_WORDS) & theirs) and (not ws & CHECK_NOUNS or bool(theirs & CHECK_NOUNS))
 
 
 def correctness(text: str, cited: Cited) -> list[str]:
@@ -245,7 +245,7 @@ def correctness(text: str, cited: Cited) -> list[str]:
         and not (type(err) in (int, float) and err == 0)
     ):
         out.append(f"says exact, but the packet's max_abs_err is {err!r}")
-    if _says_passed(ws) and not any(_says_it_passed_the_check(t) for t in theirs) and status != "PASS":
+    if _says_passed(ws) and not any(_backs_pass(ws, t) for t in theirs) and status != "PASS":
         out.append(f"says it passed, but the packet's correctness status is {status!r}")
     if ws & FAIL_WORDS and not any(ws & FAIL_WORDS & t for t in theirs) and (status is None or status == "PASS"):
         out.append(f"says it failed, but the packet's correctness status is {status!r}")
