@@ -1,9 +1,8 @@
 """Three more realistic traces (tests/support/more_traces.py), mined end to end and checked against what a
 kernel engineer reading each trace files (its EXPECTED, written by reading the trace, not by running this).
 
-Ingest, ladder and partition facts are the pipeline's to get right. Assertions on what the drafter (and
-the packets and partition it reads) make of the trace's own words are marked `xfail(strict=True)` on
-exactly the traces where they fail today, naming the owner; they turn green as #26's parts land.
+Ingest, ladder and partition facts, and what the drafter (and the packets and partition it reads) make of
+the trace's own words, hold on every trace (the strict xfails that named #26's owners are gone: they pass).
 """
 
 from __future__ import annotations
@@ -19,16 +18,7 @@ from optrace.scrub.anonymize import Scrubber, Step
 from tests.realistic.test_realistic import Mined, mine_trace, norm
 from tests.support import more_traces as mt
 
-PACKETS = "packets: #26 (claims helper) passes the step to the scrubber"
 NAMES = list(mt.BUILDERS)
-
-
-def traces(**failing: str) -> list:
-    """Every trace as a parameter; those named fail today for the reason given (strict xfail)."""
-    return [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=failing[name])) if name in failing else name
-        for name in NAMES
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +279,7 @@ def kernel_at(trace_dir, sha: str) -> str:
     ).stdout
 
 
-@pytest.mark.parametrize("name", traces(helion_add=PACKETS, fp8_gemm_b200=PACKETS, swiglu_h20=PACKETS))
+@pytest.mark.parametrize("name", NAMES)
 def test_the_final_kernel_is_the_traces_code_and_every_replacement_is_true(mined, name):
     m, want = one(mined, name)
     version, core = want["final"]

@@ -36,7 +36,7 @@ from optrace.rows import (
     read_segments,
     read_versions,
 )
-from optrace.scrub.anonymize import Scrubber, ShapeLabels, json_strings
+from optrace.scrub.anonymize import Scrubber, ShapeLabels, Step, json_strings
 from optrace.scrub.leak_patterns import add_denylist_argument
 from optrace.wording import overlap
 
@@ -339,7 +339,8 @@ class PacketBuilder:
             code, suffix = self.kernel(row["kernel_blob"])[:MAX_KERNEL_CHARS], ".py"
         if code is not None:
             assert suffix is not None  # set with the code
-            code = self.scrub.code(code, dsl)
+            # its comments' version words true of this step (a diff's, or the kernel's, own version)
+            code = self.scrub.code(code, dsl, step=Step(row["n"]))
             agent["code_file"] = seg["seg_id"] + suffix
         items, fields = evidence_items(agent, seg["seg_kind"])
         agent["evidence"] = items
