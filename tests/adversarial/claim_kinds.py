@@ -57,6 +57,8 @@ from tests.adversarial.claim_attacks import (
     wrong_lever_cause,
 )
 
+from tests.adversarial.redteam_kinds import RED  # noqa: E402  (the red-team pass's classes)
+
 # --- the planted kinds ------------------------------------------------------------------------------
 
 F1 = [
@@ -792,4 +794,4 @@ F7 = [
     ),
 ]
 
-CASES = F1 + F2 + F3 + F4 + F5 + F6 + F7
+CASES = F1 + F2 + F3 + F4 + F5 + F6 + F7 + RED

@@ -21,6 +21,7 @@ differs is left over.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
@@ -50,10 +51,15 @@ _WORD = re.compile(r"[a-z0-9]+")
 _NOT_CONTRACTED = re.compile(r"n['’]t\b")
 
 
+def folded(text: str) -> str:
+    """NFKC-folded and lower-cased, "doesn't" as "does not", "cannot" as "can not" (a full-width "ｎｏｔ"
+    reads as "not": the reader sees what a reader of the rendered text sees)."""
+    return _NOT_CONTRACTED.sub(" not", unicodedata.normalize("NFKC", text).lower()).replace("cannot", "can not")
+
+
 def words(text: str) -> list[str]:
-    """Lower-case words; "doesn't" reads as "does not", "cannot" as "can not"."""
-    lowered = _NOT_CONTRACTED.sub(" not", text.lower()).replace("cannot", "can not")
-    return _WORD.findall(lowered)
+    """Lower-case words of the folded text."""
+    return _WORD.findall(folded(text))
 
 
 # forms a suffix rule gets wrong, as the stem the regular forms of the word get
@@ -235,7 +241,9 @@ NOT_KEPT = frozenset(["reverted", "discarded", "abandoned", "rejected", "undone"
 # words that are a verdict only when they say what happened to the change ("the change was dropped", not
 # "occupancy dropped"): one of STEP_WORDS within the three words before them
 MAYBE_KEPT = frozenset(["stayed", "remained", "survived", "shipped"])
-MAYBE_NOT_KEPT = frozenset(["dropped", "removed", "reversed", "withdrawn", "scrapped", "shelved", "ditched", "dumped"])
+MAYBE_NOT_KEPT = frozenset(
+    ["dropped", "removed", "reversed", "withdrawn", "scrapped", "shelved", "ditched", "dumped", "eliminated", "deleted"]
+)
 STEP_WORDS = frozenset(["change", "step", "lever", "attempt", "version", "edit", "commit", "patch", "it"])
 SCOPE = stemmed(
     """
@@ -358,10 +366,10 @@ def read(text: str) -> Reading:
     word after it in its clause ("is not faster", "does not fit", "no gain", "never reaches", "instead of
     fp32"): the word the negated predicate turns on, not every word to the clause's end."""
     tokens: list[Token] = []
-    lowered = _NOT_CONTRACTED.sub(" not", text.lower()).replace("cannot", "can not")
-    clause = 0
-    for part in CLAUSE_BREAK.split(lowered):
-        pending = False
+    clause, pending = 0, False
+    for part in CLAUSE_BREAK.split(folded(text)):
+        # a negation with nothing left to govern in its clause ("is not, in this run, faster") governs the
+        # next clause's first content word: a break never turns a negated predicate into an asserted one
         ws = _WORD.findall(part)
         for i, w in enumerate(ws):
             st = stem(w)

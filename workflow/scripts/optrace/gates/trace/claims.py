@@ -77,7 +77,8 @@ LEVER_FIELDS = re.compile(
     r"^payload\.(?:root_cause|observed|would_retry_if|hypothesis|established_fact\.[\w.]+)(?:\[\d+\])?$"
 )
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
-STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
+STATED_CAUSE_KINDS = {"cause"}
+RULED_OUT_BY = {"cause", "lever-cause", "observed", "gate-verdict"}  # a stated-cause field; a bracket beside a lever is judged by its structure
 ALL_KINDS = None  # any kind may back the field
 _OWN = {
     "correctness", "change", "subject", "body", "experiment", "expected-impact", "evidence-summary", "stated-bottleneck", "category",
@@ -107,8 +108,15 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^payload\.mechanism$", ("strategy",), _OWN | {"conclusion", "parent-conclusion"}),
         (r"^payload\.attempted$", None, {"lever", "change", "subject"}),
         (r"^payload\.lesson$", None, _CAUSE | {"direction", "segment"}),
-        (r"^payload\.(?:root_cause|hypothesis|would_retry_if|observed)$", None, _CAUSE),
-        (r"^payload\.established_fact\.", None, _CAUSE | {"segment"}),
+        # what was observed is what happened, not the advice to fix it
+        (r"^payload\.observed$", None, _CAUSE - {"fix", "pitfall-fix"}),
+        (r"^payload\.(?:root_cause|hypothesis|would_retry_if)$", None, _CAUSE),
+        # a fact's cause rests on what the trace states, never on the pipeline's own description of the segment
+        # (its condition may name the segment's identity)
+        (r"^payload\.established_fact\.condition\.", None, _CAUSE | {"segment"}),
+        (r"^payload\.established_fact\.", None, _CAUSE),
+        # an open map of this step's configuration says what the step itself did
+        (r"^payload\.(?:config|problem\.shape_contract)\.", None, {"change", "subject", "body", "experiment", "operator"}),
         (r"^payload\.applies_when\[\d+\]$", None, _OWN | _PARENT),
         (
             r"^retrieval\.technique_tags\[\d+\]$",
@@ -212,6 +220,12 @@ class PacketClaims:
         }
 
     @cached_property
+    def foreign_words(self) -> frozenset[str]:
+        """The packet's own words in letters outside ASCII (a "µs", a name the trace spells so)."""
+        texts = [s for _, s in claim_strings(self.agent)]
+        return frozenset(w for t in texts for w in rules.foreign_words(t))
+
+    @cached_property
     def levers_sharing_prose(self) -> list[tuple[str, frozenset[str], float]]:
         """(lever, its words, how many a text must hold to name it) of the other failed levers of its
         version (the packets manifest's shares_prose_with)."""
@@ -296,6 +310,22 @@ def cited_of(*parts: object) -> rules.Cited:
     return rules.Cited(*parts)  # type: ignore[arg-type]
 
 
+def restates_what_rules_it_out(says: str, cites: list[str], pc: PacketClaims) -> bool:
+    """A retry condition asserting (negating nothing it asserts) what a cited cause states, word for word or nearly
+    (four fifths of its content words one such item's): the cause that rules the lever out is no condition
+    under which to retry it."""
+    r = read(says)
+    mine = {t.canon for t in r.tokens if t.negated}
+    for c in cites:
+        item = pc.items.get(c, {})
+        if item.get("kind") in RULED_OUT_BY and isinstance(item.get("text"), str) and r.content:
+            theirs = read(item["text"])
+            same_sense = mine <= {t.canon for t in theirs.tokens if t.negated}  # negates nothing the cause asserts
+            if same_sense and len(r.content & theirs.content) >= 0.8 * len(r.content):
+                return True
+    return False
+
+
 ENTRY_KEYS = frozenset({"says", "cites", "slots"})
 BLOCK_KEYS = frozenset({"packet", "fields"})
 
@@ -329,6 +359,8 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
     else:
         resolved = tuple(sorted((token, name, resolve(pc.agent, name)) for token, name in slots.items()))
         problems = list(said_against(field, says, resolved, cited, pc.exact, str(record_type), stated))
+    if where == "payload.would_retry_if" and restates_what_rules_it_out(says, cites, pc):
+        problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
     if pc.lever is not None and LEVER_FIELDS.match(where):
         # one version's prose about several levers (its subject or body names the other too): the
         # sentence about another lever is not this one's, whatever it cites (a pitfall of the version is
@@ -362,6 +394,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     pc = PacketClaims(ev)
     strings = dict(claim_strings(record))
     for path, text in strings.items():
+        out += [f"{rel}: {path}: {p}" for p in rules.look_alikes(text, pc.foreign_words)]
         entries = fields.get(path)
         if not isinstance(entries, list) or not entries:
             out.append(f"{rel}: {path}: {collapsed(text)[:60]!r} cites no evidence (no claim for it)")
