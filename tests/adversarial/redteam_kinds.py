@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from tests.adversarial.claim_attacks import CLM, A, Case, S, add, has, setto
+from tests.adversarial.claim_attacks import CLM, VERB, A, Case, S, add, added_lines, has, has_diff, setto
 
 # Latin letters spelt with look-alikes of other scripts (Armenian, Cyrillic, Greek) and full width
 NOT_LOOKALIKE = "\u0578\u043et"  # renders "not"
@@ -30,6 +30,23 @@ def _so_swapped(text: str, c) -> str:
     m = re.search(r"([^.]*?), so ([^.]*)\.", text)
     assert m
     return text.replace(m.group(0), f"{m.group(2)}, which is why {m.group(1)[0].lower()}{m.group(1)[1:]}.")
+
+
+_BRACE = re.compile(r"^\+[\s{}()\[\];,:]*$")
+_NOTE = re.compile(r"^\+\s*(?:#|//)")
+
+
+def _plus_lines(rx: re.Pattern):
+    """The diff's `+` lines of one sort (braces alone, comments alone): whole lines of the diff, in order,
+    that implement nothing."""
+    return lambda c: [ln for ln in added_lines(c) if rx.match(ln)]
+
+
+def _snippet(rx: re.Pattern):
+    def mutate(r, c):
+        r["payload"]["implementation"]["snippet"] = "\n".join(_plus_lines(rx)(c)[:2])
+
+    return mutate
 
 
 def _win(c) -> bool:
@@ -116,5 +133,21 @@ RED = [
         ),
         (CLM,),
         _has_item("pitfall-fix"),
+    ),
+    Case(
+        "6 a strategy snippet of braces alone",
+        6,
+        S,
+        _snippet(_BRACE),
+        (VERB,),
+        lambda c: has_diff(c) and bool(_plus_lines(_BRACE)(c)),
+    ),
+    Case(
+        "6 a strategy snippet of comments alone",
+        6,
+        S,
+        _snippet(_NOTE),
+        (VERB,),
+        lambda c: has_diff(c) and bool(_plus_lines(_NOTE)(c)),
     ),
 ]

@@ -12,7 +12,7 @@ diff marker and short invented lines all passed.
 
 What the quoted code is (optrace.kernelcode reads it the drafter's way):
 - a diff's snippet is mostly the step's own additions: of its changed lines that carry code (a `+` or
-  `-` line with only white space carries none), at least half are `+` lines -- or, for a diff that
+  `-` line with only white space, a brace or a comment carries none), at least half are `+` lines -- or, for a diff that
   removes more than it adds, at least the diff's own share -- so removed lines with one short `+` line,
   or context with a blank `+` line, are not what the step implemented;
 - a source snippet is the whole kernel: every line of the span of its core kernel function, or the
@@ -62,12 +62,22 @@ def first_unquoted(snippet: str, code: str) -> tuple[int, str, str] | None:
     return None
 
 
+_COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*)")
+_CODE_CHAR = re.compile(r"\w")
+
+
+def carries_code(text: str) -> bool:
+    """A line with a word of code: not white space, a brace or bracket alone, nor a comment alone."""
+    return bool(_CODE_CHAR.search(text)) and not _COMMENT.match(text)
+
+
 def changed_lines(code: str, mark: str) -> list[str]:
-    """The `+` (or `-`) lines that carry code: not a file header, not white space alone."""
+    """The `+` (or `-`) lines that carry code: not a file header, not white space, punctuation or a
+    comment alone (a `+}` or a `+ # note` implements nothing)."""
     return [
         line
         for line in code.splitlines()
-        if line.startswith(mark) and not line.startswith(mark * 3) and line[1:].strip()
+        if line.startswith(mark) and not line.startswith(mark * 3) and carries_code(line[1:])
     ]
 
 
@@ -77,7 +87,7 @@ def diff_problem(snippet: str, code: str) -> str | None:
     s_added, s_removed = len(changed_lines(snippet, "+")), len(changed_lines(snippet, "-"))
     if added and not s_added:
         return "quotes none of the lines this step added (a blank `+` line adds nothing)"
-    if not added and not s_removed:
+    if not added and removed and not s_removed:
         return "quotes none of the lines this step removed"
     share = min(0.5, added / (added + removed)) if added else 0.0
     if s_added < share * (s_added + s_removed):
