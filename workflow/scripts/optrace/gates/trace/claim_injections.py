@@ -21,6 +21,7 @@ from optrace.gates.trace.planting import (
     measured_gain,
     restate,
 )
+from optrace.gates.trace.verbatim import carries_code
 from optrace.kernelcode import Span, kernel_functions
 
 
@@ -158,6 +159,28 @@ def _body_as_dispatch(p: Planted) -> None:
     p.record["payload"]["implementation"]["dispatch_snippet"] = "\n".join(lines[span.start + 1 : span.end][:6])
 
 
+def _cause_item(p: Planted) -> dict | None:
+    items = p.evidence.packet.agent_facing.get("evidence") or []
+    return next((i for i in items if i.get("kind") == "cause" and isinstance(i.get("text"), str)), None)
+
+
+def _retry_on_its_cause(p: Planted) -> None:
+    item = _cause_item(p)
+    assert item is not None  # applies only where the packet states a cause
+    p.record["payload"]["would_retry_if"] = item["text"]
+    claims_of(p.record)["fields"]["payload.would_retry_if"] = [{"says": item["text"], "cites": [item["id"]]}]
+
+
+def _brace_lines(p: Planted) -> list[str]:
+    """The diff's added lines that implement nothing (a brace, a bracket or a comment alone)."""
+    code = p.evidence.packet.code or ""
+    return [ln for ln in code.splitlines() if ln.startswith("+") and not ln.startswith("+++") and ln[1:].strip() and not carries_code(ln[1:])]
+
+
+def _snippet_of_braces(p: Planted) -> None:
+    p.record["payload"]["implementation"]["snippet"] = _brace_lines(p)[0]
+
+
 CLAIM_INJECTIONS = (
     TraceInjection(
         "claims",
@@ -243,6 +266,30 @@ CLAIM_INJECTIONS = (
     ),
     TraceInjection("verbatim", "core_kernel_name a host helper", _with_host_helper, _helper_as_core),
     TraceInjection("verbatim", "a dispatch snippet of the kernel's body", _kernel_source, _body_as_dispatch),
+    TraceInjection(
+        "claims",
+        "a negation in look-alike letters",
+        any_record,
+        restate("payload.goal", lambda t: f"{t} It is \u0578\u043et faster."),
+    ),
+    TraceInjection(
+        "claims",
+        "a negation a clause break cuts off its predicate",
+        measured_gain,
+        restate("payload.goal", lambda t: f"{t} The kernel is not, in this run, faster than the floor."),
+    ),
+    TraceInjection(
+        "claims",
+        "a retry condition restating the cause that rules the lever out",
+        lambda p: is_anti(p) and _cause_item(p) is not None,
+        _retry_on_its_cause,
+    ),
+    TraceInjection(
+        "verbatim",
+        "a diff snippet of lines that implement nothing",
+        lambda p: is_strategy(p) and (p.evidence.packet.code_file or "").endswith(".diff") and bool(_brace_lines(p)),
+        _snippet_of_braces,
+    ),
     TraceInjection(
         "structured-facts",
         "times tried inflated",
