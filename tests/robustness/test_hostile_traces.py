@@ -141,6 +141,8 @@ def test_dotgit_symlink_is_not_followed(tmp_path):
 def test_gitdir_file_pointing_nowhere(tmp_path):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / ".git").write_text("gitdir: /nonexistent/x\n")
+    fails(tmp_path / "t", tmp_path, "`.git` (a `gitdir:` file) points outside the trace (/nonexistent/x)")
+    (tmp_path / "t" / ".git").write_text("gitdir: .repo/x\n")  # inside the trace, but absent
     fails(tmp_path / "t", tmp_path, "which is not a directory")
 
 
@@ -153,7 +155,9 @@ def test_head_garbage(tmp_path):
 def test_head_on_unborn_branch(tmp_path):
     good(tmp_path / "t")
     (tmp_path / "t" / ".git" / "HEAD").write_text("ref: refs/heads/never\n")
-    fails(tmp_path / "t", tmp_path, "the repository has no commits")
+    fails(
+        tmp_path / "t", tmp_path, "HEAD names refs/heads/never, which has no commits, while branch main holds commits"
+    )
 
 
 def test_head_fifo_does_not_block(tmp_path):
