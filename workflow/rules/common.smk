@@ -170,7 +170,8 @@ def guarded(wildcards, output):
     outs = " ".join(shell_quote(o) for o in output)
     meta = shell_quote(work(f"{wildcards.slug}/meta.json"))
     label = shell_quote(TRACES[wildcards.slug].label)
-    return f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label {label} --outputs {outs} --"
+    # `--label=<value>`: a label such as `-h` or `--outputs` is a value, never an option (#28)
+    return f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label={label} --outputs {outs} --"
 
 
 @job_function
@@ -212,8 +213,8 @@ def trace_fingerprint(wildcards):
 @job_function
 def ingest_args(wildcards):
     t = TRACES[wildcards.slug]
-    args = [f"--label {shell_quote(t.label)}"]
-    args += [f"--{k} {shell_quote(v)}" for k, v in sorted(t.overrides.items())]
+    args = [f"--label={shell_quote(t.label)}"]  # `=`: a value that starts with `-` stays a value
+    args += [f"--{k}={shell_quote(v)}" for k, v in sorted(t.overrides.items())]
     return " ".join(args)
 
 

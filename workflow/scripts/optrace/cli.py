@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from optrace import __version__
 from optrace.errors import InputError
+from optrace.printable import escape_standard_streams
 
 # (command, module exposing main(argv: list[str]) -> int, one-line description). Adding a command is
 # one line here.
@@ -57,7 +58,9 @@ def usage() -> str:
 
 
 def run_main(main: Callable[[list[str]], int | None], argv: list[str]) -> int:
-    """Run a stage's main with the project's error contract."""
+    """Run a stage's main with the project's error contract; what it prints has control characters
+    escaped (trace names and text reach every command's output)."""
+    escape_standard_streams()
     try:
         return int(main(argv) or 0)
     except InputError as exc:

@@ -16,6 +16,7 @@ from typing import Any
 
 from optrace.gates import SUMMARY_SCHEMA
 from optrace.jsonio import bytes_or_none, load_or_none
+from optrace.printable import escape_controls
 
 MAX_REASON_CHARS = 300
 
@@ -231,9 +232,9 @@ def _where(label: str, path: Path, stale_before: float = 0.0) -> str:
 
 
 def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
-    """The text a user sees at the end of a run. `exits_because`: why a failing record makes this run
-    exit 1 ("strict: true", the `validate` target), empty when it does not; `need_records`: having no
-    record at all does too."""
+    """The text a user sees at the end of a run. `exits_because`: why a failed trace or a failing record
+    makes this run exit 1 ("strict: true", the `validate` target), empty when it does not;
+    `need_records`: having no record at all does too."""
     width = max([len(t.slug) for t in summary.traces] + [5])
     out = ["", "Run summary", ""]
     for t in summary.traces:
@@ -270,6 +271,12 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
     ]
     if summary.failed_traces:
         out.append("  fix or drop each failed trace and re-run: only what is stale runs again")
+        n = len(summary.failed_traces)
+        out.append(
+            f"  this run exits 1 because {n} trace(s) failed ({exits_because})"
+            if exits_because
+            else "  strict is off: failed traces do not change the exit status (`--config strict=true` makes them exit 1)"
+        )
     if summary.failed_records:
         out.append(
             "  failing records are listed per gate in the validation summary; fix them and run `snakemake validate`"
@@ -284,14 +291,15 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
             "  no records to validate: distill first (`snakemake distill`), or write records into "
             "results/distilled/<slug>/; this run exits 1"
         )
-    return "\n".join(out) + "\n"
+    return escape_controls("\n".join(out), keep_layout=True) + "\n"  # slugs are safe; paths and log lines are not
 
 
 def exit_status(summary: RunSummary, exits_because: str, need_records: bool) -> int:
-    """1 when a failing record must fail the run; `need_records`: having no record at all fails too
-    (the `validate` target: there is nothing to have validated)."""
+    """1 when a failed trace or a failing record must fail the run (a CI job gating on a sheet run must
+    not pass while traces failed); `need_records`: having no record at all fails too (the `validate`
+    target: there is nothing to have validated)."""
     if not exits_because:
         return 0
-    if summary.failed_records:
+    if summary.failed_traces or summary.failed_records:
         return 1
     return 1 if need_records and not summary.records else 0
