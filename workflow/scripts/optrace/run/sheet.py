@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from optrace.errors import InputError
+from optrace.ingest.gitdir import locate_gitdir, resolve_head
 from optrace.ingest.trace_files import MAX_WALK_DEPTH, read_small_file
 from optrace.printable import escape_controls
 from optrace.run.configcheck import trace_problem
@@ -57,10 +58,11 @@ class TraceEntry:
 NEUTRAL_ALPHABET = "ghjkmnpqrstvwxyz"
 
 
-def neutral_label(path: str) -> str:
-    """A name that says nothing about the trace: a hash of its path, spelled in non-hex letters."""
+def neutral_label(path: str, kind: str = "trace") -> str:
+    """A name that says nothing about what it names: `<kind>-` and a hash of `path`, spelled in
+    non-hex letters."""
     digest = hashlib.sha256(str(path).encode()).digest()
-    return "trace-" + "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:10])
+    return f"{kind}-" + "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:10])
 
 
 def safe_label(label: str, path: str, denied: Denylist | None, fallback: str | None = None) -> tuple[str, str | None]:
@@ -81,7 +83,12 @@ def entry_for_path(path: str, hardware: str = "", denylist: tuple[str, ...] = ()
     p = Path(path)
     label, note = safe_label(p.stem if p.suffix == ".bundle" else p.name, path, denylist_pattern(denylist))
     return TraceEntry(  # absolute: a path such as `-h` must never reach a command line as an option
-        label, os.path.abspath(path), trace_slug(label), {"product": hardware} if hardware else {}, where="config trace", note=note
+        label,
+        os.path.abspath(path),
+        trace_slug(label),
+        {"product": hardware} if hardware else {},
+        where="config trace",
+        note=note,
     )
 
 
@@ -253,38 +260,14 @@ def _stat_into(h: hashlib._Hash, base: Path, path: Path) -> None:
     h.update(f"{path.relative_to(base)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
 
 
-def _small_text(path: Path, cap: int = 64 * 1024) -> str | None:
-    data, _ = read_small_file(path, cap)
-    return None if data is None else data.decode("utf-8", "replace")
-
-
 def head_sha(repo: Path) -> str:
-    """Read HEAD without spawning git: .git/HEAD -> loose ref or packed-refs (each lstat-checked first)."""
-    gitdir = repo / ".git"
-    text = _small_text(gitdir)
-    if text is not None:  # worktree: "gitdir: <path>"
-        gitdir = (repo / text.split(":", 1)[-1].strip()).resolve()
-    head = _small_text(gitdir / "HEAD")
-    if head is None:
+    """HEAD's commit without spawning git, as ingest finds it (optrace.ingest.gitdir: lstat before any
+    open, nothing outside the trace); "unborn", or "no-head" when ingest will refuse the repository."""
+    try:
+        head = resolve_head(repo, locate_gitdir(repo))
+    except InputError:
         return "no-head"
-    head = head.strip()
-    if not head.startswith("ref:"):
-        return head
-    ref = head[4:].strip()
-    for base in (gitdir, _common_dir(gitdir)):
-        loose = _small_text(base / ref)
-        if loose is not None:
-            return loose.strip()
-        packed = _small_text(base / "packed-refs", 64 * 1024 * 1024)
-        for line in (packed or "").splitlines():
-            if line.endswith(" " + ref):
-                return line.split()[0]
-    return "unborn"
-
-
-def _common_dir(gitdir: Path) -> Path:
-    common = _small_text(gitdir / "commondir")
-    return (gitdir / common.strip()).resolve() if common else gitdir
+    return head.sha or "unborn"
 
 
 def main(argv: list[str]) -> int:
