@@ -7,6 +7,7 @@ that command runs, so a job pays only for what its stage uses (no pandas or pyar
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from collections.abc import Callable
@@ -44,6 +45,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("example-trace", "optrace.example.embedded", "build the embedded example trace from its packaged sources"),
 )
 MODULES = {name: module for name, module, _ in COMMANDS}
+# Writes that fail because of where the results live, not because of the input.
+FULL_DEVICE = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "the file system is read-only",
+}
 
 
 def usage() -> str:
@@ -65,6 +72,12 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str]) -> int:
         return int(main(argv) or 0)
     except InputError as exc:
         print(f"error: {exc.where}: {exc.problem}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        if exc.errno not in FULL_DEVICE:  # anything else is a bug: its traceback is wanted
+            raise
+        where = exc.filename or "output"
+        print(f"error: {where}: {FULL_DEVICE[exc.errno]}; free space and re-run", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

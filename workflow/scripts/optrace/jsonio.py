@@ -82,8 +82,10 @@ def write_lines_atomic(path: str | os.PathLike, pieces: Iterable[str]) -> None:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             fh.writelines(pieces)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk's error then names the output it could not write
         raise
 
 

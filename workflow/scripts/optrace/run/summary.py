@@ -9,6 +9,7 @@ partial target (`snakemake recon`): what was not produced is said to be missing,
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,9 @@ from optrace.jsonio import bytes_or_none, load_or_none
 from optrace.printable import escape_controls
 
 MAX_REASON_CHARS = 300
+# Less than this free on the results' file system and a job cannot write its outputs, nor even the
+# line that says why (its log is on the same disk): the summary, printed to the terminal, says it.
+MIN_FREE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class TraceLine:
     first_failure: tuple[str, str] | None = None  # (FAIL <path> [gates], first message)
     error: str | None = None  # "<stage>: <one line>" when the trace's chain failed
     log: Path | None = None  # the failed job's log
+    warnings: list[str] = field(default_factory=list)  # ingest's warnings about the trace (meta.json)
+    meta: Path | None = None  # where they are
 
 
 @dataclass
@@ -62,6 +68,7 @@ class RunSummary:
     places: Places
     traces: list[TraceLine] = field(default_factory=list)
     newest_report: float = 0.0  # mtime of the newest trace validation report: older aggregates are stale
+    free_bytes: int | None = None  # free space on the results' file system, when it is nearly full
 
     @property
     def failed_records(self) -> int:
@@ -91,7 +98,18 @@ def _placeholder(path: Path) -> Any:
         return None
 
 
-def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | None:
+def free_space(path: Path) -> int | None:
+    """Bytes free to this user on the file system holding `path` (its nearest existing ancestor)."""
+    for folder in (path, *path.absolute().parents):
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            continue
+        return st.f_bavail * st.f_frsize
+    return None
+
+
+def failure_reason(slug: str, stages: list[StageFiles], disk_full: bool = False) -> tuple[str, Path] | None:
     """('<stage>: <line>', its log) for the first stage of the trace whose job failed, else None.
 
     A failed job leaves its log but not its outputs (Snakemake removes them), and every stage ends bad
@@ -114,7 +132,10 @@ def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | No
         except OSError:
             continue
         errors = [ln for ln in lines if ln.startswith("error:")]
-        line = (errors or lines or [f"failed, its log {log} is empty"])[-1]
+        empty = f"failed, its log {log} is empty" + (
+            ": no space left on the device (the job could not even write why)" if disk_full else ""
+        )
+        line = (errors or lines or [empty])[-1]
         return f"{stage.name}: {line[:MAX_REASON_CHARS]}", log
     return None
 
@@ -209,9 +230,13 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
             staged_time = -1.0
 
     summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
+    free = free_space(places.staged)
+    summary.free_bytes = free if free is not None and free < MIN_FREE_BYTES else None
     for slug in slugs:
         line = TraceLine(slug)
-        line.error, line.log = failure_reason(slug, stages) or (None, None)
+        line.error, line.log = failure_reason(slug, stages, summary.free_bytes is not None) or (None, None)
+        if line.error is None:
+            line.meta, line.warnings = ingest_warnings(slug, stages)
         t = by_slug.get(slug)
         if t is not None:
             line.validated, line.records, line.failed = True, t["records"], t["failed"]
@@ -224,11 +249,41 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
     return summary
 
 
+def ingest_warnings(slug: str, stages: list[StageFiles]) -> tuple[Path | None, list[str]]:
+    """(the trace's meta.json, its ingest warnings): what ingest noticed and mined around (a kernel.py
+    that is a Git LFS pointer, a capture not read), shown so it is not missed."""
+    meta = next((o for s in stages for o in s.files(slug)[1] if o.name == "meta.json"), None)
+    doc = load_or_none(meta) if meta is not None else None
+    warnings = doc.get("warnings") if isinstance(doc, dict) else None
+    return meta, [w for w in warnings if isinstance(w, str)] if isinstance(warnings, list) else []
+
+
 def _where(label: str, path: Path, stale_before: float = 0.0) -> str:
     if not path.exists():
         return f"  {label:<19}{path}  (not written)"
     stale = path.stat().st_mtime < stale_before
     return f"  {label:<19}{path}" + ("  (older than the last validation: not rewritten)" if stale else "")
+
+
+def _trace_lines(t: TraceLine, width: int) -> list[str]:
+    pad = f"  {'':<{width}}    "
+    if t.error:
+        return [f"  {t.slug:<{width}}  FAILED at {t.error}", f"{pad}log: {t.log}"]
+    if not t.validated:
+        out = [f"  {t.slug:<{width}}  not validated (the target stopped before validation)"]
+    else:
+        staged = "not staged yet" if t.staged is None else f"{t.staged} staged"
+        out = [
+            f"  {t.slug:<{width}}  {t.records} records: {staged}, {t.failed} failed validation, "
+            f"{t.without_record} packets without a record"
+        ]
+    if t.first_failure:
+        more = f" (first of {t.failed})" if t.failed > 1 else ""
+        out += [f"{pad}{t.first_failure[0]}{more}", f"{pad}  {t.first_failure[1]}"]
+    if t.warnings:
+        more = f" (and {len(t.warnings) - 1} more)" if len(t.warnings) > 1 else ""
+        out.append(f"{pad}ingest warned: {t.warnings[0][:MAX_REASON_CHARS]}{more}; all in {t.meta}")
+    return out
 
 
 def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
@@ -237,23 +292,14 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
     `need_records`: having no record at all does too."""
     width = max([len(t.slug) for t in summary.traces] + [5])
     out = ["", "Run summary", ""]
+    if summary.free_bytes is not None:
+        out += [
+            f"  no space left on the device holding {summary.places.staged.parent} ({summary.free_bytes} bytes "
+            "free): jobs cannot write their outputs, nor their logs; free space and re-run",
+            "",
+        ]
     for t in summary.traces:
-        if t.error:
-            out.append(f"  {t.slug:<{width}}  FAILED at {t.error}")
-            out.append(f"  {'':<{width}}    log: {t.log}")
-            continue
-        if not t.validated:
-            out.append(f"  {t.slug:<{width}}  not validated (the target stopped before validation)")
-            continue
-        staged = "not staged yet" if t.staged is None else f"{t.staged} staged"
-        out.append(
-            f"  {t.slug:<{width}}  {t.records} records: {staged}, {t.failed} failed validation, "
-            f"{t.without_record} packets without a record"
-        )
-        if t.first_failure:
-            more = f" (first of {t.failed})" if t.failed > 1 else ""
-            out.append(f"  {'':<{width}}    {t.first_failure[0]}{more}")
-            out.append(f"  {'':<{width}}      {t.first_failure[1]}")
+        out += _trace_lines(t, width)
     validated = [t for t in summary.traces if t.validated]
     staged_total = sum(t.staged or 0 for t in summary.traces)
     out += [
