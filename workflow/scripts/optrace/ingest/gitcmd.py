@@ -18,6 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# GitPython's own start-up check runs `git version` at import and raises ImportError (a traceback before
+# any error handling) when git is missing; quiet defers that to ShadowGit, which says it in one line.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
 import git
 from git.db import GitCmdObjectDB
 from git.util import hex_to_bin
