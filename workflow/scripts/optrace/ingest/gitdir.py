@@ -122,6 +122,12 @@ def locate_gitdir(trace: Path) -> GitDir:
 
 def check_gitdir(where: Path, gd: GitDir) -> None:
     """Refuse what would block git, hide history, or make it read objects outside the trace."""
+    check_history_is_own(where, gd)
+    check_objects_are_files(where, gd)
+
+
+def check_history_is_own(where: Path, gd: GitDir) -> None:
+    """A few lstats (cheap enough to plan with): not shallow, no borrowed objects, an objects folder."""
     if _lstat(gd.common / "shallow") is not None or _lstat(gd.gitdir / "shallow") is not None:
         raise InputError(
             where,
@@ -140,6 +146,11 @@ def check_gitdir(where: Path, gd: GitDir) -> None:
     st = _lstat(objects)
     if st is None or not stat.S_ISDIR(st.st_mode):
         raise InputError(where, "has no objects directory (or it is a symlink); not a usable repository")
+
+
+def check_objects_are_files(where: Path, gd: GitDir) -> None:
+    """Every entry under objects/ a regular file or a folder: one walk, bounded by MAX_GIT_ENTRIES."""
+    objects = gd.common / "objects"
     # git opens pack, index, commit-graph and loose object files blindly: prove each a regular file
     stack, seen = [objects], 0
     while stack:
@@ -182,13 +193,13 @@ def _packed_refs(where: Path, base: Path) -> dict[str, str]:
 def resolve_head(where: Path, gd: GitDir) -> Head:
     """What HEAD names, read without git and without a blocking open (sha None when HEAD is unborn)."""
     head = git_file(where, gd.gitdir / "HEAD", required=True).strip()
-    branch = None
+    branch, holder = None, "HEAD"
     for _ in range(5):  # symbolic refs may chain; a loop is not followed forever
         if not head.startswith("ref:"):
             if not SHA_RE.match(head):
-                raise InputError(where, f"HEAD holds {head[:60]!r}, not a commit id or a ref")
+                raise InputError(where, f"{holder} holds {head[:60]!r}, not a commit id or a ref")
             return Head(head, branch)
-        ref = head[4:].strip()
+        ref = holder = head[4:].strip()
         if not ref.startswith("refs/") or ".." in ref.split("/"):
             raise InputError(where, f"HEAD names {ref[:60]!r}, not a ref under refs/")
         branch = branch or ref

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from optrace.errors import InputError
 from optrace.ingest.bundle import bundle_head
-from optrace.ingest.gitdir import locate_gitdir, object_format
+from optrace.ingest.gitdir import check_history_is_own, locate_gitdir, object_format, resolve_head, unborn_head_error
 
 SHA256_REFUSAL = (
     "uses git's sha256 object format; optrace reads sha1 repositories (its outputs hold 40-digit commit ids)"
@@ -43,7 +43,8 @@ def classify(path: Path) -> tuple[Path, bool]:
 
 
 def trace_kind_problem(path: str | Path) -> str | None:
-    """Why a path cannot be a trace, by the rules applied before git runs; None when it may be one."""
+    """Why a path cannot be a trace, by the rules applied before git runs, but for the walk over every
+    object file (ingest's); None when it may be one."""
     try:
         resolved, is_bundle = classify(Path(path))
         if is_bundle:
@@ -52,6 +53,10 @@ def trace_kind_problem(path: str | Path) -> str | None:
         gd = locate_gitdir(resolved)
         if object_format(resolved, gd) != "sha1":
             return SHA256_REFUSAL
+        check_history_is_own(resolved, gd)
+        head = resolve_head(resolved, gd)
+        if head.sha is None:
+            return unborn_head_error(resolved, gd, head).problem
     except InputError as exc:
         return exc.problem
     return None
