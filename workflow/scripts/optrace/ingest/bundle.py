@@ -51,6 +51,12 @@ def read_header(path: Path) -> BundleHeader:
     """The bundle's header, or a one-line InputError naming what is wrong with the file."""
     data, size = _head_bytes(path)
     first = data[: len(BUNDLE_HEADERS[0])]
+    if first not in BUNDLE_HEADERS and data[: len(first) + 1].replace(b"\r\n", b"\n") in BUNDLE_HEADERS:
+        raise InputError(
+            path,
+            "is a git bundle whose line ends were converted to CR LF (copied as text); copy it again as "
+            "binary, or re-create it",
+        )
     if first not in BUNDLE_HEADERS:
         raise InputError(
             path, "not a readable git bundle (it does not start with '# v2 git bundle' or '# v3 git bundle')"

@@ -31,6 +31,9 @@ from optrace.ingest.gitlog import KERNEL_FILE, LOG_ARGS, REGULAR_MODES, Commit, 
 from optrace.ingest.trace_files import GitTreeFiles, TraceFiles, WorkTreeFiles
 from optrace.ingest.tracepath import SHA256_REFUSAL, classify
 
+MAX_TAG_DEPTH = 5  # tags of tags are followed this far
+MAX_TAG_BYTES = 64 * 1024
+
 __all__ = ["KERNEL_FILE", "REGULAR_MODES", "Commit", "History", "OpenedTrace", "open_trace"]
 
 
@@ -75,9 +78,21 @@ class History:
         assert self._log is not None  # started just above: HEAD names a commit
         commits = parse_log(self._log.output())
         if not commits:  # git logs nothing for a HEAD that names a blob or a tree
-            kind = (self._reader().header(self.head) or ("missing object", 0))[0]
-            raise InputError(self.where, f"HEAD names {self.head[:12]}, a {kind}, not a commit; no history to read")
+            self.require_commit()
         return commits
+
+    def require_commit(self) -> None:
+        """A one-line InputError unless HEAD names a commit (directly or through annotated tags)."""
+        assert self.head is not None  # an unborn HEAD is refused before a History is made
+        oid = self.head
+        for _ in range(MAX_TAG_DEPTH):
+            kind = (self._reader().header(oid) or ("missing object", 0))[0]
+            if kind != "tag":
+                break
+            tag = self.read_blob(oid, MAX_TAG_BYTES) or b""  # `object <oid>` is a tag's first line
+            oid = tag.split(b"\n", 1)[0].removeprefix(b"object ").decode("ascii", "replace").strip()
+        if kind != "commit":
+            raise InputError(self.where, f"HEAD names {self.head[:12]}, a {kind}, not a commit; no history to read")
 
     def read_blob(self, blob: str, cap: int | None = None) -> bytes | None:
         return self._reader().read(blob, cap)
@@ -136,6 +151,7 @@ def open_trace(path: str | Path, scratch: str | Path | None = None) -> Iterator[
                 what = "is a git bundle whose pack is truncated or corrupt"
                 run_git(path, history.git, "bundle", "unbundle", str(path.resolve()), what=what)
                 (shadow / "HEAD").write_text(head_sha + "\n")
+                history.require_commit()  # before its tree is listed
                 yield OpenedTrace(path.stem, history, GitTreeFiles(history.head_tree(), history.read_blob))
             finally:
                 history.close()

@@ -20,7 +20,10 @@ from typing import Any
 
 # GitPython's own start-up check runs `git version` at import and raises ImportError (a traceback before
 # any error handling) when git is missing; quiet defers that to ShadowGit, which says it in one line.
+# GIT_PYTHON_GIT_EXECUTABLE would make that check run a program the environment names; every command
+# here runs the `git` found on PATH (ShadowGit), so the variable is dropped, never honoured.
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+os.environ.pop("GIT_PYTHON_GIT_EXECUTABLE", None)
 
 import git
 from git.db import GitCmdObjectDB
