@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Callable
 
@@ -73,6 +74,9 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str]) -> int:
     except InputError as exc:
         print(f"error: {exc.where}: {exc.problem}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `optrace sheet x | head`: the reader left; say nothing more, exit as SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 141
     except OSError as exc:
         if exc.errno not in FULL_DEVICE:  # anything else is a bug: its traceback is wanted
             raise

@@ -18,18 +18,42 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# GitPython's own start-up check runs `git version` at import and raises ImportError (a traceback before
-# any error handling) when git is missing; quiet defers that to ShadowGit, which says it in one line.
-# GIT_PYTHON_GIT_EXECUTABLE would make that check run a program the environment names; every command
-# here runs the `git` found on PATH (ShadowGit), so the variable is dropped, never honoured.
-os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-os.environ.pop("GIT_PYTHON_GIT_EXECUTABLE", None)
-
-import git
-from git.db import GitCmdObjectDB
-from git.util import hex_to_bin
-
 from optrace.errors import InputError
+
+
+# What GitPython's import-time `git version` runs with instead of the user's git variables.
+_IMPORT_ENV = {
+    "GIT_PYTHON_REFRESH": "quiet",  # a missing git is left to ShadowGit's one line, not an ImportError
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_SYSTEM": os.devnull,
+    "GIT_CONFIG_GLOBAL": os.devnull,  # `git version` reads ~/.gitconfig: an include of a FIFO blocks it
+}
+
+
+def _set_git_variables_aside() -> dict[str, str]:
+    """GitPython's import runs `git version` with this process's environment (a GIT_TRACE naming a FIFO
+    would block it, GIT_PYTHON_GIT_EXECUTABLE would choose the program) and raises ImportError, a
+    traceback before any error handling, when git is missing. So every GIT_* variable is set aside for
+    the import and put back after (no command here sees them: ShadowGit gives git an environment of
+    its own), GIT_PYTHON_GIT_EXECUTABLE is dropped for good (the `git` on PATH is the one run)."""
+    aside = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("GIT_")}
+    aside.pop("GIT_PYTHON_GIT_EXECUTABLE", None)
+    os.environ.update(_IMPORT_ENV)
+    return aside
+
+
+def _put_git_variables_back(aside: dict[str, str]) -> None:
+    for k in _IMPORT_ENV:
+        del os.environ[k]
+    os.environ.update(aside)
+
+
+_aside = _set_git_variables_aside()
+import git  # noqa: E402 (imported with the variables set aside, above)
+from git.db import GitCmdObjectDB  # noqa: E402
+from git.util import hex_to_bin  # noqa: E402
+
+_put_git_variables_back(_aside)
 
 # Config keys that name a program (or make git run one), each set at command scope, which outranks
 # any file git could still read. The shadow directory already keeps the trace's own config away.
