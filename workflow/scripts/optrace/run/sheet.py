@@ -116,7 +116,10 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
     try:
         text = data.decode("utf-8-sig")  # a spreadsheet's UTF-8 export starts with a byte-order mark
     except UnicodeDecodeError as exc:
-        raise InputError(sheet, f"the trace sheet is not UTF-8 text (byte {exc.start})") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"{sheet}:{line}", f"the trace sheet is not UTF-8 text (byte {exc.start} of the file)"
+        ) from None
     lines = sheet_lines(sheet, text)
     if len(lines) < 2:
         raise InputError(sheet, "the trace sheet has no rows (columns: label<TAB>path[<TAB>vendor ...])")
