@@ -190,13 +190,13 @@ def drop_unusable_kernels(rows: list[dict], commits: list[Commit], unusable: dic
     """Versions whose kernel.py is not source text get no kernel blob (no DSL from it, no diff); one
     warning per cause. Returns the warnings."""
     warnings = []
-    for blob, why in sorted(unusable.items()):
-        versions = [r["version"] for r in rows if r["kernel_blob"] == blob]
-        for r in rows:
-            if r["kernel_blob"] == blob:
-                r["kernel_blob"] = None
-        if versions:
-            warnings.append(f"{KERNEL_FILE} of {', '.join(versions)} is {why}; not used as source")
+    by_cause: dict[str, list[str]] = {}  # one warning per cause, however many blobs share it
+    for r in rows:
+        if r["kernel_blob"] in unusable:
+            by_cause.setdefault(unusable[r["kernel_blob"]], []).append(r["version"])
+            r["kernel_blob"] = None
+    for why, versions in sorted(by_cause.items()):
+        warnings.append(f"{KERNEL_FILE} of {', '.join(versions)} is {why}; not used as source")
     by_sha = {r["sha"]: r["version"] for r in rows if r["sha"]}
     odd: dict[str, list[str]] = {}
     for c in commits:
