@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_text_atomic
 from optrace.mine.ladder import Thresholds, run_ladder
+from optrace.printable import escape_controls
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.leak_patterns import add_denylist_argument
 
@@ -955,7 +956,7 @@ def write_parquet(path: Path, rows: list[dict], columns: Iterable[Column]) -> No
 def write_dataset(ds: Dataset, out_dir: Path, thresholds: Thresholds) -> None:
     for name in BUILT:
         write_parquet(out_dir / FILES[name], ds.tables[name], ds.columns(name))
-    write_text_atomic(out_dir / "README.md", render_readme(ds, thresholds))
+    write_text_atomic(out_dir / "README.md", escape_controls(render_readme(ds, thresholds), keep_layout=True))
 
 
 def export_csv(parquet: Path) -> Path:

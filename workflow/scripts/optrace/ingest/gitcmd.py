@@ -20,7 +20,6 @@ from typing import Any
 
 from optrace.errors import InputError
 
-
 # What GitPython's import-time `git version` runs with instead of the user's git variables.
 _IMPORT_ENV = {
     "GIT_PYTHON_REFRESH": "quiet",  # a missing git is left to ShadowGit's one line, not an ImportError

@@ -31,6 +31,7 @@ from optrace.facts import precheck
 from optrace.ingest.dsl import store_dsl
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
 from optrace.mine.ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
+from optrace.printable import escape_controls
 from optrace.rows import (
     REPEAT_MARK,
     Experiment,
@@ -584,7 +585,8 @@ def main(argv: list[str]) -> int:
     scrubber = Scrubber.from_env(args.denylist_env)
     segments, steps = build_segments(rows, meta, Thresholds.from_args(args), scrubber.text)
     write_jsonl(args.work_dir / "segments.jsonl", segments)
-    write_text_atomic(args.report, scrubber.private(render_md(segments, steps, profiles, meta)))  # a report: no term
+    report = scrubber.private(render_md(segments, steps, profiles, meta))  # a report: no term, no raw control
+    write_text_atomic(args.report, escape_controls(report, keep_layout=True))
     kinds = Counter(s["record_type"] for s in segments)
     print(f"partition: {meta['slug']}: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     return 0
