@@ -11,6 +11,7 @@ hook or a CI job set).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import threading
@@ -207,12 +208,13 @@ def run_git(where: Path, g: ShadowGit, command: str, *args: str, what: str) -> b
 
 class ObjectReader:
     """GitPython's persistent object reader (GitCmdObjectDB: one `git cat-file --batch`) with a size
-    cap: a blob over the cap is drained in chunks, never held whole."""
+    cap: a blob over the cap is drained in chunks, never held whole. `read_many` asks for a whole list
+    at once on that same process, so git looks the next blob up while this one is used."""
 
     def __init__(self, where: Path, g: ShadowGit):
         self.where, self.git = where, g
         self.db = GitCmdObjectDB(str(g.shadow / "objects"), g)
-        self._stderr_drained = False
+        self._stderr_drained: object = None  # the cat-file process whose stderr is being discarded
 
     def header(self, oid: str) -> tuple[str, int] | None:
         """(type, size) of an object, its data drained; None when the repository lacks it."""
@@ -229,18 +231,61 @@ class ObjectReader:
             stream = self._stream(blob)
         except _Missing:
             raise InputError(self.where, f"object {blob[:12]} is missing from the repository") from None
-        if cap is not None and stream.size > cap:
+        return self._data(blob, stream.size, stream, cap)
+
+    def _data(self, blob: str, size: int, stream: Any, cap: int | None) -> bytes | None:
+        if cap is not None and size > cap:
             self._drain(stream)
             return None
         try:
-            return bytes(stream.read())
+            data = bytes(stream.read())
         except OSError:
             raise self._stopped(blob) from None
+        if len(data) != size:  # git ended mid-object: a short read is not the blob
+            raise self._stopped(blob)
+        return data
 
     def read_many(self, blobs: list[str], cap: int | None = None) -> Iterator[tuple[str, bytes | None]]:
-        """(blob, read(blob, cap)) for each blob in order."""
-        for blob in blobs:
-            yield blob, self.read(blob, cap)
+        """(blob, read(blob, cap)) for each blob in order. The first is read as `read` reads (which
+        starts GitPython's persistent cat-file); the others are written to that process at once by a
+        thread and their answers read in order. A reader stopped early (an error, a caller that stops
+        iterating) ends the process: its unread answers must not answer later reads."""
+        if not blobs:
+            return
+        yield blobs[0], self.read(blobs[0], cap)
+        rest, cmd = blobs[1:], self.git.cat_file_all
+        if not rest or cmd is None:
+            return
+
+        def ask() -> None:
+            with contextlib.suppress(OSError, ValueError):  # git stopped: the answers below say so
+                cmd.proc.stdin.write(b"".join(b.encode("ascii") + b"\n" for b in rest))
+                cmd.proc.stdin.flush()
+
+        writer = threading.Thread(target=ask, daemon=True)
+        writer.start()
+        answered = 0
+        try:
+            for blob in rest:
+                yield blob, self._answer(cmd, blob, cap)
+                answered += 1
+        finally:
+            if answered < len(rest):
+                self.git.clear_cache()  # ends git; GitPython starts a fresh one for the next read
+            writer.join()
+
+    def _answer(self, cmd: Any, blob: str, cap: int | None) -> bytes | None:
+        """One answer of the batch protocol: `<oid> <type> <size>` then the data, or `<oid> missing`."""
+        try:
+            header = cmd.proc.stdout.readline().split()
+        except (OSError, ValueError):
+            raise self._stopped(blob) from None
+        if len(header) == 2 and header[1] == b"missing":
+            raise InputError(self.where, f"object {blob[:12]} is missing from the repository")
+        if len(header) != 3 or not header[2].isdigit():
+            raise self._stopped(blob)
+        size = int(header[2])
+        return self._data(blob, size, git.Git.CatFileContentStream(size, cmd.proc.stdout), cap)
 
     def _stream(self, oid: str) -> Any:  # gitdb's OStream over GitPython's CatFileContentStream
         if self.git.cat_file_all is not None and self.git.cat_file_all.proc.poll() is not None:
@@ -261,9 +306,9 @@ class ObjectReader:
         """GitPython gives the persistent cat-file a stderr pipe nobody reads: one message per corrupt
         object would fill it and block git (and this reader) for good, so a thread discards it."""
         cmd = self.git.cat_file_all
-        if self._stderr_drained or cmd is None or cmd.proc is None or cmd.proc.stderr is None:
+        if cmd is None or cmd.proc is None or cmd.proc.stderr is None or self._stderr_drained is cmd.proc:
             return
-        self._stderr_drained = True
+        self._stderr_drained = cmd.proc  # a restarted cat-file is a new process: its stderr is drained too
         threading.Thread(target=_discard, args=(cmd.proc.stderr,), daemon=True).start()
 
     def _drain(self, stream: Any) -> None:
