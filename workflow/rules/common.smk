@@ -213,7 +213,8 @@ def trace_fingerprint(wildcards):
 @job_function
 def ingest_args(wildcards):
     t = TRACES[wildcards.slug]
-    args = [f"--label={shell_quote(t.label)}"]  # `=`: a value that starts with `-` stays a value
+    # `=`: a value that starts with `-` stays a value
+    args = [f"--label={shell_quote(t.label)}"]
     args += [f"--{k}={shell_quote(v)}" for k, v in sorted(t.overrides.items())]
     return " ".join(args)
 
