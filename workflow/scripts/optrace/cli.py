@@ -43,6 +43,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("make-schema", "optrace.gates.make_schema", "build or check the opt-trace-1.0 profile schema from its patch list"),
     ("scrub-check", "optrace.scrub.check", "report what would still leak from already-scrubbed files"),
     ("sheet", "optrace.run.sheet", "check a trace sheet and list the slug of each trace"),
+    (
+        "run-summary",
+        "optrace.run.lifecycle",
+        "the run summary of a target, from the files it declares; exit 1 when strict",
+    ),
     ("example-trace", "optrace.example.embedded", "build the embedded example trace from its packaged sources"),
 )
 MODULES = {name: module for name, module, _ in COMMANDS}

@@ -191,7 +191,7 @@ class TraceRun:
     denylist_terms: tuple[str, ...]
     checked: int = 0  # records judged this run (cache misses)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.targets = manifest_targets(self.paths.packets)
         self.denylist = denylist_pattern(self.denylist_terms)
         self._packet_files: dict[str, tuple[bytes, bytes]] = {}

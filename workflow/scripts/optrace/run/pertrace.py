@@ -19,18 +19,12 @@ import importlib
 import sys
 from pathlib import Path
 
+from optrace.cli import MODULES
 from optrace.errors import InputError
 from optrace.jsonio import dumps_compact, load_or_none, write_text_atomic
 
-STAGES = {
-    "ingest": "optrace.ingest.ingest",
-    "recon": "optrace.report.recon",
-    "partition": "optrace.mine.partition",
-    "packets": "optrace.mine.packets",
-    "distill": "optrace.distill.distill",
-    "validate": "optrace.gates.validate",
-    "dataset": "optrace.dataset.build",
-}
+# The commands that run once per trace; their modules are the command table's (optrace.cli).
+PER_TRACE = ("ingest", "recon", "partition", "packets", "distill", "validate")
 
 
 def upstream_failure(meta: Path) -> dict | None:
@@ -86,7 +80,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--outputs", nargs="+", type=Path, required=True, help="the rule's declared outputs")
     args = ap.parse_args(argv[:split])
     stage, stage_argv = argv[split + 1], argv[split + 2 :]
-    if stage not in STAGES:
+    if stage not in PER_TRACE:
         raise InputError("optrace.run.pertrace", f"unknown stage {stage!r}")
     failed = None if stage == "ingest" else upstream_failure(args.meta)
     if failed is not None:
@@ -94,7 +88,7 @@ def main(argv: list[str]) -> int:
         print(f"{stage}: {args.slug}: skipped, the trace failed at {failed['stage']}: {failed['reason']}")
         return 0
     try:
-        return int(importlib.import_module(STAGES[stage]).main(stage_argv) or 0)
+        return int(importlib.import_module(MODULES[stage]).main(stage_argv) or 0)
     except InputError as exc:
         reason = f"{exc.where}: {exc.problem}"
         print(f"error: {reason}", file=sys.stderr)

@@ -11,13 +11,12 @@ live run, or a run on another host sharing the directory, keeps its lock.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 from pathlib import Path
 
-from optrace.jsonio import load_or_none
+from optrace.jsonio import load_or_none, write_json
 
 CONTROLLERS = "optrace-controllers"
 
@@ -73,9 +72,7 @@ def register(snakemake_dir: Path, host: str | None = None) -> Path:
     registry = snakemake_dir / CONTROLLERS
     registry.mkdir(parents=True, exist_ok=True)
     path = registry / f"{host}-{pid}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"host": host, "pid": pid, "start": start_time(pid)}))
-    os.replace(tmp, path)
+    write_json(path, {"host": host, "pid": pid, "start": start_time(pid)})
     return path
 
 

@@ -39,13 +39,13 @@ class StageFiles:
 
 @dataclass(frozen=True)
 class Places:
-    """The aggregate outputs the summary reads and points to."""
+    """The aggregate outputs the summary reads and points to; None: not part of the run's target."""
 
-    validation_summary: Path
-    staged: Path
-    staging_readme: Path
-    dataset: Path
-    trace_report: str  # per-trace validation report, a pattern over `{slug}`
+    validation_summary: Path | None
+    staged: Path | None
+    staging_readme: Path | None
+    dataset: Path | None
+    trace_report: str | None  # per-trace validation report, a pattern over `{slug}`
 
 
 @dataclass
@@ -201,16 +201,16 @@ def merged_reports(report_paths: dict[str, Path]) -> dict:
 def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSummary:
     """Read what exists. The validation summary is used when it is at least as new as every trace's
     report (it adds overlaps across traces); otherwise the per-trace reports are read directly."""
-    report_paths = {slug: Path(places.trace_report.format(slug=slug)) for slug in slugs}
+    pattern = places.trace_report
+    report_paths = {slug: Path(pattern.format(slug=slug)) for slug in slugs} if pattern else {}
     report_time = {}
     for slug, path in report_paths.items():
         try:
             report_time[slug] = path.stat().st_mtime
         except OSError:  # missing: this trace was not validated
             continue
-    merged = current_summary(places.validation_summary, report_time) or merged_reports(
-        {s: report_paths[s] for s in report_time}
-    )
+    current = current_summary(places.validation_summary, report_time) if places.validation_summary else None
+    merged = current or merged_reports({s: report_paths[s] for s in report_time})
     by_slug = {t["slug"]: t for t in merged["traces"]}
     report_time = {s: t for s, t in report_time.items() if s in by_slug}  # reports that could be read
     failing: dict[str, list[dict]] = {}
@@ -218,14 +218,14 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
         if rec["status"] != "PASS":
             failing.setdefault(rec["slug"], []).append(rec)
 
-    staged_doc = load_or_none(places.staged)
+    staged_doc = load_or_none(places.staged) if places.staged else None
     staged_by_slug: dict[str, int] = {}
     staged_time = -1.0  # no staging: older than any report
     if isinstance(staged_doc, dict) and isinstance(staged_doc.get("staged"), list):
         for s in staged_doc["staged"]:
             if isinstance(s, dict) and isinstance(s.get("trace"), str):  # a hand-edited entry counts for no trace
                 staged_by_slug[s["trace"]] = staged_by_slug.get(s["trace"], 0) + 1
-        staged_time = places.staged.stat().st_mtime
+        staged_time = places.staged.stat().st_mtime if places.staged else -1.0
         if staged_time > time.time() + FUTURE_SLACK_S:  # dated ahead: cannot be ordered against the reports
             staged_time = -1.0
 
@@ -258,7 +258,11 @@ def ingest_warnings(slug: str, stages: list[StageFiles]) -> tuple[Path | None, l
     return meta, [w for w in warnings if isinstance(w, str)] if isinstance(warnings, list) else []
 
 
-def _where(label: str, path: Path, stale_before: float = 0.0) -> str:
+def _where(label: str, path: Path | None, stale_before: float = 0.0) -> list[str]:
+    return [] if path is None else [_where_line(label, path, stale_before)]
+
+
+def _where_line(label: str, path: Path, stale_before: float) -> str:
     if not path.exists():
         return f"  {label:<19}{path}  (not written)"
     stale = path.stat().st_mtime < stale_before
@@ -311,9 +315,9 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
     p = summary.places
     out += [
         "",
-        _where("staging README", p.staging_readme, summary.newest_report),
-        _where("validation summary", p.validation_summary, summary.newest_report),
-        _where("dataset", p.dataset),
+        *_where("staging README", p.staging_readme, summary.newest_report),
+        *_where("validation summary", p.validation_summary, summary.newest_report),
+        *_where("dataset", p.dataset),
     ]
     if summary.failed_traces:
         out.append("  fix or drop each failed trace and re-run: only what is stale runs again")

@@ -135,7 +135,7 @@ class Scrubber:
             return s
         return self._clear(self._private_rewrite(s), self._private_rewrite)
 
-    def private_json(self, value):
+    def private_json(self, value: Any) -> Any:
         """A JSON value with `private` applied to every string, object keys included: for reports."""
         if not self._deny:
             return value
