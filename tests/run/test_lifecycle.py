@@ -4,23 +4,12 @@ command a target runs. No timing: a "killed" controller is an entry whose proces
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 
 from optrace.run import runlock, snakemake_shim
 from optrace.run.lifecycle import Controller, main
-
-
-def locked(sm):
-    (sm / "locks").mkdir(parents=True)
-    (sm / "locks" / "0.input.lock").write_text("results/x\n")
-
-
-def a_dead_pid() -> int:
-    proc = subprocess.Popen([sys.executable, "-c", "pass"])
-    proc.wait()
-    return proc.pid
+from tests.robustness.test_runlock import dead_pid as a_dead_pid
+from tests.robustness.test_runlock import locked
 
 
 def test_a_started_controller_records_itself_and_forgets_itself_when_it_ends(tmp_path):

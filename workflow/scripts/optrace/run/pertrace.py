@@ -2,14 +2,9 @@
 
     python -m optrace.run.pertrace --slug S --meta work/S/meta.json --outputs OUT... -- <stage> <args>...
 
-A trace's failure is data, not a crash. When the stage ends in a one-line InputError (a trace that is
-not a repository, a shallow clone, a FIFO as HEAD, ...), the guard writes every declared output as a
-small "failed" placeholder carrying `{"stage", "reason"}` and exits 0, so Snakemake sees the trace's
-chain complete and the aggregates (stage, readme, dataset) run for everyone. Stages after a failed
-one do not run their code: they pass the failure on in their own placeholders (`meta.json`'s `failed`
-is read by every later stage of the trace). The aggregates list failed traces with their reasons.
-When the trace is fixed its fingerprint changes, so its chain and the aggregates re-run, nothing else.
-A crash that is not an InputError (a bug) still fails the job loudly.
+A stage that ends in a one-line InputError leaves a small placeholder at each declared output carrying
+`{"stage", "reason"}` and the job exits 0, so the aggregates run for every trace and name this one; a
+later stage of a failed trace passes the failure on without running. A bug still fails the job.
 """
 
 from __future__ import annotations

@@ -1,12 +1,8 @@
 """Stale Snakemake locks after a killed controller.
 
-Snakemake locks a working directory by writing `.snakemake/locks/<n>.{input,output}.lock` and removes
-them when it ends. A controller killed with SIGKILL never removes them, so the next run stops with
-"Directory cannot be locked" until someone runs `--unlock`. The lock files name no owner, so each of our
-controllers records itself (`.snakemake/optrace-controllers/<host>-<pid>.json`, with the process's
-start time so a reused pid is not taken for it). Before Snakemake checks the locks, a new controller
-clears them only when every recorded controller ran on this host and none of them is still alive; a
-live run, or a run on another host sharing the directory, keeps its lock.
+A controller killed with SIGKILL leaves `.snakemake/locks/` behind, which names no owner. So each of our
+controllers records itself (host, pid, process start time, so a reused pid is not taken for it), and a
+new one clears the locks only when every recorded controller ran on this host and none is alive.
 """
 
 from __future__ import annotations
