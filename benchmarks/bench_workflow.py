@@ -6,15 +6,18 @@ the no-op re-run and the re-run after a 10-record agent batch lands in one trace
 high-water mark (VmHWM, read from /proc while it runs), not that of the jobs it starts.
 
 `--compare CHECKOUT` runs every measurement on a copy of another checkout too (e.g. a `git worktree`
-of an older main), alternating the two on the same sheet, each with its own package on PYTHONPATH
-(`--compare-config` adds config to the other's runs, e.g. `job_server=false`).
+of an older main), alternating the two on the same sheet, each with its own package on PYTHONPATH.
+Each `--compare-config` is one variant of the other checkout's runs with that config added (repeat it:
+`--compare-config --compare-config job_server=false` measures the old main with and without its job
+server).
 
 `--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the build, which reads
 every trace's kernel sources, the split) and prints each dataset job's time and peak memory (from the
 rules' `benchmark:` files), then `optrace.dataset.build.load` over the result.
 
     python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
-    python benchmarks/bench_workflow.py --traces 100 --compare /tmp/old-main --repeat 2
+    python benchmarks/bench_workflow.py --traces 100 --compare /tmp/old-main --repeat 2 \
+        --compare-config --compare-config job_server=false
 
 Targets (2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
 `snakemake -n` on 1000 traces <= 15 s with the controller <= 500 MB.
@@ -188,23 +191,23 @@ def dataset_only(wd: Path, cfg: str) -> None:
 def measure(wd: Path, cfg: list[str], n: int, full_max: int, label: str) -> None:
     """Plan, first full run, no-op and a 10-record batch on a fresh copy `wd`, one line each."""
     plan, peak, _ = snakemake(wd, "-n", "--config", *cfg)
-    print(f"  {label:4s} plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB{cpu_note()}")
+    print(f"  {label:21s} plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB{cpu_note()}")
     if n > full_max:
         return
     full, peak, log = snakemake(wd, "--config", *cfg)
     print(
-        f"  {label:4s} full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
+        f"  {label:21s} full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
         f"{cpu_note()}"
     )
     noop, peak, log = snakemake(wd, "--config", *cfg)
     print(
-        f"  {label:4s} no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
+        f"  {label:21s} no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
         f"{cpu_note()}"
     )
     k = ten_new_records(wd / "results", "0000-gemm-n4096-k4096")
     batch, peak, log = snakemake(wd, "--config", *cfg)
     print(
-        f"  {label:4s} after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
+        f"  {label:21s} after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
         f"{cpu_note()}"
     )
 
@@ -216,7 +219,12 @@ def main() -> int:
     ap.add_argument("--full-max", type=int, default=400, help="run the full workflow only on sheets up to this size")
     ap.add_argument("--dataset-only", action="store_true", help="only the dataset target, with per-job time and memory")
     ap.add_argument("--compare", type=Path, help="another checkout, measured alternately on the same sheets")
-    ap.add_argument("--compare-config", nargs="*", default=[], help="extra --config values for the other checkout")
+    ap.add_argument(
+        "--compare-config",
+        nargs="*",
+        action="append",
+        help="a variant of the other checkout's runs: extra --config values (repeat for several variants)",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="measure each checkout this many times, alternating")
     args = ap.parse_args()
     print(
@@ -234,9 +242,9 @@ def main() -> int:
                 continue
             for _ in range(args.repeat):
                 measure(fresh_workflow(tmp / "wf"), cfg, n, args.full_max, "new")
-                if args.compare:
+                for extra in (args.compare_config or [[]]) if args.compare else []:
                     old = fresh_workflow(tmp / "old", args.compare.resolve())
-                    measure(old, cfg + args.compare_config, n, args.full_max, "old")
+                    measure(old, cfg + extra, n, args.full_max, "old" + (f" {' '.join(extra)}" if extra else ""))
     return 0
 
 

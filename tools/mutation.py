@@ -69,8 +69,14 @@ TARGETS = {
     # how a run is driven (issue #27): the per-trace guard, the run's lifecycle and locks, the summary
     "run": Target(
         ("run/pertrace.py", "run/runlock.py", "run/lifecycle.py"),
-        ("tests/run/test_run_rules.py", "tests/run/test_lifecycle.py", "tests/robustness/test_runlock.py"),
+        (
+            "tests/run/test_run_rules.py",
+            "tests/run/test_pertrace.py",
+            "tests/run/test_lifecycle.py",
+            "tests/robustness/test_runlock.py",
+        ),
     ),
+    "codedigest": Target(("run/codedigest.py",), ("tests/run/test_codedigest.py",)),
     "summary": Target(("run/summary.py",), ("tests/run/test_summary.py", "tests/run/test_run_rules.py")),
     "jsonio": Target(("jsonio.py",), ("tests/test_jsonio.py",)),
     "secret": Target(("secret.py",), ("tests/run/test_run_rules.py", "tests/gates/test_validate.py")),
@@ -210,11 +216,12 @@ def staged_copy(dest: Path, source: Path) -> Path:
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, repo / rel)
     package = repo / STAGED_PACKAGE
-    package.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(repo / PACKAGE, package)
-    if (source / "schemas").is_dir():
-        shutil.copytree(source / "schemas", package / "schemas", dirs_exist_ok=True)
-    (repo / PACKAGE).symlink_to(os.path.relpath(package, (repo / PACKAGE).parent))
+    if not package.is_dir():  # an older checkout (before #27's layout) already has it there
+        package.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(repo / PACKAGE, package)
+        if (source / "schemas").is_dir():
+            shutil.copytree(source / "schemas", package / "schemas", dirs_exist_ok=True)
+        (repo / PACKAGE).symlink_to(os.path.relpath(package, (repo / PACKAGE).parent))
     shared = next((b / "shared" for b in (source.parent, ROOT.parent) if (b / "shared").is_dir()), None)
     if shared is not None:
         # the tests find ../shared beside their root: dest/repo (hand-made runs), dest/repo/mutants (mutmut)
@@ -247,6 +254,8 @@ def mutmut_config(target: Target, tests: list[str], basetemp: Path) -> str:
 def run_mutmut(name: str, target: Target, source: Path, work: Path, out: Path, children: int) -> dict:
     repo = staged_copy(work / name, source)
     tests = present(repo, target.tests)
+    files = [f for f in target.files if (repo / STAGED_PACKAGE / f).is_file()]  # an older checkout may lack some
+    target = Target(tuple(files), target.tests)
     with (repo / "pyproject.toml").open("a") as f:
         f.write(mutmut_config(target, tests, work / name / "basetemp"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
