@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import overload
+from typing import Any, overload
 
 from optrace.scrub.check import json_strings
 from optrace.scrub.denylist import compile_denylist
