@@ -47,6 +47,11 @@ class Places:
     dataset: Path | None
     trace_report: str | None  # per-trace validation report, a pattern over `{slug}`
 
+    def disk(self) -> Path:
+        """A path on the file system the results are written to (for its free space)."""
+        declared = (self.staged, self.validation_summary, self.staging_readme, self.dataset)
+        return next((p for p in declared if p is not None), Path("."))
+
 
 @dataclass
 class TraceLine:
@@ -230,7 +235,7 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
             staged_time = -1.0
 
     summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
-    free = free_space(places.staged)
+    free = free_space(places.disk())
     summary.free_bytes = free if free is not None and free < MIN_FREE_BYTES else None
     for slug in slugs:
         line = TraceLine(slug)
@@ -298,7 +303,7 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
     out = ["", "Run summary", ""]
     if summary.free_bytes is not None:
         out += [
-            f"  no space left on the device holding {summary.places.staged.parent} ({summary.free_bytes} bytes "
+            f"  no space left on the device holding {summary.places.disk().parent} ({summary.free_bytes} bytes "
             "free): jobs cannot write their outputs, nor their logs; free space and re-run",
             "",
         ]
