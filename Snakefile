@@ -32,78 +32,188 @@ include: "workflow/rules/dataset.smk"
 include: "workflow/rules/admission.smk"
 
 
+# Named targets. Each prints the run summary (optrace.run.lifecycle) from the files it declares: per
+# trace and in total, what was staged, what failed and why, where the results are. A target has no
+# output, so it runs, and prints, on every invocation.
+CHAIN = [
+    rules.ingest_trace,
+    rules.recon_trace,
+    rules.partition_trace,
+    rules.packets_trace,
+    rules.distill_trace,
+    rules.validate_trace,
+]
+STORE = dict(
+    validation_summary=rules.validate_summary.output.summary,
+    staged=rules.stage.output.summary,
+    staging_readme=rules.readme.output.readme,
+)
+SUMMARY = "{params.optrace} run-summary {params.summary} 2>&1 | tee {log}"
+TARGET_ENV = "workflow/envs/optrace.yaml"  # the rule files' ENV, named from the top
+
+
 rule all:
     default_target: True
     input:
-        per_trace(rules.recon_trace.output.md),
-        rules.readme.output.readme,
-        DATASET_TARGETS,
+        **summary_inputs(CHAIN, **STORE, dataset=rules.dataset_build.output.readme),
+        recon=per_trace(rules.recon_trace.output.md),
+        dataset_files=DATASET_TARGETS,
+    log:
+        logs("summary/all.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args(
+            CHAIN,
+            "strict: true" if config["strict"] else "",
+            **STORE,
+            dataset=rules.dataset_build.output.readme,
+        ),
+    shell:
+        SUMMARY
+
+
+# After an agent batch: re-validates the traces whose records changed, restages, rewrites the index
+# and the README, and exits 1 when a record fails (or when there is no record at all).
+rule validate:
+    input:
+        **summary_inputs(CHAIN, **STORE),
+        index=rules.stage.output.index,
+    log:
+        logs("summary/validate.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args(
+            CHAIN,
+            "strict: true" if config["strict"] else "`snakemake validate`",
+            need_records=True,
+            **STORE,
+        ),
+    shell:
+        SUMMARY
 
 
 rule ingest:
     input:
-        per_trace(rules.ingest_trace.output.meta),
+        **summary_inputs(CHAIN[:1]),
+    log:
+        logs("summary/ingest.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args(CHAIN[:1]),
+    shell:
+        SUMMARY
 
 
 rule recon:
     input:
-        per_trace(rules.recon_trace.output.md),
+        **summary_inputs(CHAIN[:2]),
+        recon=per_trace(rules.recon_trace.output.md),
+    log:
+        logs("summary/recon.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args(CHAIN[:2]),
+    shell:
+        SUMMARY
 
 
 rule partition:
     input:
-        per_trace(rules.partition_trace.output.segments),
+        **summary_inputs(CHAIN[:1]),
+        segments=per_trace(rules.partition_trace.output.segments),
+    log:
+        logs("summary/partition.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args(CHAIN[:1]),
+    shell:
+        SUMMARY
 
 
 rule packets:
     input:
-        per_trace(rules.packets_trace.output.manifest),
+        **summary_inputs([CHAIN[0], CHAIN[3]]),
+    log:
+        logs("summary/packets.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args([CHAIN[0], CHAIN[3]]),
+    shell:
+        SUMMARY
 
 
 rule distill:
     input:
-        per_trace(rules.distill_trace.output.report),
-
-
-# After an agent batch: re-validates the traces whose records changed, restages, rewrites the index and
-# the README; the run summary (onsuccess) then exits 1 when a record fails. No output, so nothing for
-# Snakemake to delete or redo (see validate.smk); a command that does nothing, because a rule with
-# neither output nor command is skipped when its inputs are up to date, and then no summary is printed.
-rule validate:
-    input:
-        reports=per_trace(rules.validate_trace.output.report),
-        summary=rules.validate_summary.output.summary,
-        index=rules.stage.output.index,
-        readme=rules.readme.output.readme,
+        **summary_inputs([CHAIN[0], *CHAIN[3:5]]),
     log:
-        logs("validate.log"),
+        logs("summary/distill.log"),
     localrule: True
     conda:
-        "workflow/envs/optrace.yaml"
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args([CHAIN[0], *CHAIN[3:5]]),
     shell:
-        "true > {log}"
+        SUMMARY
 
 
 rule staging:
     input:
-        rules.stage.output.index,
-        rules.readme.output.readme,
+        **summary_inputs(CHAIN, **STORE),
+        index=rules.stage.output.index,
+    log:
+        logs("summary/staging.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args(CHAIN, **STORE),
+    shell:
+        SUMMARY
 
 
 rule dataset:
     input:
-        DATASET_TARGETS,
+        **summary_inputs(CHAIN[:1], dataset=rules.dataset_build.output.readme),
+        dataset_files=DATASET_TARGETS,
+    log:
+        logs("summary/dataset.log"),
+    localrule: True
+    conda:
+        TARGET_ENV
+    params:
+        optrace=OPTRACE,
+        summary=summary_args(CHAIN[:1], dataset=rules.dataset_build.output.readme),
+    shell:
+        SUMMARY
 
 
-# The run summary (optrace.run.summary): per trace and in total, what was staged, what failed and why, and
-# where the results are. `strict: true` (or the `validate` target) turns a failing record into exit 1.
+onstart:
+    run_started()
+
+
 onsuccess:
-    end_of_run()
-    status = run_summary(run_failed=False)
-    if status:
-        raise SystemExit(status)
+    run_ended()
 
 
 onerror:
-    end_of_run()
-    run_summary(run_failed=True)
+    run_ended()

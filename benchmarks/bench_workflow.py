@@ -5,11 +5,19 @@ the no-op re-run and the re-run after a 10-record agent batch lands in one trace
 (only that trace's validate, then stage and readme, may run). The controller's peak memory is its own
 high-water mark (VmHWM, read from /proc while it runs), not that of the jobs it starts.
 
+`--compare CHECKOUT` runs every measurement on a copy of another checkout too (e.g. a `git worktree`
+of an older main), alternating the two on the same sheet, each with its own package on PYTHONPATH.
+Each `--compare-config` is one variant of the other checkout's runs with that config added (repeat it:
+`--compare-config --compare-config job_server=false` measures the old main with and without its job
+server).
+
 `--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the build, which reads
 every trace's kernel sources, the split) and prints each dataset job's time and peak memory (from the
 rules' `benchmark:` files), then `optrace.dataset.build.load` over the result.
 
     python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
+    python benchmarks/bench_workflow.py --traces 100 --compare /tmp/old-main --repeat 2 \
+        --compare-config --compare-config job_server=false
 
 Targets (2 cores): full run of 100 traces <= 40 s, no-op <= 2 s, 10-record batch <= 3 s,
 `snakemake -n` on 1000 traces <= 15 s with the controller <= 500 MB.
@@ -61,13 +69,18 @@ def _cpu_s(pid: int) -> float | None:
 CPU: dict[str, float] = {}  # of the last snakemake run: controller (its own) and jobs (all its children)
 
 
+def package_path(wd: Path) -> Path:
+    """Where a copy of a checkout keeps the package (workflow/scripts since the layout of #27, src before)."""
+    return next(p for p in (wd / "workflow" / "scripts", wd / "src") if (p / "optrace").is_dir())
+
+
 def snakemake(wd: Path, *args: str) -> tuple[float, float, str]:
     """Wall seconds, controller peak MB and the log of one snakemake run; its CPU seconds go to CPU."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "-c2", *args],
         cwd=wd,
-        env=ENV,
+        env={**ENV, "PYTHONPATH": str(package_path(wd))},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -130,11 +143,11 @@ def build_sheet(tmp: Path, n_traces: int, n_versions: int) -> Path:
     return sheet
 
 
-def fresh_workflow(dest: Path) -> Path:
+def fresh_workflow(dest: Path, source: Path = ROOT) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(
-        ROOT,
+        source,
         dest,
         ignore=shutil.ignore_patterns(".git", ".snakemake", "results", ".venv", "__pycache__", "tests", "benchmarks"),
     )
@@ -175,45 +188,63 @@ def dataset_only(wd: Path, cfg: str) -> None:
     print("    files: " + ", ".join(f"{k} {v / 1024:.0f} KiB" for k, v in sizes.items()))
 
 
+def measure(wd: Path, cfg: list[str], n: int, full_max: int, label: str) -> None:
+    """Plan, first full run, no-op and a 10-record batch on a fresh copy `wd`, one line each."""
+    plan, peak, _ = snakemake(wd, "-n", "--config", *cfg)
+    print(f"  {label:21s} plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB{cpu_note()}")
+    if n > full_max:
+        return
+    full, peak, log = snakemake(wd, "--config", *cfg)
+    print(
+        f"  {label:21s} full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
+        f"{cpu_note()}"
+    )
+    noop, peak, log = snakemake(wd, "--config", *cfg)
+    print(
+        f"  {label:21s} no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
+        f"{cpu_note()}"
+    )
+    k = ten_new_records(wd / "results", "0000-gemm-n4096-k4096")
+    batch, peak, log = snakemake(wd, "--config", *cfg)
+    print(
+        f"  {label:21s} after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
+        f"{cpu_note()}"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", type=int, nargs="+", default=[100, 400, 1000])
     ap.add_argument("--versions", type=int, default=30)
     ap.add_argument("--full-max", type=int, default=400, help="run the full workflow only on sheets up to this size")
     ap.add_argument("--dataset-only", action="store_true", help="only the dataset target, with per-job time and memory")
+    ap.add_argument("--compare", type=Path, help="another checkout, measured alternately on the same sheets")
+    ap.add_argument(
+        "--compare-config",
+        nargs="*",
+        action="append",
+        help="a variant of the other checkout's runs: extra --config values (repeat for several variants)",
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="measure each checkout this many times, alternating")
     args = ap.parse_args()
-    print(f"{platform.node()} {os.cpu_count()} cores, {time.strftime('%Y-%m-%d')}, python {platform.python_version()}")
+    print(
+        f"{platform.node()} {os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}, python {platform.python_version()}"
+    )
     with tempfile.TemporaryDirectory(prefix="optrace-wf-bench-") as tmp:
         tmp = Path(tmp)
         for n in args.traces:
             t0 = time.perf_counter()
             sheet = build_sheet(tmp, n, args.versions)
             print(f"\n{n} traces of {args.versions} versions built in {time.perf_counter() - t0:.1f} s")
-            wd = fresh_workflow(tmp / "wf")
-            cfg = f"traces={sheet}"
+            cfg = [f"traces={sheet}"]
             if args.dataset_only:
-                dataset_only(wd, cfg)
+                dataset_only(fresh_workflow(tmp / "wf"), cfg[0])
                 continue
-            plan, peak, _ = snakemake(wd, "-n", "--config", cfg)
-            print(f"  plan (-n):              {plan:7.1f} s  controller peak {peak:6.0f} MB{cpu_note()}")
-            if n > args.full_max:
-                continue
-            full, peak, log = snakemake(wd, "--config", cfg)
-            print(
-                f"  full run:               {full:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
-                f"{cpu_note()}"
-            )
-            noop, peak, log = snakemake(wd, "--config", cfg)
-            print(
-                f"  no-op re-run:           {noop:7.1f} s  controller peak {peak:6.0f} MB  jobs {sum(jobs_run(log).values())}"
-                f"{cpu_note()}"
-            )
-            k = ten_new_records(wd / "results", "0000-gemm-n4096-k4096")
-            batch, peak, log = snakemake(wd, "--config", cfg)
-            print(
-                f"  after a {k}-record batch: {batch:7.1f} s  controller peak {peak:6.0f} MB  jobs {jobs_run(log)}"
-                f"{cpu_note()}"
-            )
+            for _ in range(args.repeat):
+                measure(fresh_workflow(tmp / "wf"), cfg, n, args.full_max, "new")
+                for extra in (args.compare_config or [[]]) if args.compare else []:
+                    old = fresh_workflow(tmp / "old", args.compare.resolve())
+                    measure(old, cfg + extra, n, args.full_max, "old" + (f" {' '.join(extra)}" if extra else ""))
     return 0
 
 

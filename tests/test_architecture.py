@@ -31,3 +31,24 @@ def test_every_module_the_page_names_exists():
     assert named, "the page names no module"
     gone = sorted(m for m in named if not (PACKAGE_DIR / m).is_file())
     assert not gone, f"docs/architecture.md names modules that do not exist: {gone}"
+
+
+def test_the_layout_the_page_names_is_the_repositorys():
+    """The layout table names what is at the top (the design card's layout) and each place exists."""
+    table = DOC[DOC.index("## Layout") : DOC.index("## The DAG")]
+    named = {
+        p.rstrip("/") for row in re.findall(r"^\| (`[^|]+)\|", table, flags=re.M) for p in re.findall(r"`([^`]+)`", row)
+    }
+    assert {"Snakefile", "workflow/rules", "workflow/scripts/optrace", "schemas", "config", "tests"} <= named
+    missing = sorted(p for p in named if not (ROOT / p).exists())
+    assert not missing, f"docs/architecture.md's layout names what is not there: {missing}"
+    assert (PACKAGE_DIR / "schemas").resolve() == (ROOT / "schemas").resolve()
+
+
+def test_every_rule_is_in_the_dag_table():
+    rules = set()
+    for smk in [ROOT / "Snakefile", *sorted((ROOT / "workflow" / "rules").glob("*.smk"))]:
+        rules |= set(re.findall(r"^rule (\w+):", smk.read_text(), flags=re.M))
+    dag = DOC[DOC.index("## The DAG") : DOC.index("## The package")]
+    listed = {r for row in re.findall(r"^\| ([^|]+)\|", dag, flags=re.M) for r in re.findall(r"`(\w+)`", row)}
+    assert rules and rules <= listed, f"rules missing from the DAG table: {sorted(rules - listed)}"

@@ -3,6 +3,7 @@
     python tools/mutation.py                       # every module below, one after the other
     python tools/mutation.py --module ladder --module memory
     python tools/mutation.py --hand-only           # only the hand-made mutants (seconds)
+    python tools/mutation.py --module run --repo ../before   # another checkout (a score "before")
 
 Two kinds of mutant, each run against only the module's own fast unit tests
 (`pytest -x -q -m "not workflow and not cluster" <files>`):
@@ -11,9 +12,11 @@ Two kinds of mutant, each run against only the module's own fast unit tests
   asked for by name (issue #16). Each is one exact text replacement that must occur once.
 
 Every module runs in a staged copy of the repository (the work tree is never touched, and mutmut's
-`mutants/` stays out of it); `shared` beside the copy, and beside mutmut's `mutants/` inside it, links to
-the real `../shared`, so tests that read the real data do not skip. Runs are `nice -n 19` (the machine
-is shared).
+`mutants/` stays out of it). mutmut 3 imports mutated code only from `./`, `src/` or `source/`, so the
+staged copy holds the package at `src/optrace` (with `workflow/scripts/optrace` linked to it, and the
+top-level schemas copied in). `shared` beside the copy, and beside mutmut's `mutants/` inside it, links
+to the real `../shared`, so tests that read the real data do not skip. Runs are `nice -n 19` (the
+machine is shared).
 Results: a table on stdout, `<out>/summary.json`, and each survivor's diff in `<out>/<module>.survivors.txt`.
 """
 
@@ -33,9 +36,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("workflow/scripts/optrace")
+STAGED_PACKAGE = Path("src/optrace")  # where the staged copy holds it: a path mutmut imports from
 FAST = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not workflow and not cluster"]
 # Copied beside the mutated package: what the fast tests read from the repository root.
-ALSO_COPY = ["config", "resources", "workflow", "Snakefile", "profiles"]
+ALSO_COPY = ["config", "resources", "workflow", "Snakefile", "profiles", "schemas", "benchmarks"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,24 @@ TARGETS = {
     "storegates": Target(
         ("gates/store/ids.py", "gates/store/self_contained.py", "gates/store/anonymization.py"),
         ("tests/gates/test_store_injection.py", "tests/scrub/test_anonymize_hostile.py"),
+    ),
+    # how a run is driven (issue #27): the per-trace guard, the run's lifecycle and locks, the summary
+    "run": Target(
+        ("run/pertrace.py", "run/runlock.py", "run/lifecycle.py"),
+        (
+            "tests/run/test_run_rules.py",
+            "tests/run/test_pertrace.py",
+            "tests/run/test_lifecycle.py",
+            "tests/robustness/test_runlock.py",
+        ),
+    ),
+    "codedigest": Target(("run/codedigest.py",), ("tests/run/test_codedigest.py",)),
+    "summary": Target(("run/summary.py",), ("tests/run/test_summary.py", "tests/run/test_run_rules.py")),
+    "jsonio": Target(("jsonio.py",), ("tests/test_jsonio.py",)),
+    "secret": Target(("secret.py",), ("tests/run/test_run_rules.py", "tests/gates/test_validate.py")),
+    "contracts": Target(
+        ("contracts.py", "fastschema.py"),
+        ("tests/gates/test_schema_contract.py", "tests/test_contracts.py"),
     ),
 }
 
@@ -183,31 +205,45 @@ HAND_MADE = [
 ]
 
 
-def staged_copy(dest: Path) -> Path:
-    """The repository's tracked files (as in the work tree: uncommitted tests count) under dest/repo."""
+def staged_copy(dest: Path, source: Path) -> Path:
+    """The tracked files of the checkout `source` (as in its work tree: uncommitted tests count) under
+    dest/repo, the package moved to src/optrace (its schemas link replaced by a copy of the schemas)."""
     repo = dest / "repo"
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=source, capture_output=True, check=True).stdout
     for rel in filter(None, listed.decode().split("\0")):
-        src = ROOT / rel
-        if src.is_file():
+        src = source / rel
+        if src.is_file() and not src.is_symlink():
             (repo / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, repo / rel)
-    if (ROOT.parent / "shared").is_dir():
+    package = repo / STAGED_PACKAGE
+    if not package.is_dir():  # an older checkout (before #27's layout) already has it there
+        package.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(repo / PACKAGE, package)
+        if (source / "schemas").is_dir():
+            shutil.copytree(source / "schemas", package / "schemas", dirs_exist_ok=True)
+        (repo / PACKAGE).symlink_to(os.path.relpath(package, (repo / PACKAGE).parent))
+    shared = next((b / "shared" for b in (source.parent, ROOT.parent) if (b / "shared").is_dir()), None)
+    if shared is not None:
         # the tests find ../shared beside their root: dest/repo (hand-made runs), dest/repo/mutants (mutmut)
         for link in (dest / "shared", repo / "shared"):
-            link.symlink_to(ROOT.parent / "shared")
+            link.symlink_to(shared.resolve())
     return repo
 
 
-def mutmut_config(target: Target, basetemp: Path) -> str:
+def present(repo: Path, tests: tuple[str, ...]) -> list[str]:
+    """The test files of a target that the staged checkout has (an older one may lack the newer ones)."""
+    return [t for t in tests if (repo / t).is_file()]
+
+
+def mutmut_config(target: Target, tests: list[str], basetemp: Path) -> str:
     def toml_list(xs):
         return "[" + ", ".join(json.dumps(x) for x in xs) + "]"
 
     return (
         "\n[tool.mutmut]\n"
         'source_paths = ["src"]\n'
-        f"only_mutate = {toml_list(['workflow/scripts/optrace/' + f for f in target.files])}\n"
-        f"pytest_add_cli_args_test_selection = {toml_list(target.tests)}\n"
+        f"only_mutate = {toml_list([f'{STAGED_PACKAGE}/{f}' for f in target.files])}\n"
+        f"pytest_add_cli_args_test_selection = {toml_list(tests)}\n"
         # a private basetemp: the default one is shared by every pytest on the machine and its cleanup
         # of old runs takes seconds per start
         f"pytest_add_cli_args = {toml_list(FAST + ['--basetemp', str(basetemp)])}\n"
@@ -215,10 +251,13 @@ def mutmut_config(target: Target, basetemp: Path) -> str:
     )
 
 
-def run_mutmut(name: str, target: Target, work: Path, out: Path, children: int) -> dict:
-    repo = staged_copy(work / name)
+def run_mutmut(name: str, target: Target, source: Path, work: Path, out: Path, children: int) -> dict:
+    repo = staged_copy(work / name, source)
+    tests = present(repo, target.tests)
+    files = [f for f in target.files if (repo / STAGED_PACKAGE / f).is_file()]  # an older checkout may lack some
+    target = Target(tuple(files), target.tests)
     with (repo / "pyproject.toml").open("a") as f:
-        f.write(mutmut_config(target, work / name / "basetemp"))
+        f.write(mutmut_config(target, tests, work / name / "basetemp"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     start = time.monotonic()
     run = subprocess.run(
@@ -259,16 +298,20 @@ def run_mutmut(name: str, target: Target, work: Path, out: Path, children: int) 
         "other": {k: v for k, v in counts.items() if k not in ("killed", "timeout", "survived", "no tests")},
         "score": round(detected / total, 3) if total else None,
         "seconds": round(seconds, 1),
+        "tests": tests,
     }
 
 
-def run_hand_made(name: str, target: Target, work: Path) -> list[dict]:
+def run_hand_made(name: str, target: Target, source: Path, work: Path) -> list[dict]:
     """Each hand-made mutant applied to a fresh staged package, the module's fast tests run against it."""
-    results = []
-    repo = staged_copy(work / f"{name}-hand")
-    package = repo / PACKAGE
-    pristine = {f: (package / f).read_text() for f in target.files}
-    for mutant in (h for h in HAND_MADE if h.module == name):
+    results: list[dict] = []
+    mutants = [h for h in HAND_MADE if h.module == name]
+    if not mutants:
+        return results
+    repo = staged_copy(work / f"{name}-hand", source)
+    package = repo / STAGED_PACKAGE
+    pristine = {f: (package / f).read_text() for f in target.files if (package / f).is_file()}
+    for mutant in mutants:
         text = pristine[mutant.file]
         if text.count(mutant.old) != 1:
             raise SystemExit(
@@ -276,7 +319,7 @@ def run_hand_made(name: str, target: Target, work: Path) -> list[dict]:
                 f"{text.count(mutant.old)} times in {mutant.file} (update HAND_MADE)"
             )
         (package / mutant.file).write_text(text.replace(mutant.old, mutant.new))
-        env = {**os.environ, "PYTHONPATH": str(repo / PACKAGE.parent)}  # before the editable install's path
+        env = {**os.environ, "PYTHONPATH": str(package.parent)}  # before the editable install's path
         res = subprocess.run(
             [
                 "nice",
@@ -288,7 +331,7 @@ def run_hand_made(name: str, target: Target, work: Path) -> list[dict]:
                 *FAST,
                 "--basetemp",
                 str(work / f"{name}-hand-bt"),
-                *target.tests,
+                *present(repo, target.tests),
             ],
             cwd=repo,
             env=env,
@@ -310,14 +353,16 @@ def main(argv=None) -> int:
     p.add_argument("--hand-only", action="store_true", help="only the hand-made mutants")
     p.add_argument("--children", type=int, default=2, help="parallel mutmut workers (default 2)")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "mutation")
+    p.add_argument("--repo", type=Path, default=ROOT, help="the checkout to mutate (default: this one)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     summary = {}
     with tempfile.TemporaryDirectory(prefix="optrace-mutation-") as tmp:
         for name in args.module or list(TARGETS):
             target = TARGETS[name]
-            row = {} if args.hand_only else run_mutmut(name, target, Path(tmp), args.out, args.children)
-            hand = run_hand_made(name, target, Path(tmp))
+            source = args.repo.resolve()
+            row = {} if args.hand_only else run_mutmut(name, target, source, Path(tmp), args.out, args.children)
+            hand = run_hand_made(name, target, source, Path(tmp))
             row["hand_made"] = {
                 "killed": sum(h["killed"] for h in hand),
                 "total": len(hand),

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from optrace import SCHEMAS
+from optrace.contracts import compile_schema
 from optrace.errors import InputError
-from optrace.fastschema import compile_schema
 from optrace.gates import make_schema as ms
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
 from optrace.gates.store.store import load_store

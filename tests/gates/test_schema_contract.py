@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from optrace import SCHEMAS
-from optrace.fastschema import compile_schema
+from optrace.contracts import compile_schema
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
 from optrace.gates.store.store import load_store
 from tests.support.paths import SHARED_DATA

@@ -33,8 +33,11 @@ BAD = {  # slug -> what its one-line reason says
     "034-shallow": "is a shallow clone",
     "035-fifo": "HEAD in the git directory is a FIFO",
     "036-nogpu": "states no GPU",
-    "038-junk": "not a readable git bundle",
+    "038-junk": "is a truncated git bundle",
+    "039-outside": "`.git` (a `gitdir:` file) points outside the trace",
+    "040-common": "`commondir` of its git directory points outside the trace",
 }
+CANARY = "OUTSIDE-CANARY-9e1d"  # in the history of a repository outside every trace
 TERM = "acmecorp"
 
 
@@ -59,6 +62,14 @@ def mixed(tmp_path_factory):
     build_trace(t / "kernel_opt_036_nogpu", [CommitSpec("V0: baseline", {"kernel.py": tracekit.kernel(0)})])
     tracekit.long_horizon_era(t / f"kernel_opt_037_{TERM}_x")
     (t / "kernel_opt_038_junk.bundle").write_bytes(b"# v2 git bundle\n\x00\xff junk")
+    private = tmp / "elsewhere" / "private"  # what a hostile row must not get published
+    build_trace(
+        private, [CommitSpec(f"V0: baseline {CANARY}", {"kernel.py": f"# {CANARY}\n", **tracekit.meta_files()})]
+    )
+    (t / "kernel_opt_039_outside").mkdir()
+    (t / "kernel_opt_039_outside" / ".git").write_text(f"gitdir: {private / '.git'}\n")
+    tracekit.iteration_era(t / "kernel_opt_040_common")
+    (t / "kernel_opt_040_common" / ".git" / "commondir").write_text("../../../elsewhere/private/.git\n")
     rows = [
         ("kernel_opt_031_ok_a", "kernel_opt_031_ok_a"),
         ("kernel_opt_032_ok_b", "kernel_opt_032_ok_b"),
@@ -68,6 +79,8 @@ def mixed(tmp_path_factory):
         ("kernel_opt_036_nogpu", "kernel_opt_036_nogpu"),
         ("kernel_opt_037_x", f"kernel_opt_037_{TERM}_x"),
         ("kernel_opt_038_junk", "kernel_opt_038_junk.bundle"),
+        ("kernel_opt_039_outside", "kernel_opt_039_outside"),
+        ("kernel_opt_040_common", "kernel_opt_040_common"),
     ]
     sheet = tmp / "traces.tsv"
     sheet.write_text("label\tpath\n" + "".join(f"{label}\t{t / path}\n" for label, path in rows))
@@ -107,6 +120,40 @@ def test_keep_going_stages_every_good_trace_and_names_every_bad_one(mixed):
     assert "dataset: 3 trace(s)" in (results / "logs" / "dataset" / "build.log").read_text()  # the good ones
     for log in (results / "logs").rglob("*.log"):
         assert "Traceback" not in log.read_text(errors="replace"), log
+
+
+def test_nothing_from_a_repository_outside_the_traces_is_mined_or_published(mixed):
+    results = mixed["wd"] / "results"
+    assert CANARY not in mixed["res"].stdout + mixed["res"].stderr
+    for path in results.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".jsonl", ".md", ".diff", ".py", ".svg", ".parquet", ".log"):
+            assert CANARY.encode() not in path.read_bytes(), path
+
+
+def test_strict_exits_1_when_a_trace_failed_and_says_why(mixed):
+    """A CI job gating on a sheet run must not pass while traces failed (#28); without strict the same
+    run exits 0 and its summary says strict would change that. (A run with nothing to do prints no
+    summary at all, Snakemake calls no handler: `snakemake validate` is the target that always judges.)"""
+    assert "strict is off: failed traces do not change the exit status" in mixed["res"].stdout
+    memory = mixed["traces"] / "kernel_opt_036_nogpu" / "memory"
+    memory.mkdir(exist_ok=True)
+    (memory / "v0.json").write_text("{}")  # work for this run: that trace is ingested again (and fails again)
+    cfg = ("--config", f"traces={mixed['sheet']}")
+    for args, because in (
+        (("--keep-going", *cfg, "strict=true"), "strict: true"),
+        (("validate", *cfg), "`snakemake validate`"),
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "snakemake", "-c2", *args],
+            cwd=mixed["wd"],
+            capture_output=True,
+            text=True,
+            env=mixed["env"],
+            timeout=600,
+        )
+        assert res.returncode == 1, res.stdout[-3000:]
+        assert f"this run exits 1 because {len(BAD)} trace(s) failed ({because})" in res.stdout
+        assert "because a record failed" not in res.stdout  # the traces alone do it
 
 
 def test_denylisted_directory_name_reaches_no_output(mixed):

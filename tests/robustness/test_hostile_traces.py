@@ -19,94 +19,8 @@ import pytest
 
 from optrace.example.repo_builder import CommitSpec, build_trace, make_bundle
 from optrace.run.sheet import fingerprint
+from tests.robustness.hostile_kit import TIMEOUT, base_commits, fails, git, good, ok, warned
 from tests.support import tracekit
-
-CANARY = "SECRET-CANARY-7f3a"
-TIMEOUT = 30
-
-
-def git(repo, *args, stdin=None):
-    env = {
-        **os.environ,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_AUTHOR_NAME": "a",
-        "GIT_AUTHOR_EMAIL": "a@example.invalid",
-        "GIT_COMMITTER_NAME": "a",
-        "GIT_COMMITTER_EMAIL": "a@example.invalid",
-    }
-    return subprocess.run(["git", *args], cwd=repo, input=stdin, capture_output=True, env=env, check=True).stdout
-
-
-def ingest(trace, tmp_path, *extra, env=None):
-    """(exit code, stdout, stderr, outputs: {name: text}) of one ingest run."""
-    out = tmp_path / "out"
-    start = time.monotonic()
-    res = subprocess.run(
-        [sys.executable, "-m", "optrace", "ingest", str(trace), "--out-dir", str(out), *extra],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=env,
-    )
-    assert time.monotonic() - start < TIMEOUT
-    assert "Traceback" not in res.stderr + res.stdout, res.stderr[-2000:]
-    files = {p.name: p.read_text() for p in out.glob("*") if p.is_file()} if out.is_dir() else {}
-    for name, text in files.items():
-        assert CANARY not in text, name
-        assert "NaN" not in text and "Infinity" not in text, name
-    return res.returncode, res.stdout, res.stderr, files
-
-
-def ok(trace, tmp_path, *extra, env=None):
-    rc, out, err, files = ingest(trace, tmp_path, *extra, env=env)
-    assert rc == 0, err
-    rows = [json.loads(line) for line in files["versions.jsonl"].splitlines()]
-    return {r["version"]: r for r in rows}, json.loads(files["meta.json"]), out
-
-
-def fails(trace, tmp_path, problem, *extra):
-    rc, _out, err, files = ingest(trace, tmp_path, *extra)
-    assert rc == 2 and err.count("\n") == 1 and err.startswith("error: "), err
-    assert problem in err, err
-    assert "meta.json" not in files
-    return err.strip()
-
-
-def base_commits(kernel0=None):
-    return [
-        CommitSpec(
-            "V0: baseline",
-            {
-                "kernel.py": kernel0 or tracekit.kernel(0),
-                "memory/v0.json": tracekit.memory(0, 40.0),
-                **tracekit.meta_files(),
-            },
-        ),
-        CommitSpec(
-            "v1: committed (+25.0%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": tracekit.memory(1, 30.0)}
-        ),
-    ]
-
-
-def good(dest, untracked=None):
-    build_trace(dest, base_commits(), untracked)
-    return dest
-
-
-def warned(meta, text):
-    assert any(text in w for w in meta["warnings"]), meta["warnings"]
-
-
-@pytest.fixture
-def outside(tmp_path):
-    """A directory outside every trace: a canary file and a FIFO (reading it would block)."""
-    d = tmp_path / "outside"
-    d.mkdir()
-    (d / "secret.json").write_text(json.dumps({"performance": {"latency_us_geomean": 1.0}, "note": CANARY}))
-    os.mkfifo(d / "fifo")
-    return d
-
 
 # ---- not a trace at all ----------------------------------------------------------------------
 
@@ -141,6 +55,8 @@ def test_dotgit_symlink_is_not_followed(tmp_path):
 def test_gitdir_file_pointing_nowhere(tmp_path):
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / ".git").write_text("gitdir: /nonexistent/x\n")
+    fails(tmp_path / "t", tmp_path, "`.git` (a `gitdir:` file) points outside the trace (/nonexistent/x)")
+    (tmp_path / "t" / ".git").write_text("gitdir: .repo/x\n")  # inside the trace, but absent
     fails(tmp_path / "t", tmp_path, "which is not a directory")
 
 
@@ -153,7 +69,9 @@ def test_head_garbage(tmp_path):
 def test_head_on_unborn_branch(tmp_path):
     good(tmp_path / "t")
     (tmp_path / "t" / ".git" / "HEAD").write_text("ref: refs/heads/never\n")
-    fails(tmp_path / "t", tmp_path, "the repository has no commits")
+    fails(
+        tmp_path / "t", tmp_path, "HEAD names refs/heads/never, which has no commits, while branch main holds commits"
+    )
 
 
 def test_head_fifo_does_not_block(tmp_path):

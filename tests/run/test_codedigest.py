@@ -27,7 +27,7 @@ def test_distill_includes_the_phrases_its_drafts_must_satisfy_and_no_gate():
 
 def test_ingest_includes_the_validator_of_its_hardware_table_and_no_gate():
     ingest = files("ingest")
-    assert {"ingest/hardware.py", "fastschema.py"} <= ingest
+    assert {"ingest/hardware.py", "contracts.py"} <= ingest
     assert not {f for f in ingest if f.startswith("gates/")}, "editing a gate would re-run every trace's ingest"
 
 

@@ -93,7 +93,9 @@ def test_trace_paths_that_cannot_be_a_trace(tmp_path):
     assert trace_problem(str(tmp_path / "absent")).startswith("trace not found")
     assert trace_problem(str(tmp_path / "plain")).startswith("not a git work tree")
     assert trace_problem(str(tmp_path / "notes.txt")) == "a trace file must be a git bundle ending in .bundle"
-    assert trace_problem(str(tmp_path / "fake.bundle")) == "not a git bundle (no bundle header)"
+    assert trace_problem(str(tmp_path / "fake.bundle")) == (
+        "not a readable git bundle (it does not start with '# v2 git bundle' or '# v3 git bundle')"
+    )
 
 
 @pytest.mark.workflow

@@ -1,4 +1,4 @@
-"""The run summary printed at the end of every run (Snakefile onsuccess/onerror -> optrace.run.summary),
+"""The run summary every target prints (`optrace run-summary`, optrace.run.lifecycle -> optrace.run.summary),
 and `snakemake --report`. Real snakemake runs (marked `workflow`), shared across asserts: each costs seconds.
 """
 
@@ -120,7 +120,7 @@ def test_a_failed_trace_and_a_partial_target(tmp_path):
     assert "log: results/logs/ingest/021-nogpu.log" in text
     assert "not validated" in trace_line(text, "020-ok")
     assert "total: 2 traces (1 failed), 0 records validated" in text
-    assert "results/staging/README.md  (not written)" in text
+    assert "staging README" not in text  # the target reaches no aggregate: the summary points to none
 
 
 # --- snakemake --report ---------------------------------------------------------------------------
@@ -330,3 +330,79 @@ def test_a_fifo_where_an_output_goes_is_never_read(tmp_path):
         assert collect(["a"], stages, places(tmp_path)).failed_traces == []
     finally:
         signal.alarm(0)
+
+
+def _one_failed_trace(tmp_path):
+    from optrace.run.summary import StageFiles
+
+    stages = [StageFiles("ingest", str(tmp_path / "logs/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))]
+    meta = tmp_path / "work/bad/meta.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text('{"failed":{"stage":"ingest","reason":"t: states no GPU"},"slug":"bad"}')
+    return stages
+
+
+def test_strict_exit_status_counts_failed_traces(tmp_path):
+    """The strict exit status (a surviving mutant of #27, and #28's CI case): a failed trace fails a
+    strict run and the `validate` target, never a plain one, and the summary says which applies."""
+    from optrace.run.summary import collect, exit_status, render
+
+    result = collect(["bad"], _one_failed_trace(tmp_path), places(tmp_path))
+    assert len(result.failed_traces) == 1 and result.failed_records == 0
+    assert exit_status(result, "strict: true", need_records=False) == 1
+    assert exit_status(result, "`snakemake validate`", need_records=False) == 1
+    assert exit_status(result, "", need_records=False) == 0
+    assert "this run exits 1 because 1 trace(s) failed (strict: true)" in render(result, "strict: true")
+    assert "strict is off: failed traces do not change the exit status" in render(result, "")
+
+
+def test_the_failed_record_count_is_the_sum_over_traces(tmp_path):
+    from optrace.run.summary import Places, RunSummary, TraceLine, exit_status
+
+    summary = RunSummary(Places(tmp_path / "v", tmp_path / "s", tmp_path / "r", tmp_path / "d", "x"))
+    summary.traces = [
+        TraceLine("a", validated=True, records=3, failed=2),
+        TraceLine("b", validated=True, records=4, failed=1),
+    ]
+    assert summary.failed_records == 3 and summary.records == 7
+    assert exit_status(summary, "strict: true", need_records=False) == 1
+    summary.traces = [TraceLine("a", validated=True, records=3, failed=0)]
+    assert exit_status(summary, "strict: true", need_records=False) == 0
+
+
+def test_ingest_warnings_reach_the_summary(tmp_path):
+    from optrace.run.summary import StageFiles, collect, render
+
+    stages = [StageFiles("ingest", str(tmp_path / "logs/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))]
+    meta = tmp_path / "work/a/meta.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"warnings": ["kernel.py of v0, v1 is a Git LFS pointer, not the kernel", "other"]}))
+    text = render(collect(["a"], stages, places(tmp_path)))
+    assert (
+        f"ingest warned: kernel.py of v0, v1 is a Git LFS pointer, not the kernel (and 1 more); all in {meta}" in text
+    )
+
+
+def test_a_full_results_disk_is_said_and_explains_an_empty_log(tmp_path, monkeypatch):
+    from optrace.run import summary as mod
+
+    stages = [mod.StageFiles("packets", str(tmp_path / "logs/{slug}.log"), (str(tmp_path / "work/{slug}/p.json"),))]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/a.log").write_text("")
+    monkeypatch.setattr(mod, "free_space", lambda path: 4096)
+    result = mod.collect(["a"], stages, places(tmp_path))
+    text = mod.render(result)
+    assert "no space left on the device holding" in text and "(4096 bytes free)" in text
+    assert "is empty: no space left on the device (the job could not even write why)" in trace_line(text, "a")
+    monkeypatch.setattr(mod, "free_space", lambda path: 10 * mod.MIN_FREE_BYTES)
+    assert "no space" not in mod.render(mod.collect(["a"], stages, places(tmp_path)))
+
+
+def test_the_summary_escapes_what_it_prints(tmp_path):
+    from optrace.run.summary import StageFiles, collect, render
+
+    stages = [StageFiles("ingest", str(tmp_path / "logs/{slug}.log"), (str(tmp_path / "work/{slug}/meta.json"),))]
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs/a.log").write_text("error: /t/kernel_\x1b]0;owned\x07: not a git work tree\n")
+    text = render(collect(["a"], stages, places(tmp_path)))
+    assert "\x1b" not in text and "\x07" not in text and "kernel_\\x1b]0;owned\\x07" in text

@@ -17,6 +17,7 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CONDA_NAME = {
     "gitpython": "gitpython",
     "jsonschema": "jsonschema",
+    "jsonschema-rs": "jsonschema-rs",
     "pandas": "pandas",
     "pyarrow": "pyarrow",
     "pyyaml": "pyyaml",

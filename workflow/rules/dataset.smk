@@ -1,17 +1,17 @@
 # The cost-model dataset: ONE aggregate job over every trace publishes their kernel sources (read
-# from each trace, scrubbed, so it needs the denylist) and builds the tables. The sources were a job
-# per trace once: ~90 ms of process for ~5 ms of reading (benchmarks/README.md). A trace's new commit
+# from each trace, scrubbed, so it needs the denylist) and builds the tables; a job per trace would
+# cost far more in process start-up than in reading (benchmarks/README.md). A trace's new commit
 # re-runs its ingest, which re-runs the build. Re-baselining comes from the ladder, so its thresholds
 # are params: changing them re-runs the build.
 
 
 rule dataset_build:
     input:
+        unpack(targets_inputs),
         versions=per_trace(rules.ingest_trace.output.versions),
         meta=per_trace(rules.ingest_trace.output.meta),
         autotune=per_trace(rules.ingest_trace.output.autotune),
         traces=all_trace_inputs,
-        targets=TARGETS,
     output:
         measurements=results("dataset/measurements.parquet"),
         autotune=results("dataset/autotune.parquet"),
@@ -29,18 +29,23 @@ rule dataset_build:
         benchmarks("dataset/build.tsv")
     conda:
         ENV
+    resources:
+        mem_mb=4000,
+        runtime=60,
     params:
         optrace=OPTRACE,
         work_dirs=input_folders("meta"),
         traces=[TRACES[slug].path for slug in SLUGS],
         out_dir=folder_of("runs"),
         ladder=ladder_args(),
+        targets=targets_arg,
+        targets_digest=TARGETS_DIGEST,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("dataset"),
     shell:
         "{params.optrace} dataset build {params.work_dirs:q} --traces {params.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
-        "--targets {input.targets:q} --denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.targets} --denylist-env {params.denylist_env} > {log} 2>&1"
 
 
 # The split is its own job: a new fraction rewrites split.parquet and nothing else.

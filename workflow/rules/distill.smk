@@ -15,6 +15,8 @@ rule distill_trace:
     conda:
         ENV
     threads: 4 if config["distill"]["mode"] == "agent" else 1
+    resources:
+        runtime=120 if config["distill"]["mode"] == "agent" else 10,
     params:
         guard=guarded,
         packets=input_folder("manifest"),

@@ -11,6 +11,9 @@ rule packets_trace:
         logs("packets/{slug}.log"),
     conda:
         ENV
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         guard=guarded,
         trace=trace_path,

@@ -12,6 +12,9 @@ rule stage:
         benchmarks("stage.tsv")
     conda:
         ENV
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         optrace=OPTRACE,
         results=root_above("summary", 2),
@@ -44,6 +47,9 @@ rule readme:
         benchmarks("readme.tsv")
     conda:
         ENV
+    resources:
+        mem_mb=1000,
+        runtime=30,
     params:
         optrace=OPTRACE,
         results=root_above("readme", 2),

@@ -1,8 +1,8 @@
 # Validate: one job per trace runs all 17 gates over its distilled records.
 #
 # The records are not inputs (distill does not declare them, and an agent may write them at any time):
-# a digest of their names, sizes and mtimes is a param (distilled_digest, common.smk), so a new or changed record re-runs this trace's
-# validation and nothing else. Inside the job, per-record verdicts are cached by content hash in
+# a digest of their names, sizes and mtimes is a param (distilled_digest, common.smk), so a new or
+# changed record re-runs this trace's validation and nothing else. Inside the job, per-record verdicts are cached by content hash in
 # work/{slug}/validation-cache.json. The cache is deliberately not an output: Snakemake deletes a job's
 # outputs before running it, which would throw the cache away exactly on the re-run it exists for; and
 # since entries are keyed by content, a stale or missing cache can cost time but never change a verdict.
@@ -21,24 +21,27 @@ rule validate_trace:
         distill=rules.distill_trace.output.report,
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
-        profile=str(SCHEMAS / "opt-trace-1.0.schema.json"),
     output:
         report=reports("{slug}/validation.json"),
     log:
         logs("validate/{slug}.log"),
     conda:
         ENV
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         guard=guarded,
         results=root_above("report", 4),
         records=distilled_digest,
+        profile=PROFILE_DIGEST,
         live_store=live_store_arg,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("validate"),
     shell:
         "{params.guard} validate trace --results {params.results:q} --slug {wildcards.slug} "
-        "--profile {input.profile:q} {params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
 
 
 rule validate_summary:

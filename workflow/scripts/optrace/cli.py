@@ -7,12 +7,15 @@ that command runs, so a job pays only for what its stage uses (no pandas or pyar
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
 from collections.abc import Callable
 
 from optrace import __version__
 from optrace.errors import InputError
+from optrace.printable import escape_standard_streams
 
 # (command, module exposing main(argv: list[str]) -> int, one-line description). Adding a command is
 # one line here.
@@ -40,9 +43,20 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("make-schema", "optrace.gates.make_schema", "build or check the opt-trace-1.0 profile schema from its patch list"),
     ("scrub-check", "optrace.scrub.check", "report what would still leak from already-scrubbed files"),
     ("sheet", "optrace.run.sheet", "check a trace sheet and list the slug of each trace"),
+    (
+        "run-summary",
+        "optrace.run.lifecycle",
+        "the run summary of a target, from the files it declares; exit 1 when strict",
+    ),
     ("example-trace", "optrace.example.embedded", "build the embedded example trace from its packaged sources"),
 )
 MODULES = {name: module for name, module, _ in COMMANDS}
+# Writes that fail because of where the results live, not because of the input.
+FULL_DEVICE = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "the file system is read-only",
+}
 
 
 def usage() -> str:
@@ -57,11 +71,22 @@ def usage() -> str:
 
 
 def run_main(main: Callable[[list[str]], int | None], argv: list[str]) -> int:
-    """Run a stage's main with the project's error contract."""
+    """Run a stage's main with the project's error contract; what it prints has control characters
+    escaped (trace names and text reach every command's output)."""
+    escape_standard_streams()
     try:
         return int(main(argv) or 0)
     except InputError as exc:
         print(f"error: {exc.where}: {exc.problem}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `optrace sheet x | head`: the reader left; say nothing more, exit as SIGPIPE
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 141
+    except OSError as exc:
+        if exc.errno not in FULL_DEVICE:  # anything else is a bug: its traceback is wanted
+            raise
+        where = exc.filename or "output"
+        print(f"error: {where}: {FULL_DEVICE[exc.errno]}; free space and re-run", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

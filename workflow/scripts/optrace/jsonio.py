@@ -11,7 +11,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -68,23 +68,37 @@ def parse_untrusted(data: bytes | str) -> tuple[Any, str | None]:
         return None, f"JSON with an unparseable number ({str(exc).split(';')[0][:80]})"
 
 
+def write_atomic(path: str | os.PathLike, write: Callable[[Path], None]) -> None:
+    """The project's one atomic writer: `write` fills a temp file beside `path` (mode as the user's umask
+    gives), which then replaces `path` whole; a failed write leaves the old file and no temp file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = Path(name)
+    try:
+        os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; outputs are shared like any file the user writes
+        os.close(fd)
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # a full disk's error then names the output it could not write
+        raise
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     write_lines_atomic(path, (text,))
 
 
 def write_lines_atomic(path: str | os.PathLike, pieces: Iterable[str]) -> None:
     """write_text_atomic of "".join(pieces), written piece by piece (no whole-file string in memory)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.fchmod(fd, _FILE_MODE)  # mkstemp makes 0600; outputs are shared like any file the user writes
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
             fh.writelines(pieces)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    write_atomic(path, write)
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

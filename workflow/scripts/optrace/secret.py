@@ -12,10 +12,14 @@ is slow but never wrong.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import secrets
+import stat
+import sys
+import tempfile
 from pathlib import Path
 
 CACHE_KEY_ENV = "OPTRACE_CACHE_KEY"  # path of the HMAC key file; default below
@@ -29,24 +33,73 @@ def cache_key_path() -> Path:
 
 
 def cache_secret() -> bytes:
-    """The HMAC key: read from (or created at) cache_key_path(), else a per-process key."""
+    """The HMAC key: read from (or created at) cache_key_path(), else a per-process key (said once on
+    stderr, with why: a FIFO, a key others can read or write, an unwritable or non-directory home)."""
     path = cache_key_path()
-    try:
-        with open(os.open(path, os.O_RDONLY | os.O_NOFOLLOW), "rb") as fh:
-            key = fh.read(4096)
-        if len(key) >= 32:
+    key, problem = _read_key(path)
+    if key is not None:
+        return key
+    if problem == "absent":
+        key, problem = _create_key(path)
+        if key is not None:
             return key
-    except OSError:
-        pass
+    _note_fallback(path, problem)
+    return _PROCESS_KEY
+
+
+def _read_key(path: Path) -> tuple[bytes | None, str]:
+    """(key, "") or (None, why not): opened without blocking and without following a symlink, and
+    trusted only when it is a regular file of this user that nobody else can read or write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None, "absent"
+    except OSError as exc:
+        return None, f"cannot be opened ({exc.strerror})"
+    with open(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, "is not a regular file (a FIFO, device or directory)"
+        if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            return None, "can be read or written by another user (it must be this user's, mode 0600)"
+        key = fh.read(4096)
+    return (key, "") if len(key) >= 32 else (None, "holds fewer than 32 bytes")
+
+
+def _create_key(path: Path) -> tuple[bytes | None, str]:
+    """A new key written whole to a private file, then linked into place: a process racing this one
+    reads either no key or the complete key of whichever linked first."""
+    key = secrets.token_hex(32).encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        key = secrets.token_hex(32).encode()
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")  # mode 0600
+    except OSError as exc:  # $HOME a file, read-only, full: nothing can be kept
+        return None, f"cannot be created ({exc.strerror})"
+    try:
         with open(fd, "wb") as fh:
             fh.write(key)
-        return key
-    except OSError:
-        return _PROCESS_KEY
+        os.link(tmp, path)
+    except FileExistsError:
+        return _read_key(path)
+    except OSError as exc:
+        return None, f"cannot be created ({exc.strerror})"
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    return key, ""
+
+
+_noted: set[Path] = set()
+
+
+def _note_fallback(path: Path, problem: str) -> None:
+    if path not in _noted:
+        _noted.add(path)
+        print(
+            f"note: cache key {path} {problem}; a per-process key is used, so nothing cached is reused "
+            f"(set {CACHE_KEY_ENV} to a file of your own to keep the cache)",
+            file=sys.stderr,
+        )
 
 
 def mac(secret: bytes, *parts: bytes) -> str:

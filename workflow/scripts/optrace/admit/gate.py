@@ -51,8 +51,8 @@ from optrace.admit.store_match import (
     record_direction,
     summary_of,
 )
+from optrace.contracts import Check, compile_file
 from optrace.errors import InputError
-from optrace.fastschema import compile_file
 from optrace.gates.store.model import GATES, GateContext, RecordView, obj
 from optrace.gates.store.runner import check_view
 from optrace.gates.store.schema import errors_of as schema_errors
@@ -145,7 +145,7 @@ def admission_problems(record: Any, known_ids: Iterable[str], denylist: Denylist
 
 
 @cache
-def conflict_errors():
+def conflict_errors() -> Check:
     return compile_file(CONFLICT_SCHEMA)
 
 

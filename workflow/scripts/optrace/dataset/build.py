@@ -40,8 +40,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optrace.errors import InputError
-from optrace.jsonio import read_json, read_jsonl, write_text_atomic
+from optrace.jsonio import read_json, read_jsonl, write_atomic, write_text_atomic
 from optrace.mine.ladder import Thresholds, run_ladder
+from optrace.printable import escape_controls
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.leak_patterns import add_denylist_argument
 
@@ -933,29 +934,19 @@ def read_trace(work_dir: Path, trace: str | Path, scrubber: Scrubber, scratch: P
     )
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def write_parquet(path: Path, rows: list[dict], columns: Iterable[Column]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = arrow_schema(columns)
     table = pa.Table.from_pylist(rows, schema=schema)
-    _atomic(path, lambda tmp: pq.write_table(table, tmp, compression="zstd", compression_level=3))
+    write_atomic(path, lambda tmp: pq.write_table(table, tmp, compression="zstd", compression_level=3))
 
 
 def write_dataset(ds: Dataset, out_dir: Path, thresholds: Thresholds) -> None:
     for name in BUILT:
         write_parquet(out_dir / FILES[name], ds.tables[name], ds.columns(name))
-    write_text_atomic(out_dir / "README.md", render_readme(ds, thresholds))
+    write_text_atomic(out_dir / "README.md", escape_controls(render_readme(ds, thresholds), keep_layout=True))
 
 
 def export_csv(parquet: Path) -> Path:
@@ -964,7 +955,7 @@ def export_csv(parquet: Path) -> Path:
 
     out = parquet.with_suffix(".csv")
     table = pq.read_table(parquet)
-    _atomic(out, lambda tmp: pacsv.write_csv(table, tmp))
+    write_atomic(out, lambda tmp: pacsv.write_csv(table, tmp))
     return out
 
 

@@ -319,7 +319,7 @@ def run_agent(template: str, packet_path: Path, packet: dict, out_root: Path) ->
 def batches(items: list, size: int) -> list[list]:
     """Batches of at most `size` packets of one record type each, types in TYPE_ORDER."""
 
-    def rank(item):
+    def rank(item: tuple[Path, dict]) -> int:
         rtype = item[1].get("record_type")
         return TYPE_ORDER.index(rtype) if rtype in TYPE_ORDER else len(TYPE_ORDER)
 
@@ -342,7 +342,7 @@ def run_agents(
     """(outcomes, batches): each batch runs its packets one after another; up to `jobs` batches run at once."""
     progress = progress or (lambda o: o)
 
-    def run_batch(batch):
+    def run_batch(batch: list[tuple[Path, dict]]) -> list[dict]:
         return [
             progress(journal.run(path, packet, lambda p, k: run_agent(template, p, k, out_root)))
             for path, packet in batch

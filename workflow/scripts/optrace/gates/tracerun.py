@@ -172,7 +172,7 @@ class TraceRun:
     denylist_terms: tuple[str, ...]
     checked: int = 0  # records judged this run (cache misses)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.manifest = read_json(self.paths.packets / "manifest.json")
         self.targets = manifest_targets(self.paths.packets / "manifest.json", self.manifest)
         self.denylist = denylist_pattern(self.denylist_terms)

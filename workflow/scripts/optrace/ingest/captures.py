@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from optrace.ingest.ncu import NcuKernel, NcuTable, is_harness_kernel, normalize_kernel_name, parse_ncu_csv
 from optrace.ingest.trace_files import TraceFiles
 from optrace.jsonio import parse_untrusted
+from optrace.run.sheet import neutral_label
+from optrace.scrub.leak_patterns import Denylist
 
 PROFILES = "profiles"
 VERSION_DIR = re.compile(r"^[vV](\d{1,9})(?:[_-](.+))?$")  # numbers of at most 9 digits (grammar.NUM)
@@ -69,15 +71,47 @@ class ProfileCapture:
         }
 
 
-def scan_profiles(files: TraceFiles, non_target: list[str]) -> list[ProfileCapture]:
-    """Every capture directory of the trace, sorted by dir."""
+def scan_profiles(files: TraceFiles, non_target: list[str], denied: Denylist | None = None) -> list[ProfileCapture]:
+    """Every capture directory of the trace, sorted by dir. One whose name holds a denylisted term is
+    never read nor cited: it is unusable, under a neutral name, so the term reaches no output."""
     dirs, _ = _classify(files)
-    return sorted((_read_capture(files, d, non_target) for d in dirs), key=lambda c: c.dir)
+    return sorted(
+        (_denied_capture(d) if _is_denied(d.dir, denied) else _read_capture(files, d, non_target) for d in dirs),
+        key=lambda c: c.dir,
+    )
 
 
-def ignored_profile_dirs(files: TraceFiles) -> list[str]:
-    """Subdirectories of profiles/ that follow neither layout (e.g. `latest`), for ingest's warnings."""
-    return _classify(files)[1]
+def ignored_profile_dirs(files: TraceFiles, denied: Denylist | None = None) -> list[str]:
+    """Subdirectories of profiles/ that follow neither layout (e.g. `latest`), for ingest's warnings;
+    a name holding a denylisted term is given as a neutral one."""
+    return [_neutral(d) if _is_denied(d, denied) else d for d in _classify(files)[1]]
+
+
+DENIED_REASON = "the capture directory's name holds a denylisted term: not read and not cited (rename it to use it)"
+
+
+def _is_denied(path: str, denied: Denylist | None) -> bool:
+    return denied is not None and denied.contains(path)
+
+
+def _neutral(path: str) -> str:
+    return f"{PROFILES}/{neutral_label(path, 'capture')}"
+
+
+def _denied_capture(where: CaptureDir) -> ProfileCapture:
+    return ProfileCapture(
+        _neutral(where.dir),
+        where.version,
+        None,
+        where.episode,
+        where.shape,
+        None,
+        None,
+        None,
+        DENIED_REASON,
+        None,
+        None,
+    )
 
 
 def _classify(files: TraceFiles) -> tuple[list[CaptureDir], list[str]]:

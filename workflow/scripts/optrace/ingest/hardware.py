@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from optrace import DEFAULT_TARGETS, SCHEMAS
+from optrace.contracts import Check, compile_schema
 from optrace.errors import InputError
-from optrace.fastschema import compile_schema
 
 if TYPE_CHECKING:
     import jsonschema
@@ -325,13 +325,13 @@ def _targets_schema() -> dict:
 
 
 @functools.lru_cache(maxsize=1)
-def _targets_check():
+def _targets_check() -> Check:
     return compile_schema(_targets_schema())
 
 
 @functools.lru_cache(maxsize=1)
 def _targets_validator() -> jsonschema.Draft202012Validator:
-    import jsonschema  # ~0.1 s of imports, paid only to describe a table that fails
+    import jsonschema  # its imports are paid only to describe a table that fails
 
     jsonschema.Draft202012Validator.check_schema(_targets_schema())
     return jsonschema.Draft202012Validator(_targets_schema())

@@ -132,6 +132,18 @@ def decide_verdict(vc: VersionCommits) -> tuple[str, str, list[str]]:
     return verdict, basis, warnings
 
 
+LFS_POINTER = re.compile(
+    rb"version https://(?:git-lfs\.github\.com|hawser\.github\.com)/spec/v1\n(?:[a-z0-9.-]+ [^\n]*\n)*?"
+    rb"oid sha256:[0-9a-f]{64}\n(?:[a-z0-9.-]+ [^\n]*\n)*?size \d+\n?"
+)
+MAX_LFS_POINTER_BYTES = 1024  # git-lfs's own limit: a larger file is never a pointer
+
+
+def is_lfs_pointer(data: bytes) -> bool:
+    """Whether a blob is a Git LFS pointer file (what git holds when the content went to LFS)."""
+    return len(data) <= MAX_LFS_POINTER_BYTES and LFS_POINTER.match(data) is not None
+
+
 def read_kernels(history: History, blobs: set[str]) -> tuple[dict[str, str], dict[str, str]]:
     """(DSL per usable kernel blob, why each other blob is not source), one cat-file batch for all.
     A blob over MAX_KERNEL_BYTES is never read whole; one holding NUL bytes is binary, not source."""
@@ -141,6 +153,11 @@ def read_kernels(history: History, blobs: set[str]) -> tuple[dict[str, str], dic
             unusable[blob] = f"over the {MAX_KERNEL_BYTES}-byte kernel read cap"
         elif b"\0" in data:
             unusable[blob] = "binary (holds NUL bytes)"
+        elif is_lfs_pointer(data):
+            unusable[blob] = (
+                "a Git LFS pointer, not the kernel (the trace was cloned without git-lfs: "
+                "its history holds no kernel source to mine)"
+            )
         else:
             dsl[blob] = detect_dsl(data)
     return dsl, unusable
@@ -173,13 +190,13 @@ def drop_unusable_kernels(rows: list[dict], commits: list[Commit], unusable: dic
     """Versions whose kernel.py is not source text get no kernel blob (no DSL from it, no diff); one
     warning per cause. Returns the warnings."""
     warnings = []
-    for blob, why in sorted(unusable.items()):
-        versions = [r["version"] for r in rows if r["kernel_blob"] == blob]
-        for r in rows:
-            if r["kernel_blob"] == blob:
-                r["kernel_blob"] = None
-        if versions:
-            warnings.append(f"{KERNEL_FILE} of {', '.join(versions)} is {why}; not used as source")
+    by_cause: dict[str, list[str]] = {}  # one warning per cause, however many blobs share it
+    for r in rows:
+        if r["kernel_blob"] in unusable:
+            by_cause.setdefault(unusable[r["kernel_blob"]], []).append(r["version"])
+            r["kernel_blob"] = None
+    for why, versions in sorted(by_cause.items()):
+        warnings.append(f"{KERNEL_FILE} of {', '.join(versions)} is {why}; not used as source")
     by_sha = {r["sha"]: r["version"] for r in rows if r["sha"]}
     odd: dict[str, list[str]] = {}
     for c in commits:
@@ -334,11 +351,12 @@ def ingest(
 ) -> tuple[list[dict], list[dict], dict, list[dict]]:
     with open_trace(trace_path, scratch) as trace:
         # a directory name holding a denylisted term never names the operator (nor, through it, an id)
-        name, _ = safe_label(trace.name, str(trace_path), denylist_pattern(denylist), label)
+        denied = denylist_pattern(denylist)
+        name, _ = safe_label(trace.name, str(trace_path), denied, label)
         trace.history.start_log()  # git walks the history while the trace's files are read
         memory = scan_memory(trace.files)
         meta_in = read_metadata(trace.files, trace.name)
-        captures = scan_profiles(trace.files, non_target)
+        captures = scan_profiles(trace.files, non_target, denied)
         autotune = ingest_autotune(trace.files)
         commits = trace.history.commits()
         if not commits:
@@ -363,7 +381,7 @@ def ingest(
         rows, warnings = build_rows(hist, memory.records, captures, dsl_of_blob, default_dsl)
         warnings += drop_unusable_kernels(rows, commits, unusable_kernels)
         warnings += encoding_warnings + memory.warnings + meta_in.warnings + hw_warnings
-        warnings += [f"profiles/{d}: not a capture directory name; ignored" for d in ignored_profile_dirs(files)]
+        warnings += [f"{d}: not a capture directory name; ignored" for d in ignored_profile_dirs(files, denied)]
         warnings += [
             f"{c.dir}: episode {c.episode} has no version in the history" for c in captures if c.version is None
         ]

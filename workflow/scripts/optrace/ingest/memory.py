@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from optrace.ingest.trace_files import TraceFiles
@@ -257,7 +258,7 @@ def _same(a: str, b: str) -> bool:
     return a.strip().rstrip(".").lower() == b.strip().rstrip(".").lower()
 
 
-def _dedupe(parts):
+def _dedupe(parts: Iterable[str]) -> list[str]:
     seen: list[str] = []
     for p in parts:
         p = p.rstrip(".")

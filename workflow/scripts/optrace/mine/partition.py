@@ -7,7 +7,9 @@
 
 Ids are content-derived: `<vendor>.<product|arch>.<dsl>.<operator_slug>.<technique>-<marker><hash6>`,
 the hash over (trace label, segment kind, anchor, technique). The same trace gives the same ids on
-every run, whatever a live store holds. Episode keys are `<arch>|<dsl>|<operator>|<technique>|operator`,
+every run, whatever a live store holds. Where two segments of a trace share an id or a segment id (six
+hex digits collide in traces of thousands of levers), the later one gets a suffix of non-hex letters
+from a digest of its own content (`unique_ids`), so earlier ids never change as a trace grows. Episode keys are `<arch>|<dsl>|<operator>|<technique>|operator`,
 unique within the trace: a later segment of a technique an earlier one holds gets `<technique>#2`, `#3`. Technique text is scrubbed before it becomes an id, so no
 denylisted term or path can reach an id, an episode key or a file name.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import re
 import textwrap
 from collections import Counter
@@ -24,11 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from optrace.errors import InputError
 from optrace.facts import causal_sentences, pitfall_about, precheck, stated_cause
 from optrace.ingest.dsl import store_dsl
 from optrace.jsonio import read_json, read_jsonl, write_jsonl, write_text_atomic
 from optrace.mine.evidence import lever_parts
 from optrace.mine.ladder import ANCHORS, CLAIMS, Step, Thresholds, run_ladder
+from optrace.printable import escape_controls
 from optrace.rows import (
     REPEAT_MARK,
     Experiment,
@@ -41,6 +46,7 @@ from optrace.rows import (
     VersionRow,
     read_versions,
 )
+from optrace.run.sheet import NEUTRAL_ALPHABET
 from optrace.scrub.leak_patterns import add_denylist_argument
 from optrace.wording import sentences
 
@@ -517,11 +523,45 @@ def build_segments(
         + reference_segments(ctx, by_version, steps, scrub)
     )
     distinct_episodes(segments)
-    ids = Counter(s["id"] for s in segments)
-    dupes = [i for i, c in ids.items() if c > 1]
-    if dupes:  # content hashes collide only if the same content appears twice: a bug, not bad input
-        raise AssertionError(f"duplicate segment ids: {dupes}")
+    unique_ids(segments, meta["source_label"])
     return segments, steps
+
+
+SUFFIX_LENGTHS = (4, 8, 16, 32)  # letters of 4 bits each
+
+
+def content_digest(seg: SegmentRow) -> bytes:
+    """A digest of what a segment says, its ids aside."""
+    body = {k: v for k, v in seg.items() if k not in ("id", "seg_id")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).digest()
+
+
+def unique_ids(segments: list[SegmentRow], label: str) -> None:
+    """Make every record id and segment id of the trace unique, in place and deterministically: a
+    segment whose id or segment id an earlier one holds gets `<letters>` appended to both, spelled in
+    non-hex letters (a seven-digit hex run would read as a commit hash in a file name the agent sees)
+    from its content digest. Two segments that say the same thing are an error, not a collision."""
+    holders: dict[str, SegmentRow] = {}
+    for seg in segments:
+        if seg["id"] not in holders and seg["seg_id"] not in holders:
+            holders[seg["id"]] = holders[seg["seg_id"]] = seg
+            continue
+        other = holders.get(seg["id"]) or holders[seg["seg_id"]]
+        digest = content_digest(seg)
+        if digest == content_digest(other):
+            raise InputError(
+                f"partition of {label}",
+                f"two segments say the same thing ({seg['record_type']} at {other['version']} and {seg['version']}); "
+                "one of them should have been merged: please report this with the trace",
+            )
+        for length in SUFFIX_LENGTHS:
+            suffix = "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:length])
+            if seg["id"] + suffix not in holders and seg["seg_id"] + suffix not in holders:
+                seg["id"], seg["seg_id"] = seg["id"] + suffix, seg["seg_id"] + suffix
+                holders[seg["id"]] = holders[seg["seg_id"]] = seg
+                break
+        else:  # 128 bits of distinct digests agreeing: not a collision anyone will meet
+            raise InputError(f"partition of {label}", f"segment ids {seg['id']} and {other['id']} cannot be told apart")
 
 
 def render_md(segments: list[SegmentRow], steps: list[Step], profiles: list[dict], meta: dict) -> str:
@@ -532,8 +572,9 @@ def render_md(segments: list[SegmentRow], steps: list[Step], profiles: list[dict
     out += [f"- {t} / {k}: {c}" for (t, k), c in sorted(kinds.items())]
     out += [
         "",
-        "Id pattern: `<vendor>.<product|arch>.<dsl>.<operator_slug>.<technique>-<marker><hash6>` "
-        "(markers: s strategy, a anti-strategy, p pitfall, r reference kernel); content-derived.",
+        "Id pattern: `<vendor>.<product|arch>.<dsl>.<operator_slug>.<technique>-<marker><hash6>[<letters>]` "
+        "(markers: s strategy, a anti-strategy, p pitfall, r reference kernel); content-derived; letters "
+        "only where six hex digits collide within the trace.",
         "",
         "## Strategies",
         "",
@@ -602,7 +643,8 @@ def main(argv: list[str]) -> int:
     scrubber = Scrubber.from_env(args.denylist_env)
     segments, steps = build_segments(rows, meta, Thresholds.from_args(args), scrubber.text)
     write_jsonl(args.work_dir / "segments.jsonl", segments)
-    write_text_atomic(args.report, scrubber.private(render_md(segments, steps, profiles, meta)))  # a report: no term
+    report = scrubber.private(render_md(segments, steps, profiles, meta))  # a report: no term, no raw control
+    write_text_atomic(args.report, escape_controls(report, keep_layout=True))
     kinds = Counter(s["record_type"] for s in segments)
     print(f"partition: {meta['slug']}: " + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())))
     return 0

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from optrace.jsonio import read_json, read_jsonl, write_text_atomic
+from optrace.printable import escape_controls
 from optrace.scrub.anonymize import Scrubber
 from optrace.scrub.leak_patterns import add_denylist_argument
 
@@ -184,11 +185,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("slugs", nargs="+", help="the traces the store was staged from")
     args = ap.parse_args(argv)
     scrubber = Scrubber.from_env(args.denylist_env, os.environ)
-    text = render(args.results, args.slugs, scrubber.private)
+    text = render(args.results, args.slugs, lambda s: escape_controls(scrubber.private(s)))  # trace text: one cell
     if args.live_store:
         from optrace.admit.gate import readme_section
 
         text += "\n" + readme_section(args.results / "staging", args.live_store)
-    write_text_atomic(args.out, text)
+    write_text_atomic(args.out, escape_controls(text, keep_layout=True))
     print(f"readme: {args.out}")
     return 0

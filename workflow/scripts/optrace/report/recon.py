@@ -15,6 +15,7 @@ from optrace.admit.store_match import holdings
 from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.ladder import CLAIMS, Step, Thresholds, run_ladder
+from optrace.printable import escape_controls, escape_strings
 from optrace.report.ladderplot import ladder_plot, render_svg
 from optrace.rows import VersionRow, read_versions
 from optrace.scrub.anonymize import Scrubber
@@ -254,8 +255,8 @@ def main(argv: list[str]) -> int:
     scrub = Scrubber.from_env(args.denylist_env)  # reports carry trace text: no denylisted term in them
     recon = scrub.private_json(build_recon(rows, profiles, meta, steps, args.live_store))
     write_json(args.out_dir / "recon.json", recon)
-    write_text_atomic(args.out_dir / "recon.md", render_md(recon))
-    title = scrub.private(f"{meta['source_label']} on {meta['target']['product']}")
+    write_text_atomic(args.out_dir / "recon.md", render_md(escape_strings(recon)))  # trace text, escaped
+    title = escape_controls(scrub.private(f"{meta['source_label']} on {meta['target']['product']}"))
     write_text_atomic(args.out_dir / "ladder.svg", render_svg(ladder_plot(rows, steps, title)))
     lad = recon["ladder"]
     print(

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import json
-import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-from optrace.jsonio import load_or_none
+from optrace.jsonio import dumps_compact, load_or_none, write_text_atomic
 
 PACKAGE = "optrace"
 
@@ -61,13 +59,10 @@ def load_cache(path: Path) -> None:
 
 
 def save_cache(path: Path) -> None:
-    """Write the cache when this run parsed something new (temp file, then rename)."""
+    """Write the cache when this run parsed something new."""
     if not _DIRTY[0]:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(_CACHE, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, path)
+    write_text_atomic(path, dumps_compact(_CACHE))
     _DIRTY[0] = False
 
 
@@ -125,6 +120,11 @@ def digest(pkg: Path, entry: str) -> str:
     for path in closure(pkg, entry):
         h.update(str(path.relative_to(pkg)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()[:16]
+
+
+def file_digest(path: Path) -> str:
+    """A file's content digest (package data and the denylist travel to jobs as params of it)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 @cache

@@ -8,7 +8,6 @@ the schema to reject.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 
@@ -92,23 +91,8 @@ def _kind(kind: Any) -> str:
     return " or ".join(names.get(k, str(k)) for k in kind) if isinstance(kind, list) else names.get(kind, str(kind))
 
 
-BUNDLE_SIGNATURES = (b"# v2 git bundle\n", b"# v3 git bundle\n")
-
-
 def trace_problem(path: str) -> str | None:
-    """Why a trace path cannot be a trace (the rules ingest applies, without running git), or None."""
-    p = Path(path)
-    if not p.exists():
-        return "trace not found (give a git work tree or a .bundle file)"
-    if p.is_file():
-        if p.suffix != ".bundle":
-            return "a trace file must be a git bundle ending in .bundle"
-        try:
-            with open(p, "rb") as fh:
-                head = fh.read(len(BUNDLE_SIGNATURES[0]))
-        except OSError as exc:
-            return f"cannot read the bundle ({exc.strerror})"
-        return None if head in BUNDLE_SIGNATURES else "not a git bundle (no bundle header)"
-    if not (p / ".git").exists():
-        return "not a git work tree (no .git); give the trace's repository or a .bundle"
-    return None
+    """Why a trace path cannot be a trace (the rules ingest applies before git runs), or None."""
+    from optrace.ingest.tracepath import trace_kind_problem  # lstat and small reads only: no git
+
+    return trace_kind_problem(path)

@@ -2,14 +2,9 @@
 
     python -m optrace.run.pertrace --slug S --meta work/S/meta.json --outputs OUT... -- <stage> <args>...
 
-A trace's failure is data, not a crash. When the stage ends in a one-line InputError (a trace that is
-not a repository, a shallow clone, a FIFO as HEAD, ...), the guard writes every declared output as a
-small "failed" placeholder carrying `{"stage", "reason"}` and exits 0, so Snakemake sees the trace's
-chain complete and the aggregates (stage, readme, dataset) run for everyone. Stages after a failed
-one do not run their code: they pass the failure on in their own placeholders (`meta.json`'s `failed`
-is read by every later stage of the trace). The aggregates list failed traces with their reasons.
-When the trace is fixed its fingerprint changes, so its chain and the aggregates re-run, nothing else.
-A crash that is not an InputError (a bug) still fails the job loudly.
+A stage that ends in a one-line InputError leaves a small placeholder at each declared output carrying
+`{"stage", "reason"}` and the job exits 0, so the aggregates run for every trace and name this one; a
+later stage of a failed trace passes the failure on without running. A bug still fails the job.
 """
 
 from __future__ import annotations
@@ -19,18 +14,12 @@ import importlib
 import sys
 from pathlib import Path
 
+from optrace.cli import MODULES
 from optrace.errors import InputError
 from optrace.jsonio import dumps_compact, load_or_none, write_text_atomic
 
-STAGES = {
-    "ingest": "optrace.ingest.ingest",
-    "recon": "optrace.report.recon",
-    "partition": "optrace.mine.partition",
-    "packets": "optrace.mine.packets",
-    "distill": "optrace.distill.distill",
-    "validate": "optrace.gates.validate",
-    "dataset": "optrace.dataset.build",
-}
+# The commands that run once per trace; their modules are the command table's (optrace.cli).
+PER_TRACE = ("ingest", "recon", "partition", "packets", "distill", "validate")
 
 
 def upstream_failure(meta: Path) -> dict | None:
@@ -86,7 +75,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--outputs", nargs="+", type=Path, required=True, help="the rule's declared outputs")
     args = ap.parse_args(argv[:split])
     stage, stage_argv = argv[split + 1], argv[split + 2 :]
-    if stage not in STAGES:
+    if stage not in PER_TRACE:
         raise InputError("optrace.run.pertrace", f"unknown stage {stage!r}")
     failed = None if stage == "ingest" else upstream_failure(args.meta)
     if failed is not None:
@@ -94,7 +83,7 @@ def main(argv: list[str]) -> int:
         print(f"{stage}: {args.slug}: skipped, the trace failed at {failed['stage']}: {failed['reason']}")
         return 0
     try:
-        return int(importlib.import_module(STAGES[stage]).main(stage_argv) or 0)
+        return int(importlib.import_module(MODULES[stage]).main(stage_argv) or 0)
     except InputError as exc:
         reason = f"{exc.where}: {exc.problem}"
         print(f"error: {reason}", file=sys.stderr)

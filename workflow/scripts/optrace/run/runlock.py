@@ -1,23 +1,18 @@
 """Stale Snakemake locks after a killed controller.
 
-Snakemake locks a working directory by writing `.snakemake/locks/<n>.{input,output}.lock` and removes
-them when it ends. A controller killed with SIGKILL never removes them, so the next run stops with
-"Directory cannot be locked" until someone runs `--unlock`. The lock files name no owner, so each of our
-controllers records itself (`.snakemake/optrace-controllers/<host>-<pid>.json`, with the process's
-start time so a reused pid is not taken for it). Before Snakemake checks the locks, a new controller
-clears them only when every recorded controller ran on this host and none of them is still alive; a
-live run, or a run on another host sharing the directory, keeps its lock.
+A controller killed with SIGKILL leaves `.snakemake/locks/` behind, which names no owner. So each of our
+controllers records itself (host, pid, process start time, so a reused pid is not taken for it), and a
+new one clears the locks only when every recorded controller ran on this host and none is alive.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 from pathlib import Path
 
-from optrace.jsonio import load_or_none
+from optrace.jsonio import load_or_none, write_json
 
 CONTROLLERS = "optrace-controllers"
 
@@ -73,9 +68,7 @@ def register(snakemake_dir: Path, host: str | None = None) -> Path:
     registry = snakemake_dir / CONTROLLERS
     registry.mkdir(parents=True, exist_ok=True)
     path = registry / f"{host}-{pid}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"host": host, "pid": pid, "start": start_time(pid)}))
-    os.replace(tmp, path)
+    write_json(path, {"host": host, "pid": pid, "start": start_time(pid)})
     return path
 
 

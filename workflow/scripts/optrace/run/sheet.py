@@ -14,12 +14,15 @@ import csv
 import hashlib
 import os
 import stat
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from optrace.errors import InputError
+from optrace.ingest.gitdir import locate_gitdir, resolve_head
 from optrace.ingest.trace_files import MAX_WALK_DEPTH, read_small_file
+from optrace.printable import escape_controls
 from optrace.run.configcheck import trace_problem
 from optrace.run.families import trace_slug
 from optrace.scrub.leak_patterns import DENYLIST_ENV, Denylist, add_denylist_argument, denylist_pattern, read_denylist
@@ -27,6 +30,7 @@ from optrace.scrub.leak_patterns import DENYLIST_ENV, Denylist, add_denylist_arg
 SHEET_COLUMNS = ("label", "path", "vendor", "arch", "product", "dsl", "harness")
 OVERRIDE_COLUMNS = SHEET_COLUMNS[2:]
 # What ingest reads from the work tree besides git: a change to any of it makes ingest stale.
+MAX_SHEET_BYTES = 64 * 1024 * 1024  # 10 000 traces are ~1 MB
 FINGERPRINT_DIRS = ("memory", "profiles", "versions", "autotune")
 FINGERPRINT_FILES = (
     "definition.json",
@@ -54,10 +58,11 @@ class TraceEntry:
 NEUTRAL_ALPHABET = "ghjkmnpqrstvwxyz"
 
 
-def neutral_label(path: str) -> str:
-    """A name that says nothing about the trace: a hash of its path, spelled in non-hex letters."""
+def neutral_label(path: str, kind: str = "trace") -> str:
+    """A name that says nothing about what it names: `<kind>-` and a hash of `path`, spelled in
+    non-hex letters."""
     digest = hashlib.sha256(str(path).encode()).digest()
-    return "trace-" + "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:10])
+    return f"{kind}-" + "".join(NEUTRAL_ALPHABET[b % 16] for b in digest[:10])
 
 
 def safe_label(label: str, path: str, denied: Denylist | None, fallback: str | None = None) -> tuple[str, str | None]:
@@ -77,49 +82,96 @@ def safe_label(label: str, path: str, denied: Denylist | None, fallback: str | N
 def entry_for_path(path: str, hardware: str = "", denylist: tuple[str, ...] = ()) -> TraceEntry:
     p = Path(path)
     label, note = safe_label(p.stem if p.suffix == ".bundle" else p.name, path, denylist_pattern(denylist))
-    return TraceEntry(
-        label, str(path), trace_slug(label), {"product": hardware} if hardware else {}, where="config trace", note=note
+    return TraceEntry(  # absolute: a path such as `-h` must never reach a command line as an option
+        label,
+        os.path.abspath(path),
+        trace_slug(label),
+        {"product": hardware} if hardware else {},
+        where="config trace",
+        note=note,
     )
+
+
+def sheet_lines(sheet: Path, text: str) -> list[tuple[int, list[str]]]:
+    """(line number, fields) of each row: only `\n` ends a line (U+2028, NEL or a form feed in a label
+    are characters of it, as a spreadsheet wrote them), a trailing `\r` is dropped, blank and `#` lines
+    are skipped; a field holding a tab must be quoted, as spreadsheets write it."""
+    rows = []
+    for n, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            rows.append((n, next(csv.reader([line], delimiter="\t", strict=True))))
+        except csv.Error as exc:
+            raise InputError(f"{sheet}:{n}", f"not a readable TSV row ({exc})") from None
+    return rows
 
 
 def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list[TraceEntry]:
     sheet = Path(sheet)
+    data, problem = read_small_file(sheet, MAX_SHEET_BYTES)
+    if data is None:
+        raise InputError(sheet, f"cannot read the trace sheet (it is {problem})")
     try:
-        text = sheet.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(sheet, f"cannot read the trace sheet ({exc.strerror})") from None
-    rows = list(
-        csv.DictReader(
-            (line for line in text.splitlines() if line.strip() and not line.startswith("#")), delimiter="\t"
-        )
-    )
-    if not rows:
+        text = data.decode("utf-8-sig")  # a spreadsheet's UTF-8 export starts with a byte-order mark
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(
+            f"{sheet}:{line}", f"the trace sheet is not UTF-8 text (byte {exc.start} of the file)"
+        ) from None
+    lines = sheet_lines(sheet, text)
+    if len(lines) < 2:
         raise InputError(sheet, "the trace sheet has no rows (columns: label<TAB>path[<TAB>vendor ...])")
-    unknown = set(rows[0]) - set(SHEET_COLUMNS)
-    if unknown or not {"label", "path"} <= set(rows[0]):
+    (_, header), rows = lines[0], lines[1:]
+    columns = [c.strip() for c in header]
+    unknown = [c for c in columns if c not in SHEET_COLUMNS]
+    if unknown or not {"label", "path"} <= set(columns) or len(set(columns)) < len(columns):
         raise InputError(
             sheet,
-            f"columns must be label, path and optionally {', '.join(OVERRIDE_COLUMNS)}"
-            f" (found {', '.join(k for k in rows[0] if k)})",
+            f"columns must be label, path and optionally {', '.join(OVERRIDE_COLUMNS)}, each once"
+            f" (found {', '.join(map(repr, columns))})",
         )
     entries = []
     seen: dict[str, str] = {}  # slug -> the label that gave it
     denied = denylist_pattern(denylist)
-    for i, row in enumerate(rows, 2):
-        label, path = (row.get("label") or "").strip(), (row.get("path") or "").strip()
-        if not label or not path:
-            raise InputError(f"{sheet}:{i}", "every row needs a label and a path")
+    for n, fields in rows:
+        where = f"{sheet}:{n}"
+        if len(fields) > len(columns):
+            raise InputError(
+                where,
+                f"{len(fields)} tab-separated fields for {len(columns)} columns: a tab inside a path or label "
+                'must be quoted ("...")',
+            )
+        row = dict(zip(columns, fields))
+        # a path is taken as written: a directory name may end in a space
+        label, path = row.get("label", "").strip(), row.get("path", "")
+        if not label or not path.strip():
+            missing = " and ".join(k for k, v in (("a label", label), ("a path", path.strip())) if not v)
+            raise InputError(where, f"the row has no {missing.removeprefix('a ')}; every row needs a label and a path")
+        if (bad := control_in(row.get("label", ""))) is not None:  # before strip(), which eats U+2028 and NEL
+            raise InputError(
+                where,
+                f"the label holds {bad}, a control or line-break character; a label names the trace in "
+                "reports: use letters, digits, spaces and - _ .",
+            )
         label, note = safe_label(label, path, denied)
         if note is None and denied is not None and denied.contains(Path(path).name):
             note = f"{label}: the trace's directory name holds a denylisted term; named by its sheet label"
         slug = trace_slug(label)
         if slug in seen:
-            raise InputError(f"{sheet}:{i}", f"label {label!r} gives slug {slug!r}, already used by {seen[slug]!r}")
+            raise InputError(where, f"label {label!r} gives slug {slug!r}, already used by {seen[slug]!r}")
         seen[slug] = label
         resolved = path if os.path.isabs(path) else str((sheet.parent / path).resolve())
         over = {k: row[k].strip() for k in OVERRIDE_COLUMNS if (row.get(k) or "").strip()}
-        entries.append(TraceEntry(label, resolved, slug, over, where=f"{sheet}:{i}", note=note))
+        entries.append(TraceEntry(label, resolved, slug, over, where=where, note=note))
     return entries
+
+
+def control_in(text: str) -> str | None:
+    """The first control character of `text` as `U+XXXX (NAME)`, or None."""
+    bad = next((c for c in text if escape_controls(c) != c), None)
+    return None if bad is None else f"U+{ord(bad):04X} ({unicodedata.name(bad, 'a control character')})"
 
 
 def check_paths_exist(entries: list[TraceEntry]) -> None:
@@ -127,7 +179,12 @@ def check_paths_exist(entries: list[TraceEntry]) -> None:
     that exists but is not a repository is the trace's own failure: its ingest says so, the rest run.)"""
     for e in entries:
         if not e.example and not os.path.lexists(e.path):
-            raise InputError(e.where or e.path, f"trace path {e.path} does not exist")
+            shown, hint = e.path, ""
+            if e.path != e.path.strip():  # quoted, so the spaces show
+                shown = repr(e.path)
+                if os.path.lexists(e.path.strip()):
+                    hint = f" ({e.path.strip()!r}, without the spaces around it, does: a path is taken as written)"
+            raise InputError(e.where or e.path, f"trace path {shown} does not exist{hint}")
 
 
 def select_traces(
@@ -206,38 +263,14 @@ def _stat_into(h: hashlib._Hash, base: Path, path: Path) -> None:
     h.update(f"{path.relative_to(base)}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
 
 
-def _small_text(path: Path, cap: int = 64 * 1024) -> str | None:
-    data, _ = read_small_file(path, cap)
-    return None if data is None else data.decode("utf-8", "replace")
-
-
 def head_sha(repo: Path) -> str:
-    """Read HEAD without spawning git: .git/HEAD -> loose ref or packed-refs (each lstat-checked first)."""
-    gitdir = repo / ".git"
-    text = _small_text(gitdir)
-    if text is not None:  # worktree: "gitdir: <path>"
-        gitdir = (repo / text.split(":", 1)[-1].strip()).resolve()
-    head = _small_text(gitdir / "HEAD")
-    if head is None:
+    """HEAD's commit without spawning git, as ingest finds it (optrace.ingest.gitdir: lstat before any
+    open, nothing outside the trace); "unborn", or "no-head" when ingest will refuse the repository."""
+    try:
+        head = resolve_head(repo, locate_gitdir(repo))
+    except InputError:
         return "no-head"
-    head = head.strip()
-    if not head.startswith("ref:"):
-        return head
-    ref = head[4:].strip()
-    for base in (gitdir, _common_dir(gitdir)):
-        loose = _small_text(base / ref)
-        if loose is not None:
-            return loose.strip()
-        packed = _small_text(base / "packed-refs", 64 * 1024 * 1024)
-        for line in (packed or "").splitlines():
-            if line.endswith(" " + ref):
-                return line.split()[0]
-    return "unborn"
-
-
-def _common_dir(gitdir: Path) -> Path:
-    common = _small_text(gitdir / "commondir")
-    return (gitdir / common.strip()).resolve() if common else gitdir
+    return head.sha or "unborn"
 
 
 def main(argv: list[str]) -> int:

@@ -9,6 +9,7 @@ partial target (`snakemake recon`): what was not produced is said to be missing,
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,8 +17,12 @@ from typing import Any
 
 from optrace.gates import SUMMARY_SCHEMA
 from optrace.jsonio import bytes_or_none, load_or_none
+from optrace.printable import escape_controls
 
 MAX_REASON_CHARS = 300
+# Less than this free on the results' file system and a job cannot write its outputs, nor even the
+# line that says why (its log is on the same disk): the summary, printed to the terminal, says it.
+MIN_FREE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -34,13 +39,18 @@ class StageFiles:
 
 @dataclass(frozen=True)
 class Places:
-    """The aggregate outputs the summary reads and points to."""
+    """The aggregate outputs the summary reads and points to; None: not part of the run's target."""
 
-    validation_summary: Path
-    staged: Path
-    staging_readme: Path
-    dataset: Path
-    trace_report: str  # per-trace validation report, a pattern over `{slug}`
+    validation_summary: Path | None
+    staged: Path | None
+    staging_readme: Path | None
+    dataset: Path | None
+    trace_report: str | None  # per-trace validation report, a pattern over `{slug}`
+
+    def disk(self) -> Path:
+        """A path on the file system the results are written to (for its free space)."""
+        declared = (self.staged, self.validation_summary, self.staging_readme, self.dataset)
+        return next((p for p in declared if p is not None), Path("."))
 
 
 @dataclass
@@ -54,6 +64,8 @@ class TraceLine:
     first_failure: tuple[str, str] | None = None  # (FAIL <path> [gates], first message)
     error: str | None = None  # "<stage>: <one line>" when the trace's chain failed
     log: Path | None = None  # the failed job's log
+    warnings: list[str] = field(default_factory=list)  # ingest's warnings about the trace (meta.json)
+    meta: Path | None = None  # where they are
 
 
 @dataclass
@@ -61,6 +73,7 @@ class RunSummary:
     places: Places
     traces: list[TraceLine] = field(default_factory=list)
     newest_report: float = 0.0  # mtime of the newest trace validation report: older aggregates are stale
+    free_bytes: int | None = None  # free space on the results' file system, when it is nearly full
 
     @property
     def failed_records(self) -> int:
@@ -90,7 +103,18 @@ def _placeholder(path: Path) -> Any:
         return None
 
 
-def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | None:
+def free_space(path: Path) -> int | None:
+    """Bytes free to this user on the file system holding `path` (its nearest existing ancestor)."""
+    for folder in (path, *path.absolute().parents):
+        try:
+            st = os.statvfs(folder)
+        except OSError:
+            continue
+        return st.f_bavail * st.f_frsize
+    return None
+
+
+def failure_reason(slug: str, stages: list[StageFiles], disk_full: bool = False) -> tuple[str, Path] | None:
     """('<stage>: <line>', its log) for the first stage of the trace whose job failed, else None.
 
     A failed job leaves its log but not its outputs (Snakemake removes them), and every stage ends bad
@@ -113,7 +137,10 @@ def failure_reason(slug: str, stages: list[StageFiles]) -> tuple[str, Path] | No
         except OSError:
             continue
         errors = [ln for ln in lines if ln.startswith("error:")]
-        line = (errors or lines or [f"failed, its log {log} is empty"])[-1]
+        empty = f"failed, its log {log} is empty" + (
+            ": no space left on the device (the job could not even write why)" if disk_full else ""
+        )
+        line = (errors or lines or [empty])[-1]
         return f"{stage.name}: {line[:MAX_REASON_CHARS]}", log
     return None
 
@@ -179,16 +206,16 @@ def merged_reports(report_paths: dict[str, Path]) -> dict:
 def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSummary:
     """Read what exists. The validation summary is used when it is at least as new as every trace's
     report (it adds overlaps across traces); otherwise the per-trace reports are read directly."""
-    report_paths = {slug: Path(places.trace_report.format(slug=slug)) for slug in slugs}
+    pattern = places.trace_report
+    report_paths = {slug: Path(pattern.format(slug=slug)) for slug in slugs} if pattern else {}
     report_time = {}
     for slug, path in report_paths.items():
         try:
             report_time[slug] = path.stat().st_mtime
         except OSError:  # missing: this trace was not validated
             continue
-    merged = current_summary(places.validation_summary, report_time) or merged_reports(
-        {s: report_paths[s] for s in report_time}
-    )
+    current = current_summary(places.validation_summary, report_time) if places.validation_summary else None
+    merged = current or merged_reports({s: report_paths[s] for s in report_time})
     by_slug = {t["slug"]: t for t in merged["traces"]}
     report_time = {s: t for s, t in report_time.items() if s in by_slug}  # reports that could be read
     failing: dict[str, list[dict]] = {}
@@ -196,21 +223,25 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
         if rec["status"] != "PASS":
             failing.setdefault(rec["slug"], []).append(rec)
 
-    staged_doc = load_or_none(places.staged)
+    staged_doc = load_or_none(places.staged) if places.staged else None
     staged_by_slug: dict[str, int] = {}
     staged_time = -1.0  # no staging: older than any report
     if isinstance(staged_doc, dict) and isinstance(staged_doc.get("staged"), list):
         for s in staged_doc["staged"]:
             if isinstance(s, dict) and isinstance(s.get("trace"), str):  # a hand-edited entry counts for no trace
                 staged_by_slug[s["trace"]] = staged_by_slug.get(s["trace"], 0) + 1
-        staged_time = places.staged.stat().st_mtime
+        staged_time = places.staged.stat().st_mtime if places.staged else -1.0
         if staged_time > time.time() + FUTURE_SLACK_S:  # dated ahead: cannot be ordered against the reports
             staged_time = -1.0
 
     summary = RunSummary(places=places, newest_report=max(report_time.values(), default=0.0))
+    free = free_space(places.disk())
+    summary.free_bytes = free if free is not None and free < MIN_FREE_BYTES else None
     for slug in slugs:
         line = TraceLine(slug)
-        line.error, line.log = failure_reason(slug, stages) or (None, None)
+        line.error, line.log = failure_reason(slug, stages, summary.free_bytes is not None) or (None, None)
+        if line.error is None:
+            line.meta, line.warnings = ingest_warnings(slug, stages)
         t = by_slug.get(slug)
         if t is not None:
             line.validated, line.records, line.failed = True, t["records"], t["failed"]
@@ -223,36 +254,61 @@ def collect(slugs: list[str], stages: list[StageFiles], places: Places) -> RunSu
     return summary
 
 
-def _where(label: str, path: Path, stale_before: float = 0.0) -> str:
+def ingest_warnings(slug: str, stages: list[StageFiles]) -> tuple[Path | None, list[str]]:
+    """(the trace's meta.json, its ingest warnings): what ingest noticed and mined around (a kernel.py
+    that is a Git LFS pointer, a capture not read), shown so it is not missed."""
+    meta = next((o for s in stages for o in s.files(slug)[1] if o.name == "meta.json"), None)
+    doc = load_or_none(meta) if meta is not None else None
+    warnings = doc.get("warnings") if isinstance(doc, dict) else None
+    return meta, [w for w in warnings if isinstance(w, str)] if isinstance(warnings, list) else []
+
+
+def _where(label: str, path: Path | None, stale_before: float = 0.0) -> list[str]:
+    return [] if path is None else [_where_line(label, path, stale_before)]
+
+
+def _where_line(label: str, path: Path, stale_before: float) -> str:
     if not path.exists():
         return f"  {label:<19}{path}  (not written)"
     stale = path.stat().st_mtime < stale_before
     return f"  {label:<19}{path}" + ("  (older than the last validation: not rewritten)" if stale else "")
 
 
-def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
-    """The text a user sees at the end of a run. `exits_because`: why a failing record makes this run
-    exit 1 ("strict: true", the `validate` target), empty when it does not; `need_records`: having no
-    record at all does too."""
-    width = max([len(t.slug) for t in summary.traces] + [5])
-    out = ["", "Run summary", ""]
-    for t in summary.traces:
-        if t.error:
-            out.append(f"  {t.slug:<{width}}  FAILED at {t.error}")
-            out.append(f"  {'':<{width}}    log: {t.log}")
-            continue
-        if not t.validated:
-            out.append(f"  {t.slug:<{width}}  not validated (the target stopped before validation)")
-            continue
+def _trace_lines(t: TraceLine, width: int) -> list[str]:
+    pad = f"  {'':<{width}}    "
+    if t.error:
+        return [f"  {t.slug:<{width}}  FAILED at {t.error}", f"{pad}log: {t.log}"]
+    if not t.validated:
+        out = [f"  {t.slug:<{width}}  not validated (the target stopped before validation)"]
+    else:
         staged = "not staged yet" if t.staged is None else f"{t.staged} staged"
-        out.append(
+        out = [
             f"  {t.slug:<{width}}  {t.records} records: {staged}, {t.failed} failed validation, "
             f"{t.without_record} packets without a record"
-        )
-        if t.first_failure:
-            more = f" (first of {t.failed})" if t.failed > 1 else ""
-            out.append(f"  {'':<{width}}    {t.first_failure[0]}{more}")
-            out.append(f"  {'':<{width}}      {t.first_failure[1]}")
+        ]
+    if t.first_failure:
+        more = f" (first of {t.failed})" if t.failed > 1 else ""
+        out += [f"{pad}{t.first_failure[0]}{more}", f"{pad}  {t.first_failure[1]}"]
+    if t.warnings:
+        more = f" (and {len(t.warnings) - 1} more)" if len(t.warnings) > 1 else ""
+        out.append(f"{pad}ingest warned: {t.warnings[0][:MAX_REASON_CHARS]}{more}; all in {t.meta}")
+    return out
+
+
+def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
+    """The text a user sees at the end of a run. `exits_because`: why a failed trace or a failing record
+    makes this run exit 1 ("strict: true", the `validate` target), empty when it does not;
+    `need_records`: having no record at all does too."""
+    width = max([len(t.slug) for t in summary.traces] + [5])
+    out = ["", "Run summary", ""]
+    if summary.free_bytes is not None:
+        out += [
+            f"  no space left on the device holding {summary.places.disk().parent} ({summary.free_bytes} bytes "
+            "free): jobs cannot write their outputs, nor their logs; free space and re-run",
+            "",
+        ]
+    for t in summary.traces:
+        out += _trace_lines(t, width)
     validated = [t for t in summary.traces if t.validated]
     staged_total = sum(t.staged or 0 for t in summary.traces)
     out += [
@@ -264,12 +320,18 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
     p = summary.places
     out += [
         "",
-        _where("staging README", p.staging_readme, summary.newest_report),
-        _where("validation summary", p.validation_summary, summary.newest_report),
-        _where("dataset", p.dataset),
+        *_where("staging README", p.staging_readme, summary.newest_report),
+        *_where("validation summary", p.validation_summary, summary.newest_report),
+        *_where("dataset", p.dataset),
     ]
     if summary.failed_traces:
         out.append("  fix or drop each failed trace and re-run: only what is stale runs again")
+        n = len(summary.failed_traces)
+        out.append(
+            f"  this run exits 1 because {n} trace(s) failed ({exits_because})"
+            if exits_because
+            else "  strict is off: failed traces do not change the exit status (`--config strict=true` makes them exit 1)"
+        )
     if summary.failed_records:
         out.append(
             "  failing records are listed per gate in the validation summary; fix them and run `snakemake validate`"
@@ -284,14 +346,15 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
             "  no records to validate: distill first (`snakemake distill`), or write records into "
             "results/distilled/<slug>/; this run exits 1"
         )
-    return "\n".join(out) + "\n"
+    return escape_controls("\n".join(out), keep_layout=True) + "\n"  # slugs are safe; paths and log lines are not
 
 
 def exit_status(summary: RunSummary, exits_because: str, need_records: bool) -> int:
-    """1 when a failing record must fail the run; `need_records`: having no record at all fails too
-    (the `validate` target: there is nothing to have validated)."""
+    """1 when a failed trace or a failing record must fail the run (a CI job gating on a sheet run must
+    not pass while traces failed); `need_records`: having no record at all fails too (the `validate`
+    target: there is nothing to have validated)."""
     if not exits_because:
         return 0
-    if summary.failed_records:
+    if summary.failed_traces or summary.failed_records:
         return 1
     return 1 if need_records and not summary.records else 0

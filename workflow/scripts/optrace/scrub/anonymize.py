@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import overload
+from typing import Any, overload
 
 from optrace.scrub.check import json_strings
 from optrace.scrub.denylist import compile_denylist
@@ -135,7 +135,7 @@ class Scrubber:
             return s
         return self._clear(self._private_rewrite(s), self._private_rewrite)
 
-    def private_json(self, value):
+    def private_json(self, value: Any) -> Any:
         """A JSON value with `private` applied to every string, object keys included: for reports."""
         if not self._deny:
             return value

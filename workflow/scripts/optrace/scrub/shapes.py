@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
@@ -27,8 +28,9 @@ class ShapeLabels:
     def from_keys(cls, keys: Iterable[str]) -> ShapeLabels:
         ordered = sorted({_canonical(k) for k in keys})
         by_key = {k: f"shape-{i}" for i, k in enumerate(ordered, 1)}
-        prefixes = [k[:8] for k in ordered if _UUID_KEY.fullmatch(k)]
-        by_prefix = {k[:8]: by_key[k] for k in ordered if _UUID_KEY.fullmatch(k) and prefixes.count(k[:8]) == 1}
+        uuids = [k for k in ordered if _UUID_KEY.fullmatch(k)]
+        shared = Counter(k[:8] for k in uuids)  # counted once: a list.count per key was quadratic (#28)
+        by_prefix = {k[:8]: by_key[k] for k in uuids if shared[k[:8]] == 1}
         return cls(by_key, by_prefix)
 
     def label(self, key: str) -> str:

@@ -6,14 +6,14 @@ from functools import cache
 from typing import Any
 
 from optrace import SCHEMAS
-from optrace.fastschema import compile_file
+from optrace.contracts import Check, compile_file
 from optrace.gates.store.model import Gate, GateContext, RecordView
 
 CONTRACT = SCHEMAS / "clean-1.3.schema.json"
 
 
 @cache
-def contract_errors():
+def contract_errors() -> Check:
     return compile_file(CONTRACT)
 
 

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from optrace.contracts import Error, SchemaError, compile_schema
 from optrace.errors import InputError
-from optrace.fastschema import Error, SchemaError, compile_schema
 from optrace.gates.store.model import Gate, RecordView
 from optrace.gates.store.store import read_json_file
 from optrace.gates.trace.model import PROFILE, Evidence

@@ -72,7 +72,7 @@ def enum_strings() -> frozenset[str]:
     """Every string the contract enumerates (enum members and consts): categories, not claims."""
     found: set[str] = set()
 
-    def walk(node):
+    def walk(node: Any) -> None:
         if isinstance(node, dict):
             for key, value in node.items():
                 if key == "enum" and isinstance(value, list):
