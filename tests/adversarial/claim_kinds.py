@@ -56,8 +56,7 @@ from tests.adversarial.claim_attacks import (
     unnegated,
     wrong_lever_cause,
 )
-
-from tests.adversarial.redteam_kinds import RED  # noqa: E402  (the red-team pass's classes)
+from tests.adversarial.redteam_kinds import RED
 
 # --- the planted kinds ------------------------------------------------------------------------------
 

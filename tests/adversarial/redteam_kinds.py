@@ -54,7 +54,13 @@ def _win(c) -> bool:
 
 
 RED = [
-    Case("2 a negation in look-alike letters", 2, S, add("payload.goal", f"The kernel is {NOT_LOOKALIKE} faster."), (CLM,)),
+    Case(
+        "2 a negation in look-alike letters",
+        2,
+        S,
+        add("payload.goal", f"The kernel is {NOT_LOOKALIKE} faster."),
+        (CLM,),
+    ),
     Case("2 a full-width negation", 2, S, add("payload.goal", f"The kernel is {NOT_FULLWIDTH} faster."), (CLM,), _win),
     Case(
         "2 a look-alike negation in an established fact",
@@ -90,7 +96,13 @@ RED = [
         (CLM,),
         _win,
     ),
-    Case("2 a kept change called eliminated", 2, S, add("payload.goal", "The change was eliminated from the kernel."), (CLM,)),
+    Case(
+        "2 a kept change called eliminated",
+        2,
+        S,
+        add("payload.goal", "The change was eliminated from the kernel."),
+        (CLM,),
+    ),
     Case("2 a kept change called dropped", 2, S, add("payload.goal", "The change was dropped."), (CLM,)),
     Case(
         "2 causality inverted with which is why",
@@ -128,8 +140,10 @@ RED = [
         "4 another segment's pitfall fix as this step's configuration",
         4,
         S,
-        lambda r, c: r["payload"].setdefault("config", {}).update(
-            {"pointer": next(i["text"] for i in c.agent["evidence"] if i.get("kind") == "pitfall-fix")}
+        lambda r, c: (
+            r["payload"]
+            .setdefault("config", {})
+            .update({"pointer": next(i["text"] for i in c.agent["evidence"] if i.get("kind") == "pitfall-fix")})
         ),
         (CLM,),
         _has_item("pitfall-fix"),

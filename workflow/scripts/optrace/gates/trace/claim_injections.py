@@ -174,7 +174,11 @@ def _retry_on_its_cause(p: Planted) -> None:
 def _brace_lines(p: Planted) -> list[str]:
     """The diff's added lines that implement nothing (a brace, a bracket or a comment alone)."""
     code = p.evidence.packet.code or ""
-    return [ln for ln in code.splitlines() if ln.startswith("+") and not ln.startswith("+++") and ln[1:].strip() and not carries_code(ln[1:])]
+    return [
+        ln
+        for ln in code.splitlines()
+        if ln.startswith("+") and not ln.startswith("+++") and ln[1:].strip() and not carries_code(ln[1:])
+    ]
 
 
 def _snippet_of_braces(p: Planted) -> None:

@@ -80,9 +80,7 @@ GLUED = re.compile(r"[A-Za-z0-9_]*\d[A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*")
 CAUSE_FIRST = re.compile(
     r"\b(?:so|therefore|thus|hence|leads? to|results? in|which means|(?:which|that|this) is why)\b", re.I
 )
-EFFECT_FIRST = re.compile(
-    r"\b(?:because|since|due to|owing to|caused by|as a result of|thanks to|given that)\b", re.I
-)
+EFFECT_FIRST = re.compile(r"\b(?:because|since|due to|owing to|caused by|as a result of|thanks to|given that)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -435,11 +433,17 @@ _NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
 
 def foreign_words(text: str) -> set[str]:
     """The word runs of a text (NFKC-folded) that hold a letter outside ASCII ("ոоt", "Норрег")."""
-    return {w for w in _NON_ASCII_WORD.findall(unicodedata.normalize("NFKC", text).lower()) if any(c.isalpha() for c in w)}
+    return {
+        w for w in _NON_ASCII_WORD.findall(unicodedata.normalize("NFKC", text).lower()) if any(c.isalpha() for c in w)
+    }
 
 
 def look_alikes(text: str, packet_words: frozenset[str]) -> list[str]:
     """A word spelt in letters outside ASCII is no word the reader can judge (a Cyrillic "not" renders as
     "not" and reads as nothing): only the packet's own such words may stand in a served string."""
     alien = sorted(foreign_words(text) - packet_words)
-    return [f"writes {', '.join(map(repr, alien[:3]))} in letters outside ASCII that its packet never writes"] if alien else []
+    return (
+        [f"writes {', '.join(map(repr, alien[:3]))} in letters outside ASCII that its packet never writes"]
+        if alien
+        else []
+    )

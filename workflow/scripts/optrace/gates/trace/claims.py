@@ -77,8 +77,8 @@ LEVER_FIELDS = re.compile(
     r"^payload\.(?:root_cause|observed|would_retry_if|hypothesis|established_fact\.[\w.]+)(?:\[\d+\])?$"
 )
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
-STATED_CAUSE_KINDS = {"cause"}
-RULED_OUT_BY = {"cause", "lever-cause", "observed", "gate-verdict"}  # a stated-cause field; a bracket beside a lever is judged by its structure
+STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
+RULED_OUT_BY = {"cause", "lever-cause", "observed", "gate-verdict"}  # what says why a lever failed
 ALL_KINDS = None  # any kind may back the field
 _OWN = {
     "correctness", "change", "subject", "body", "experiment", "expected-impact", "evidence-summary", "stated-bottleneck", "category",
@@ -116,7 +116,11 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^payload\.established_fact\.condition\.", None, _CAUSE | {"segment"}),
         (r"^payload\.established_fact\.", None, _CAUSE),
         # an open map of this step's configuration says what the step itself did
-        (r"^payload\.(?:config|problem\.shape_contract)\.", None, {"change", "subject", "body", "experiment", "operator"}),
+        (
+            r"^payload\.(?:config|problem\.shape_contract)\.",
+            None,
+            {"change", "subject", "body", "experiment", "operator"},
+        ),
         (r"^payload\.applies_when\[\d+\]$", None, _OWN | _PARENT),
         (
             r"^retrieval\.technique_tags\[\d+\]$",
