@@ -433,9 +433,9 @@ _NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
 
 def foreign_words(text: str) -> set[str]:
     """The word runs of a text (NFKC-folded) that hold a letter outside ASCII ("ոоt", "Норрег")."""
-    return {
-        w for w in _NON_ASCII_WORD.findall(unicodedata.normalize("NFKC", text).lower()) if any(c.isalpha() for c in w)
-    }
+    # the micro sign is the unit's own letter ("µs" is "us"), not a look-alike of a Latin one
+    plain = unicodedata.normalize("NFKC", text).lower().replace("\u03bc", "u")
+    return {w for w in _NON_ASCII_WORD.findall(plain) if any(c.isalpha() for c in w)}
 
 
 def look_alikes(text: str, packet_words: frozenset[str]) -> list[str]:
