@@ -85,7 +85,9 @@ def _named_path(where: Path, file: Path, text: str) -> str:
     or a second line is no path git would follow, and would break the error line or `resolve`)."""
     named = text.strip()
     if any(ch < " " or ch == "\x7f" for ch in named):
-        raise InputError(where, f"`{file.name}` names a path holding a control character (a NUL or a second line); not followed")
+        raise InputError(
+            where, f"`{file.name}` names a path holding a control character (a NUL or a second line); not followed"
+        )
     return named
 
 
