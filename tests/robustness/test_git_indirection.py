@@ -86,6 +86,21 @@ def test_gitdir_file_in_crlf_and_without_a_newline_reads_the_same(tmp_path, othe
     refused(tmp_path / "t", tmp_path, OUTSIDE)
 
 
+@pytest.mark.parametrize("tail", [b"\x00 \n", b"\ngitdir: inner.git\n"], ids=["nul", "second-line"])
+def test_a_gitdir_line_holding_a_nul_or_a_second_line_is_refused_in_one_line(tmp_path, other, tail):
+    """Red-team find: a NUL reached `Path.resolve` (a ValueError traceback), a second line was taken
+    into the path and broke the error in two."""
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / ".git").write_bytes(f"gitdir: {other / '.git'}".encode() + tail)
+    refused(tmp_path / "t", tmp_path, "`.git` names a path holding a control character")
+
+
+def test_a_commondir_holding_a_nul_is_refused_in_one_line(tmp_path):
+    trace = good(tmp_path / "t")
+    (trace / ".git" / "commondir").write_bytes(b".\x00/../elsewhere\n")
+    refused(trace, tmp_path, "`commondir` names a path holding a control character")
+
+
 def test_a_linked_worktree_of_an_outside_repository_is_refused_even_when_it_points_back(tmp_path, other):
     """A real `git worktree add` of the other repository: its back-pointer is genuine, but the history
     is not the trace's own."""

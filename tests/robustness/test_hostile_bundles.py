@@ -142,6 +142,29 @@ def test_a_garbage_header_line_is_named_by_its_number(tmp_path):
     refused(bad, tmp_path, "header line 2 is neither a ref nor a prerequisite")
 
 
+def _reheaded(tmp_path, repo, name, header: bytes):
+    """A real bundle of `repo`, its pack under another header."""
+    data = make_bundle(repo, tmp_path / "whole.bundle").read_bytes()
+    path = tmp_path / f"{name}.bundle"
+    path.write_bytes(header + b"\n" + data[data.index(b"\n\n") + 2 :])
+    return path
+
+
+def test_a_ref_listed_twice_for_two_commits_is_refused_not_the_first_mined(tmp_path):
+    """Red-team find: `refs/heads/main` listed for v0 and again for v1 was mined from the first (1 version)."""
+    repo = good(tmp_path / "repo")
+    head, first = (git(repo, "rev-parse", r).decode().strip() for r in ("HEAD", "HEAD~1"))
+    lines = f"# v2 git bundle\n{first} refs/heads/main\n{head} refs/heads/main\n".encode()
+    refused(_reheaded(tmp_path, repo, "twice", lines), tmp_path, "lists refs/heads/main twice, for two commits")
+
+
+def test_a_v3_capability_git_does_not_know_is_named_not_called_a_corrupt_pack(tmp_path):
+    repo = good(tmp_path / "repo")
+    head = git(repo, "rev-parse", "HEAD").decode().strip()
+    lines = f"# v3 git bundle\n@object-format=sha1\n@frobnicate=1\n{head} refs/heads/main\n".encode()
+    refused(_reheaded(tmp_path, repo, "cap", lines), tmp_path, "a capability git does not know (@frobnicate)")
+
+
 def test_a_header_converted_to_crlf_says_so(tmp_path):
     data = _real_bundle(tmp_path).read_bytes()
     end = data.index(b"\n\n") + 2

@@ -122,6 +122,31 @@ def test_a_home_that_is_a_file_gives_a_per_process_key_with_a_note(tmp_path):
     assert "validation-cache.key cannot be opened (Not a directory)" in res.stderr
 
 
+@pytest.mark.parametrize("home", ["", "results"])
+def test_an_empty_or_relative_home_keeps_no_key_at_the_root_or_in_the_working_directory(tmp_path, home):
+    """Red-team find: HOME= wrote /.cache/optrace/validation-cache.key, HOME=results a key inside the
+    results tree (where the agent whose records are judged could read it and forge cache entries)."""
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from optrace.secret import cache_secret, _PROCESS_KEY; print(cache_secret() == _PROCESS_KEY)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "HOME": home, "OPTRACE_CACHE_KEY": ""},
+        timeout=TIMEOUT,
+    )
+    assert res.stdout.strip() == "True" and "is not an absolute path" in res.stderr, res.stderr
+    assert not any(tmp_path.rglob("*.key"))
+
+
+def test_a_relative_cache_key_path_is_not_kept(tmp_path):
+    res = key_probe({"OPTRACE_CACHE_KEY": "results/k.key"})
+    assert res.stdout.strip() == "True" and "OPTRACE_CACHE_KEY is not an absolute path" in res.stderr
+
+
 @needs_mount
 def test_a_read_only_home_gives_a_per_process_key_with_a_note(tmp_path):
     code = "from optrace.secret import cache_secret, _PROCESS_KEY; print(cache_secret() == _PROCESS_KEY)"

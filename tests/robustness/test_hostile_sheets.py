@@ -80,6 +80,26 @@ def test_a_path_holding_control_characters_is_kept_as_written(tmp_path):
     assert e.path == "/t/a\x1b[2Jb"
 
 
+def test_a_path_holding_a_nul_is_refused_by_its_line(tmp_path):
+    """Red-team find: a NUL in a path reached `Path.resolve` (ValueError: embedded null byte)."""
+    err = refusal(sheet_of(tmp_path, "label\tpath\na\tt\x00r\n"))
+    assert err.where.endswith("traces.tsv:2") and "U+0000" in err.problem
+
+
+def test_a_label_too_long_to_name_a_directory_is_refused(tmp_path):
+    """Red-team find: a 100 000-character label became a 100 000-character results directory name."""
+    err = refusal(sheet_of(tmp_path, "label\tpath\n" + "x" * 100_000 + "\tt\n"))
+    assert err.where.endswith("traces.tsv:2") and "100000 characters long; at most 200" in err.problem
+    (e,) = read_sheet(sheet_of(tmp_path, "label\tpath\n" + "x" * 200 + "\tt\n"))
+    assert e.label == "x" * 200
+
+
+def test_a_sheet_with_cr_line_ends_says_so(tmp_path):
+    """Lines ended by a bare CR (old Mac files): csv asked for a "universal-newline mode"."""
+    err = refusal(sheet_of(tmp_path, "label\tpath\ra\tt\r"))
+    assert err.where.endswith("traces.tsv:1") and "carriage return inside a row" in err.problem
+
+
 def test_a_directory_whose_name_ends_in_a_space_is_found(tmp_path):
     good(tmp_path / "kernel_opt_001_a ")
     sheet = sheet_of(tmp_path, f"label\tpath\nkernel_opt_001_a\t{tmp_path}/kernel_opt_001_a \n")

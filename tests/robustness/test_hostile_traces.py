@@ -221,6 +221,20 @@ def test_paths_with_spaces_and_unicode(tmp_path, name):
     assert sorted(rows) == ["v0", "v1"] and meta["slug"] and meta["slug"].isascii()
 
 
+@pytest.mark.parametrize("name", ["a\nb", 'q"uote\\back', "tab\there", "esc\x1b[31m"])
+def test_a_trace_directory_named_with_a_newline_quote_or_escape_is_mined(tmp_path, name):
+    """Red-team find: the shadow directory's alternates file is one path a line, so a newline in the
+    trace's name made git read another path ("bad object HEAD"); the line is C-quoted now."""
+    rows, _, _ = ok(good(tmp_path / name), tmp_path)
+    assert sorted(rows) == ["v0", "v1"]
+
+
+def test_an_error_naming_a_directory_with_a_newline_stays_one_line(tmp_path):
+    (tmp_path / "a\nb").mkdir()
+    err = fails(tmp_path / "a\nb", tmp_path, "not a git work tree")
+    assert "a\\x0ab" in err
+
+
 def test_good_bundle(tmp_path):
     good(tmp_path / "t")
     bundle = make_bundle(tmp_path / "t", tmp_path / "kernel_opt_010_b.bundle")

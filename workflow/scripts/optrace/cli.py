@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from optrace import __version__
 from optrace.errors import InputError
-from optrace.printable import escape_standard_streams
+from optrace.printable import escape_controls, escape_standard_streams
 
 # (command, module exposing main(argv: list[str]) -> int, one-line description). Adding a command is
 # one line here.
@@ -77,7 +77,8 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str]) -> int:
     try:
         return int(main(argv) or 0)
     except InputError as exc:
-        print(f"error: {exc.where}: {exc.problem}", file=sys.stderr)
+        # one line whatever the trace's path holds: a newline in a directory name is escaped too
+        print(escape_controls(f"error: {exc.where}: {exc.problem}"), file=sys.stderr)
         return 2
     except BrokenPipeError:  # `optrace sheet x | head`: the reader left; say nothing more, exit as SIGPIPE
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
@@ -86,7 +87,7 @@ def run_main(main: Callable[[list[str]], int | None], argv: list[str]) -> int:
         if exc.errno not in FULL_DEVICE:  # anything else is a bug: its traceback is wanted
             raise
         where = exc.filename or "output"
-        print(f"error: {where}: {FULL_DEVICE[exc.errno]}; free space and re-run", file=sys.stderr)
+        print(escape_controls(f"error: {where}: {FULL_DEVICE[exc.errno]}; free space and re-run"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -36,6 +36,14 @@ def cache_secret() -> bytes:
     """The HMAC key: read from (or created at) cache_key_path(), else a per-process key (said once on
     stderr, with why: a FIFO, a key others can read or write, an unwritable or non-directory home)."""
     path = cache_key_path()
+    home = os.environ.get("HOME")
+    if not os.environ.get(CACHE_KEY_ENV) and home is not None and not os.path.isabs(home):
+        # an empty or relative $HOME puts the key at / or under the working directory (the results tree)
+        _note_fallback(path, f"is not kept: $HOME ({home!r}) is not an absolute path")
+        return _PROCESS_KEY
+    if not path.is_absolute():
+        _note_fallback(path, f"is not kept: {CACHE_KEY_ENV} is not an absolute path")
+        return _PROCESS_KEY
     key, problem = _read_key(path)
     if key is not None:
         return key

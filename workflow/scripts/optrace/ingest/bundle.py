@@ -20,6 +20,7 @@ from optrace.ingest.trace_files import read_small_file
 BUNDLE_HEADERS = (b"# v2 git bundle\n", b"# v3 git bundle\n")
 MAX_HEADER_BYTES = 64 * 1024 * 1024  # as packed-refs: 50 000 refs are ~3 MB
 PACK_SIGNATURE = b"PACK"
+KNOWN_CAPABILITIES = {"object-format", "filter"}  # gitformat-bundle(5): git refuses any other
 PREFERRED_REFS = ("HEAD", "refs/heads/main", "refs/heads/master")
 FIX = "re-create it with `git bundle create <file>.bundle HEAD --branches` in the trace"
 
@@ -93,8 +94,8 @@ def _header_lines(path: Path, version: int, body: bytes) -> tuple[dict[str, str]
             raise InputError(path, f"is not a readable git bundle: header line {n} is neither a ref nor a prerequisite")
         if line.startswith("-"):
             prereqs.append(oid)
-        else:
-            refs.setdefault(rest.strip(), oid)
+        elif refs.setdefault(rest.strip(), oid) != oid:  # which of the two is the trace: not guessed either
+            raise InputError(path, f"is a git bundle that lists {rest.strip()} twice, for two commits; {FIX}")
     return caps, prereqs, refs
 
 
@@ -107,6 +108,9 @@ def check_header(path: Path, header: BundleHeader) -> None:
             f"is a {fmt} git bundle (@object-format={fmt}); optrace reads sha1 repositories "
             "(its outputs hold 40-digit commit ids): convert the trace to sha1, or bundle a sha1 clone",
         )
+    unknown = sorted(set(header.capabilities) - KNOWN_CAPABILITIES)
+    if unknown:
+        raise InputError(path, f"is a git bundle with a capability git does not know (@{unknown[0]}); {FIX}")
     if "filter" in header.capabilities:
         raise InputError(
             path,

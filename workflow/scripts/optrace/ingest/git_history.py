@@ -46,8 +46,23 @@ def make_shadow(shadow: Path, objects: Path | None, head: str | None) -> Path:
     (shadow / "config").write_text("[core]\n\tbare = true\n\trepositoryformatversion = 0\n")
     if objects is not None:
         # the trace's object store; git reads alternates only from there (refused by check_gitdir)
-        (shadow / "objects" / "info" / "alternates").write_text(str(objects) + "\n")
+        (shadow / "objects" / "info" / "alternates").write_bytes(alternates_line(objects))
     return shadow
+
+
+_C_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"', ord("\n"): "\\n", ord("\t"): "\\t"}
+
+
+def alternates_line(objects: Path) -> bytes:
+    """`objects` as one alternates line: C-quoted (git unquotes a line that starts with `"`), so a trace
+    directory whose name holds a newline or a quote is still the one git reads."""
+    raw = str(objects)
+    if not any(ch in raw for ch in '"\\') and raw.isprintable():
+        return raw.encode("utf-8", "surrogateescape") + b"\n"
+    out = "".join(
+        _C_ESCAPES.get(ord(ch), f"\\{ord(ch):03o}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch) for ch in raw
+    )
+    return b'"' + out.encode("utf-8", "surrogateescape") + b'"\n'
 
 
 class History:

@@ -80,6 +80,17 @@ def _outside_error(trace: Path, what: str, target: Path) -> InputError:
     )
 
 
+def _named_path(where: Path, file: Path, text: str) -> str:
+    """The path a `gitdir:`/`gitdir`/`commondir` file names: one line, no control characters (a NUL
+    or a second line is no path git would follow, and would break the error line or `resolve`)."""
+    named = text.strip()
+    if any(ch < " " or ch == "\x7f" for ch in named):
+        raise InputError(
+            where, f"`{file.name}` names a path holding a control character (a NUL or a second line); not followed"
+        )
+    return named
+
+
 def locate_gitdir(trace: Path) -> GitDir:
     """The trace's git directory, from `.git` (a directory, or the `gitdir:` file of a linked work tree
     of a repository inside the trace); every git directory it leads to lies inside the trace."""
@@ -94,14 +105,14 @@ def locate_gitdir(trace: Path) -> GitDir:
         text = git_file(trace, dotgit, required=True)
         if not text.startswith("gitdir:"):
             raise InputError(dotgit, "is a file without a `gitdir:` line; not a git work tree")
-        named = text[len("gitdir:") :].strip()
+        named = _named_path(trace, dotgit, text[len("gitdir:") :])
         gitdir = (root / named).resolve()
         if not _inside(gitdir, root):
             raise _outside_error(trace, "`.git` (a `gitdir:` file)", gitdir)
         if not gitdir.is_dir():
             raise InputError(dotgit, f"points to {gitdir}, which is not a directory")
         back = git_file(trace, gitdir / "gitdir")
-        if back is None or (gitdir / back.strip()).resolve() != root / ".git":
+        if back is None or (gitdir / _named_path(trace, gitdir / "gitdir", back)).resolve() != root / ".git":
             raise InputError(
                 dotgit,
                 f"points to {gitdir}, which is not a linked work tree of this trace "
@@ -112,7 +123,7 @@ def locate_gitdir(trace: Path) -> GitDir:
             dotgit, "is neither a directory nor a `gitdir:` file (a symlink or special file); not followed"
         )
     common_text = git_file(trace, gitdir / "commondir")
-    common = (gitdir / common_text.strip()).resolve() if common_text else gitdir
+    common = (gitdir / _named_path(trace, gitdir / "commondir", common_text)).resolve() if common_text else gitdir
     if not _inside(common, root):
         raise _outside_error(trace, "`commondir` of its git directory", common)
     if common_text and not (common / "objects").is_dir():

@@ -42,6 +42,9 @@ FINGERPRINT_FILES = (
 )
 
 
+MAX_LABEL_CHARS = 200
+
+
 @dataclass(frozen=True)
 class TraceEntry:
     label: str
@@ -104,6 +107,12 @@ def sheet_lines(sheet: Path, text: str) -> list[tuple[int, list[str]]]:
         try:
             rows.append((n, next(csv.reader([line], delimiter="\t", strict=True))))
         except csv.Error as exc:
+            if "\r" in line:  # csv's own words ask for "universal-newline mode"
+                raise InputError(
+                    f"{sheet}:{n}",
+                    "a carriage return inside a row (lines ended by CR alone?): save the sheet "
+                    "with LF or CR LF line ends",
+                ) from None
             raise InputError(f"{sheet}:{n}", f"not a readable TSV row ({exc})") from None
     return rows
 
@@ -155,6 +164,10 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
                 f"the label holds {bad}, a control or line-break character; a label names the trace in "
                 "reports: use letters, digits, spaces and - _ .",
             )
+        if len(label) > MAX_LABEL_CHARS:  # its slug names a results directory: no file system takes 100 000
+            raise InputError(where, f"the label is {len(label)} characters long; at most {MAX_LABEL_CHARS}")
+        if "\x00" in path:
+            raise InputError(where, "the path holds U+0000 (NULL), which no file name can hold")
         label, note = safe_label(label, path, denied)
         if note is None and denied is not None and denied.contains(Path(path).name):
             note = f"{label}: the trace's directory name holds a denylisted term; named by its sheet label"
