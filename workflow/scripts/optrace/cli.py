@@ -39,7 +39,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("autotune", "optrace.ingest.autotune", "join a trace's Helion autotune CSV rows to their meta records"),
     ("check-store", "optrace.publish.check_store", "run the store's own gates on any store directory"),
-    ("gate", "optrace.admit.gate", "admission into a live store: match, commit insert|confirm|conflict, commit-all"),
+    ("gate", "optrace.admit.command", "admission into a live store: match, commit insert|confirm|conflict, commit-all"),
     ("make-schema", "optrace.gates.make_schema", "build or check the opt-trace-1.0 profile schema from its patch list"),
     ("scrub-check", "optrace.scrub.check", "report what would still leak from already-scrubbed files"),
     ("sheet", "optrace.run.sheet", "check a trace sheet and list the slug of each trace"),

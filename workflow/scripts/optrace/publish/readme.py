@@ -187,7 +187,7 @@ def main(argv: list[str]) -> int:
     scrubber = Scrubber.from_env(args.denylist_env, os.environ)
     text = render(args.results, args.slugs, lambda s: escape_controls(scrubber.private(s)))  # trace text: one cell
     if args.live_store:
-        from optrace.admit.gate import readme_section
+        from optrace.admit.proposals import readme_section
 
         text += "\n" + readme_section(args.results / "staging", args.live_store)
     write_text_atomic(args.out, escape_controls(text, keep_layout=True))
