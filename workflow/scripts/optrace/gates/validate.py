@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -445,7 +446,8 @@ def read_report(path: Path) -> dict:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    reports = [(str(p), read_report(p)) for p in args.reports]
+    # each report named relative to the summary's own folder: the file holds no path of this machine
+    reports = [(Path(os.path.relpath(p, args.out.parent)).as_posix(), read_report(p)) for p in args.reports]
     try:
         summary = summarize(reports)
     except (KeyError, TypeError, AttributeError) as exc:
