@@ -32,6 +32,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("validate", "optrace.gates.validate", "run the 17 gates on distilled records; summaries; injection tests"),
     ("stage", "optrace.publish.staging", "scored, store-shaped copies of the records that passed, and their index"),
     ("readme", "optrace.publish.readme", "the reviewer's README of a staging store"),
+    ("report-page", "optrace.report.pages", "a Markdown report as one self-contained HTML page (snakemake --report)"),
     (
         "dataset",
         "optrace.dataset.build",

@@ -207,6 +207,8 @@ def render_md(recon: dict) -> str:
         + ", ".join(f"{k} {v}" for k, v in lad["outcomes"].items() if v)
         + f"; final: {lad['final'] or 'none'}",
         "",
+        "![ladder plot](ladder.svg)",
+        "",
         "| version | outcome | geomean µs | vs floor | reason |",
         "|---|---|---|---|---|",
     ]
