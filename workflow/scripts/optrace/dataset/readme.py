@@ -258,6 +258,8 @@ def datasheet(ds: Dataset, thresholds: Thresholds) -> list[str]:
         f"- Re-baselines ({excluded['rebaseline']} version(s)): the ladder (re-baseline factor "
         f"×{thresholds.rebaseline_factor}) found evidence that the harness changed, not the kernel; their "
         "numbers are not comparable with the versions before them.",
+        f"- Unit slips ({excluded['unit_slip']} version(s)): latencies about 10³ off the floor's with no "
+        "harness change, so written in ns or ms where µs was meant; no unit can be trusted for them.",
         f"- Carried-forward, missing or broken numbers ({excluded['carried_forward'] + excluded['no_number']}), "
         f"failed correctness or quality gates ({excluded['failed_correctness'] + excluded['gate_failed']}), "
         f"infrastructure failures ({excluded['infrastructure']}): no genuine measurement of working code.",
@@ -272,7 +274,7 @@ def datasheet(ds: Dataset, thresholds: Thresholds) -> list[str]:
         "",
         "- `measurements.latency_us`: µs, per shape, as the trace's harness reported it. A version whose "
         "numbers jump by about 10³ with no evidence of a harness change (a unit slip: ns written as µs) is "
-        "rejected by the ladder and never reaches the dataset.",
+        "rejected by the ladder and never reaches the dataset (counted above).",
         "- `autotune.perf_ms`: ms (Helion's own unit); `autotune.compile_time_s`: s; `kernels.blob_bytes`: bytes.",
         "- Nothing is normalised across GPUs or harnesses: compare within a `problem_id` or a group.",
         "",

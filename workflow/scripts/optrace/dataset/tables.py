@@ -28,7 +28,7 @@ from optrace.dataset.columns import (
 )
 from optrace.dataset.sources import helion_dtypes
 from optrace.errors import InputError
-from optrace.mine.ladder import Thresholds, run_ladder
+from optrace.mine.ladder import Step, Thresholds, run_ladder
 from optrace.rows import VersionRow
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ EXCLUSIONS = {
     "uncommitted_kernel": "its commits left kernel.py unchanged: the code it measured is not in the history "
     "(the blob is the incumbent's)",
     "rebaseline": "the ladder marks it a re-baseline: the harness changed, not the kernel",
+    "unit_slip": "the ladder rejects it as a unit slip: latencies about 10^3 off the floor's with no harness "
+    "change (ns or ms written as µs)",
     "geomean_only": "only a geomean over the workload set, no per-shape numbers",
     "source_withheld": "its kernel source cannot be published (see `withheld` below), so a sample would "
     "join to no code",
@@ -122,7 +124,12 @@ def run_id_of(kernel_blob: str, shape: str, target: dict, dsl: str, trace: str, 
     return hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
 
 
-def exclusion(row: VersionRow, outcome: str, sources: dict) -> str | None:
+# How mine/ladder.unit_slip words its rejection: the one rejection whose numbers are in the wrong unit
+# (a reverted or failed attempt is a genuine measurement and stays).
+UNIT_SLIP_REASON = "unit slip:"
+
+
+def exclusion(row: VersionRow, step: Step, sources: dict) -> str | None:
     """Why this version's numbers are not genuine, publishable measurements of its committed kernel, or None."""
     if row["carried_from"]:
         return "carried_forward"
@@ -139,8 +146,10 @@ def exclusion(row: VersionRow, outcome: str, sources: dict) -> str | None:
         return "no_kernel"
     if not row["kernel_changed"]:
         return "uncommitted_kernel"
-    if outcome == "rebaseline":
+    if step.outcome == "rebaseline":
         return "rebaseline"
+    if step.outcome == "rejected" and step.reason.startswith(UNIT_SLIP_REASON):
+        return "unit_slip"
     if not row["by_shape_us"]:
         return "geomean_only"
     if sources["kernels"].get(row["kernel_blob"], {}).get("kernel_blob") is None:
@@ -205,10 +214,10 @@ def trace_measurements(
     ctx: Context, thresholds: Thresholds, summary: TraceSummary
 ) -> tuple[list[dict], list[Line], list[Line]]:
     t = ctx.t
-    outcomes = {s.version: s.outcome for s in run_ladder(t.versions, thresholds)}
+    steps = {s.version: s for s in run_ladder(t.versions, thresholds)}
     samples, runs, kernels = [], [], []
     for row in sorted(t.versions, key=lambda r: r["n"]):
-        reason = exclusion(row, outcomes[row["version"]], t.sources)
+        reason = exclusion(row, steps[row["version"]], t.sources)
         if reason:
             summary.excluded[reason] += 1
             continue
