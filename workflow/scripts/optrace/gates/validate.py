@@ -64,6 +64,9 @@ MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 cha
 CACHE_NAME = "validation-cache.json"
 CACHE_FORMAT = 2
 SHOWN_FAILURES = 20  # failing records `check` prints
+# A record that cannot be parsed has nothing for its author to fix in place; distill re-drafts (or
+# re-asks the agent for) exactly the packets whose record is missing.
+REDRAFT_ADVICE = "; delete it and re-run (distill writes it again from its packet)"
 
 
 # --- where a trace's files are -------------------------------------------------------------------
@@ -267,6 +270,8 @@ class TraceRun:
             record = None
             if data is not None:
                 record, error = parse_json_bytes(data)
+            if error is not None and target is not None:
+                error += REDRAFT_ADVICE
             packet = self.parse_packet(target, packet_bytes, code) if target else None
             judged = judge(relpath, record, error, packet, self.trace, self.denylist)
             judged = dataclasses.replace(judged, sha256=hashlib.sha256(data).hexdigest() if data is not None else None)
@@ -402,7 +407,7 @@ def format_summary(summary: dict) -> str:
     failing = [r for r in summary["by_record"] if r["status"] == FAIL]
     for r in failing[:SHOWN_FAILURES]:
         lines.append(f"FAIL {r['path']}  [{', '.join(r['failed'])}]")
-        lines += [f"    {m}" for m in r["messages"][:3]]
+        lines += [f"    {m}" for m in r["messages"]]  # every message: the fix for the second is not in the first
     if len(failing) > SHOWN_FAILURES:
         lines.append(f"... and {len(failing) - SHOWN_FAILURES} more failing records (see the summary file)")
     if summary["shared_episodes"]:
