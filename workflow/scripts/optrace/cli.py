@@ -38,6 +38,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "optrace.dataset.build",
         "build the cost-model dataset (parquet tables, runs.jsonl) from ingest outputs",
     ),
+    ("bundle", "optrace.ingest.carry", "a trace and its untracked profiles/ and memory/ in one .bundle file"),
     ("autotune", "optrace.ingest.autotune", "join a trace's Helion autotune CSV rows to their meta records"),
     ("check-store", "optrace.publish.check_store", "run the store's own gates on any store directory"),
     ("gate", "optrace.admit.command", "admission into a live store: match, commit insert|confirm|conflict, commit-all"),
