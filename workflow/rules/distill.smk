@@ -2,12 +2,22 @@
 # The records are deliberately NOT declared outputs: Snakemake must never delete an agent's records when
 # a job fails, and a record written later must not make this job stale. Only the report is an output;
 # the job skips every packet whose record already exists, so re-running it never rewrites a record.
+# The record folder is an input (made when the DAG is built, so the input set never changes): a deleted
+# record changes its mtime, so the next run drafts (or asks the agent for) exactly the packets without
+# a record. A record written later also re-runs it, which rewrites only the report.
 # Agent mode runs up to {threads} batches at once (raise it with --set-threads distill_trace=N).
+
+
+def record_folder(wildcards):
+    folder = Path(results(f"distilled/{wildcards.slug}"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder)
 
 
 rule distill_trace:
     input:
         manifest=rules.packets_trace.output.manifest,
+        records=record_folder,
     output:
         report=reports("{slug}/distill.json"),
     log:
@@ -28,4 +38,4 @@ rule distill_trace:
     shell:
         "{params.guard} distill --packets {params.packets:q} --out {params.results:q} --report {output.report:q} "
         "--mode {params.mode} --command={params.command:q} --batch-size {params.batch_size} --jobs {threads} "
-        "> {log} 2>&1"
+        "2>&1 | tee {log}"

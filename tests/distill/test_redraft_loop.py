@@ -1,0 +1,31 @@
+"""The reviewer's loop (#29), with real snakemake: the drafter's per-packet progress reaches the console,
+and deleting a record and re-running re-drafts exactly that packet, then nothing is stale."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tests.support.workflow import run_snakemake
+
+pytestmark = pytest.mark.workflow
+
+
+def test_a_deleted_record_is_drafted_again_and_alone(workdir):
+    first = run_snakemake(workdir)
+    progress = re.findall(r"^(\d+)/(\d+) \S+: \S+", first.stdout + first.stderr, re.M)
+    assert progress and progress[-1][0] == progress[-1][1]  # every packet's line, on the console
+    records = sorted((workdir / "results" / "distilled").glob("*/*.json"))
+    assert records
+    gone = records[len(records) // 2]
+    gone.unlink()
+    again = run_snakemake(workdir)
+    assert gone.is_file()
+    (report,) = (workdir / "results" / "staging" / "reports").glob("*/distill.json")
+    outcomes = {p["output"].rsplit("/", 1)[-1]: p["outcome"] for p in json.loads(report.read_text())["packets"]}
+    assert outcomes[gone.name] == "drafted"
+    assert {o for name, o in outcomes.items() if name != gone.name} <= {"skipped-exists", "skipped-thin"}
+    assert "drafted" in again.stdout + again.stderr
+    assert "Nothing to be done" in run_snakemake(workdir, "-n").stdout
