@@ -765,3 +765,13 @@ def test_a_confirmers_run_again_in_a_later_batch_is_not_counted_twice(own_store,
     assert track["counters"]["verified_effective"] == 1 and len(track["confirm_keys"]) == 1
     assert track["confirm_keys"][0].startswith(f"{s['id']}:{other_run['id']}@")
     assert check_store_fails(own_store) == {}
+
+
+def test_commit_all_says_the_staging_readme_is_stale_once_the_store_changed():
+    from optrace.admit.command import outcome_lines
+
+    quiet = {"counts": {"skipped": 1}, "outcomes": [{"outcome": "skipped", "id": "a", "messages": ["review"]}]}
+    assert not any("snakemake staging" in line for line in outcome_lines(quiet, None))
+    for changed in ("inserted", "confirmed", "conflict-filed"):
+        report = {"counts": {changed: 1}, "outcomes": [{"outcome": changed, "id": "a"}]}
+        assert "run `snakemake staging` to rewrite it" in outcome_lines(report, None)[-1]

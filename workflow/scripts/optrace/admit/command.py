@@ -59,6 +59,9 @@ def emit(obj_: Any, out: Path | None) -> None:
         write_text_atomic(out, text)
 
 
+STORE_CHANGES = ("inserted", "confirmed", "conflict-filed")
+
+
 def outcome_lines(report: dict, out: Path | None) -> list[str]:
     """What commit-all did, for a person: the counts, where the outcomes are, every refusal and skip."""
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items()) or "no proposal"
@@ -66,6 +69,11 @@ def outcome_lines(report: dict, out: Path | None) -> list[str]:
     for o in report["outcomes"]:
         if o["outcome"] in ("refused", "skipped"):
             lines.append(f"  {o['outcome']} {o.get('id') or o.get('input')}: {(o.get('messages') or ['?'])[0]}")
+    if any(o["outcome"] in STORE_CHANGES for o in report["outcomes"]):
+        lines.append(
+            "the live store changed: the staging README's novelty and confirmation columns are stale; "
+            "run `snakemake staging` to rewrite it"
+        )
     return lines
 
 
