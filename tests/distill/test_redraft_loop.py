@@ -4,6 +4,7 @@ and deleting a record and re-running re-drafts exactly that packet, then nothing
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -14,7 +15,13 @@ pytestmark = pytest.mark.workflow
 
 
 def test_a_deleted_record_is_drafted_again_and_alone(workdir):
-    first = run_snakemake(workdir)
+    env = {k: v for k, v in os.environ.items() if k != "ATREX_WIKI_DENYLIST"}
+    first = run_snakemake(workdir, env=env)
+    # a run without a denylist says so before anything else of its own
+    own = [ln for ln in first.stderr.splitlines() if not ln.startswith("Using workflow specific profile")]
+    assert own[0].startswith("warning: no denylist: $ATREX_WIKI_DENYLIST is unset"), own[:3]
+    stated = run_snakemake(workdir, "-n", env={**env, "ATREX_WIKI_DENYLIST": "none"})
+    assert "no denylist" not in stated.stdout + stated.stderr
     progress = re.findall(r"^(\d+)/(\d+) \S+: \S+", first.stdout + first.stderr, re.M)
     assert progress and progress[-1][0] == progress[-1][1]  # every packet's line, on the console
     records = sorted((workdir / "results" / "distilled").glob("*/*.json"))

@@ -17,6 +17,7 @@ from optrace.run.lifecycle import Controller
 from optrace.run.settings import checked
 from optrace.run.sheet import fingerprint, select_traces
 from optrace.run.snakemake_shim import uses_conda
+from optrace.scrub.denylist_file import denylist_notice
 
 
 def stop(exc):
@@ -31,6 +32,10 @@ except InputError as exc:
     stop(exc)
 
 RESULTS = config["results"].rstrip("/")
+
+# A run without a denylist says so first, unless the user stated there is none (#29).
+if _no_denylist := denylist_notice(os.environ, config["denylist_env"]):
+    print(_no_denylist, file=sys.stderr)
 
 # A controller killed with SIGKILL leaves Snakemake's locks behind: they are cleared when this host
 # knows their owner is dead, so resuming needs no --unlock (optrace.run.lifecycle).
