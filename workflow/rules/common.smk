@@ -250,6 +250,15 @@ def distill_command(wildcards):
     return config["distill"]["command"]
 
 
+def record_folder(wildcards):
+    """The trace's record folder, an input of distill (made here, so the input set never changes):
+    deleting a record changes its mtime, and distill drafts exactly the packets without a record.
+    """
+    folder = Path(results(f"distilled/{wildcards.slug}"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder)
+
+
 def distilled_digest(wildcards):
     """Names, sizes and mtimes of the trace's record files (optrace.distill.records): a new or changed
     record re-runs this trace's validation and nothing else."""

@@ -8,12 +8,6 @@
 # Agent mode runs up to {threads} batches at once (raise it with --set-threads distill_trace=N).
 
 
-def record_folder(wildcards):
-    folder = Path(results(f"distilled/{wildcards.slug}"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return str(folder)
-
-
 rule distill_trace:
     input:
         manifest=rules.packets_trace.output.manifest,
