@@ -8,7 +8,7 @@ from pathlib import Path
 
 from optrace import DEFAULT_TARGETS, PACKAGE_DIR
 from optrace.cli import MODULES
-from optrace.distill.records import records_digest
+from optrace.distill.records import mark_deleted, records_digest
 from optrace.errors import InputError
 from optrace.example.embedded import example_name, source_digest
 from optrace.gates.trace.model import PROFILE
@@ -250,13 +250,12 @@ def distill_command(wildcards):
     return config["distill"]["command"]
 
 
-def record_folder(wildcards):
-    """The trace's record folder, an input of distill (made here, so the input set never changes):
-    deleting a record changes its mtime, and distill drafts exactly the packets without a record.
-    """
-    folder = Path(results(f"distilled/{wildcards.slug}"))
-    folder.mkdir(parents=True, exist_ok=True)
-    return str(folder)
+def deleted_records_marker(wildcards):
+    """distill's input that changes when a record it wrote was deleted (optrace.distill.records), so
+    the next run drafts exactly the packets without a record; a new record does not re-run distill."""
+    marker = Path(work(f"{wildcards.slug}/deleted-records.txt"))
+    distill_report = Path(reports(f"{wildcards.slug}/distill.json"))
+    return str(mark_deleted(marker, distill_report, Path(RESULTS)))
 
 
 def distilled_digest(wildcards):

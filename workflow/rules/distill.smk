@@ -2,16 +2,15 @@
 # The records are deliberately NOT declared outputs: Snakemake must never delete an agent's records when
 # a job fails, and a record written later must not make this job stale. Only the report is an output;
 # the job skips every packet whose record already exists, so re-running it never rewrites a record.
-# The record folder is an input (made when the DAG is built, so the input set never changes): a deleted
-# record changes its mtime, so the next run drafts (or asks the agent for) exactly the packets without
-# a record. A record written later also re-runs it, which rewrites only the report.
+# A record distill wrote and someone deleted changes its `deleted` input (deleted_records_marker), so
+# the next run drafts (or asks the agent for) exactly the packets without a record.
 # Agent mode runs up to {threads} batches at once (raise it with --set-threads distill_trace=N).
 
 
 rule distill_trace:
     input:
         manifest=rules.packets_trace.output.manifest,
-        records=record_folder,
+        deleted=deleted_records_marker,
     output:
         report=reports("{slug}/distill.json"),
     log:
