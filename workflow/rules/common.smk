@@ -252,7 +252,8 @@ def distill_command(wildcards):
 
 def deleted_records_marker(wildcards):
     """distill's input that changes when a record it wrote was deleted (optrace.distill.records), so
-    the next run drafts exactly the packets without a record; a new record does not re-run distill."""
+    the next run drafts exactly the packets without a record; a new record does not re-run distill.
+    """
     marker = Path(work(f"{wildcards.slug}/deleted-records.txt"))
     distill_report = Path(reports(f"{wildcards.slug}/distill.json"))
     return str(mark_deleted(marker, distill_report, Path(RESULTS)))
