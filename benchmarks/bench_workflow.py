@@ -13,7 +13,7 @@ server).
 
 `--dataset-only` instead runs the `dataset` target alone on each sheet (ingest, the build, which reads
 every trace's kernel sources, the split) and prints each dataset job's time and peak memory (from the
-rules' `benchmark:` files), then `optrace.dataset.build.load` over the result.
+rules' `benchmark:` files), then `optrace.dataset.load` over the result.
 
     python benchmarks/bench_workflow.py [--traces 100 400 1000] [--versions 30] [--full-max 400] [--dataset-only]
     python benchmarks/bench_workflow.py --traces 100 --compare /tmp/old-main --repeat 2 \
@@ -170,7 +170,7 @@ def dataset_only(wd: Path, cfg: str) -> None:
         (row,) = benchmark_rows([bench / f"{name}.tsv"])
         print(f"    {name:19s}: {float(row['s']):7.2f} s  peak RSS {float(row['max_rss']):.0f} MB")
     code = (
-        "import resource, time, sys; t=time.perf_counter(); from optrace.dataset.build import load; "
+        "import resource, time, sys; t=time.perf_counter(); from optrace.dataset import load; "
         f"f=load({str(wd / 'results' / 'dataset')!r}); "
         "print(f'{time.perf_counter()-t:.2f} {len(f)} {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss/1024:.0f}')"
     )

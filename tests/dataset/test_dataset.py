@@ -17,22 +17,13 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from optrace.dataset.build import (
-    AXIS_PREFIX,
-    FILES,
-    HELION_DSL,
-    TraceInput,
-    build,
-    column_names,
-    git_blob_id,
-    load,
-    main,
-    read_trace,
-    sample_columns,
-    split_groups,
-    trace_sources,
-    write_dataset,
-)
+from optrace.dataset.build import main, write_dataset
+from optrace.dataset.columns import AXIS_PREFIX, FILES, HELION_DSL, column_names
+from optrace.dataset.files import read_trace
+from optrace.dataset.loader import load, sample_columns
+from optrace.dataset.sources import git_blob_id, trace_sources
+from optrace.dataset.split import report_lines, split_groups, split_report
+from optrace.dataset.tables import TraceInput, build
 from optrace.errors import InputError
 from optrace.example.embedded import EXAMPLE_DIR, build_example
 from optrace.example.repo_builder import CommitSpec, build_trace
@@ -145,9 +136,12 @@ def test_versions_that_did_not_commit_their_kernel_are_excluded(tmp_path):
     assert ds.summaries["kernel_opt_031_iter"].excluded == {"uncommitted_kernel": 3}
 
 
-def recipe_run_id(run: dict, dsl: str) -> str:
-    fields = ["optrace.trace-run.v2", run["kernel_blob"], run["shape"], run["vendor"], run["arch"], run["product"], dsl]
-    return hashlib.sha256("\x00".join(fields).encode()).hexdigest()
+def recipe_ids(run: dict, dsl: str, sample: dict) -> tuple[str, str]:
+    """(run_id, problem_id) as the README's Keys section states them."""
+    problem = [run["kernel_blob"], run["shape"], run["vendor"], run["arch"], run["product"], dsl]
+    run_fields = ["optrace.trace-run.v3", *problem, sample["trace"], str(sample["version"])]
+    problem_fields = ["optrace.trace-problem.v1", *problem]
+    return tuple(hashlib.sha256("\x00".join(f).encode()).hexdigest() for f in (run_fields, problem_fields))
 
 
 def git_rev(repo: Path, rev: str) -> str:
@@ -156,40 +150,49 @@ def git_rev(repo: Path, rev: str) -> str:
     ).stdout.strip()
 
 
-def test_run_id_is_content_derived_and_shared_across_traces(tmp_path):
+def test_run_id_is_one_measured_run_and_problem_id_is_shared_across_traces(tmp_path):
     tracekit.skill_era(tmp_path / "kernel_opt_040_a")
     tracekit.iteration_era(tmp_path / "kernel_opt_041_b")
     a, b = ingested(tmp_path / "kernel_opt_040_a"), ingested(tmp_path / "kernel_opt_041_b")
     ds = build([a, b], Thresholds())
     runs = {r["run_id"]: r for r in ds.tables["runs"]}
     kernels = {k["kernel_blob"]: k for k in ds.tables["kernels"]}
-    assert len(runs) == len(ds.tables["runs"])  # one row per run_id
-    for r in runs.values():
-        assert r["run_id"] == recipe_run_id(r, kernels[r["kernel_blob"]]["dsl"])
+    samples = ds.tables["measurements"]
+    # #26: one run per measured (trace, version, shape): no run_id is shared by two samples
+    assert len(runs) == len(ds.tables["runs"]) == len(samples) == len({m["run_id"] for m in samples})
+    for m in samples:
+        r = runs[m["run_id"]]
+        assert (r["run_id"], r["problem_id"]) == recipe_ids(r, kernels[r["kernel_blob"]]["dsl"], m)
         assert r["shape"].startswith("softmax_h4096:") and r["group"] == "softmax/h100"
         assert (r["axis_hidden"], r["axis_batch_size"], r["compute_capability"]) == (4096, 8, "sm_90")
-    # both traces start from the same kernel blob on the same shapes and GPU: one run, two samples
-    v0 = {m["run_id"] for m in ds.tables["measurements"] if m["version"] == 0}
-    assert len(v0) == 2 and all(
-        {m["trace"] for m in ds.tables["measurements"] if m["run_id"] == r} == {"kernel_opt_040_a", "kernel_opt_041_b"}
-        for r in v0
-    )
+    # both traces start from the same kernel blob on the same shapes and GPU: two runs of one problem
+    v0 = [m for m in samples if m["version"] == 0]
+    assert len(v0) == 4 and len({m["run_id"] for m in v0}) == 4
+    by_problem: dict = {}
+    for m in v0:
+        by_problem.setdefault(runs[m["run_id"]]["problem_id"], set()).add(m["trace"])
+    assert list(by_problem.values()) == [{"kernel_opt_040_a", "kernel_opt_041_b"}] * 2
     # nothing to scrub in these sources: the key is the trace's own blob id, and the text its content
     head_blob = git_rev(tmp_path / "kernel_opt_040_a", "HEAD~3:kernel.py")
-    assert runs[next(iter(v0))]["kernel_blob"] == head_blob
+    assert runs[v0[0]["run_id"]]["kernel_blob"] == head_blob
     assert all(git_blob_id(k["source_text"].encode()) == k["kernel_blob"] for k in kernels.values())
-    # V3 reverts to V1's kernel: same run, verdicts differ, so the verdict lives on the sample row
+    # V3 reverts to V1's kernel with another latency: runs of their own, one problem per shape
     v1_blob = next(v["kernel_blob"] for v in a.versions if v["version"] == "v1")
-    samples = [
-        (m["version"], m["verdict"])
-        for m in ds.tables["measurements"]
-        if m["trace"] == "kernel_opt_040_a" and runs[m["run_id"]]["kernel_blob"] == v1_blob
+    restored = [m for m in samples if m["trace"] == "kernel_opt_040_a" and runs[m["run_id"]]["kernel_blob"] == v1_blob]
+    assert sorted((m["version"], m["verdict"]) for m in restored) == [
+        (1, "kept"),
+        (1, "kept"),
+        (3, "reverted"),
+        (3, "reverted"),
     ]
-    assert sorted(samples) == [(1, "kept"), (1, "kept"), (3, "reverted"), (3, "reverted")]
+    assert len({m["run_id"] for m in restored}) == 4 and len({runs[m["run_id"]]["problem_id"] for m in restored}) == 2
+    assert {m["latency_us"] for m in restored if m["version"] == 1}.isdisjoint(
+        m["latency_us"] for m in restored if m["version"] == 3
+    )
     # same input, same ids; another GPU, other ids
     assert build([b, a], Thresholds()).tables == ds.tables
     on_a100 = build([ingested(tmp_path / "kernel_opt_040_a", Overrides(hardware="A100"))], Thresholds())
-    assert not {r["run_id"] for r in on_a100.tables["runs"]} & set(runs)
+    assert not {r["problem_id"] for r in on_a100.tables["runs"]} & {r["problem_id"] for r in runs.values()}
 
 
 def test_shape_keys_are_namespaced_by_definition(tmp_path):
@@ -224,9 +227,13 @@ def test_context_outside_the_hash_that_disagrees_is_named(tmp_path):
     }
     ds = build([TraceInput(b_meta, a.versions, [], a.sources), a], Thresholds())
     assert ds.conflicts and all(
-        "axis_hidden differ between kernel_opt_044_a and kernel_opt_045_b" in c for c in ds.conflicts
+        re.fullmatch(r"problem [0-9a-f]{64}: axis_hidden differ between kernel_opt_044_a and kernel_opt_045_b", c)
+        for c in ds.conflicts
     )
-    assert {r["axis_hidden"] for r in ds.tables["runs"]} == {4096}  # the first label's context is kept
+    # each run keeps its own trace's context
+    trace_of = {m["run_id"]: m["trace"] for m in ds.tables["measurements"]}
+    hidden = {(trace_of[r["run_id"]], r["axis_hidden"]) for r in ds.tables["runs"]}
+    assert hidden == {("kernel_opt_044_a", 4096), ("kernel_opt_045_b", 8192)}
 
 
 def test_autotune_rows_join_their_run_and_kernel(tmp_path):
@@ -348,7 +355,7 @@ def test_a_source_the_scrub_leaves_a_term_in_is_withheld_with_its_samples(tmp_pa
 
 
 def test_sources_that_cannot_be_scrubbed_are_withheld_with_a_reason():
-    from optrace.dataset.build import SOURCE_CAP, publish_source
+    from optrace.dataset.sources import SOURCE_CAP, publish_source
 
     scrub = Scrubber()
     assert publish_source(b"\xff\xfe", "triton", scrub).withheld == "not UTF-8 (byte 0)"
@@ -389,16 +396,37 @@ def test_a_denylisted_term_no_scrub_reaches_refuses_the_build(tmp_path):
 
 
 def test_split_is_by_group_deterministic_and_documented():
-    groups = [f"family-{i}/h100" for i in range(10)] + ["norm/a100"]
-    one = split_groups(groups, 0.2)
-    assert one == split_groups(list(reversed(groups)) * 3, 0.2)  # order and repetition do not matter
-    assert sum(s == "test" for s in one.values()) == 2 and set(one) == set(groups)
-    assert split_groups(groups, 0.0) == dict.fromkeys(groups, "train")
-    assert sum(s == "test" for s in split_groups(groups[:2], 0.01).values()) == 1  # at least one
-    assert sum(s == "test" for s in split_groups(groups[:2], 0.9).values()) == 1  # never all
-    assert split_groups(["only/h100"], 0.5) == {"only/h100": "train"}
+    samples = {f"family-{i}/h100": 10 for i in range(10)} | {"norm/a100": 10}
+    one = split_groups(samples, 0.2)
+    assert one == split_groups(dict(reversed(samples.items())), 0.2)  # order does not matter
+    assert sum(s == "test" for s in one.values()) == 2 and set(one) == set(samples)
+    assert split_groups(samples, 0.0) == dict.fromkeys(samples, "train")
+    two = dict(list(samples.items())[:2])
+    assert sum(s == "test" for s in split_groups(two, 0.01).values()) == 1  # at least one
+    assert sum(s == "test" for s in split_groups(two, 0.9).values()) == 1  # never all
+    assert split_groups({"only/h100": 5}, 0.5) == {"only/h100": "train"}
     with pytest.raises(InputError, match="not in"):
-        split_groups(groups, 1.0)
+        split_groups(samples, 1.0)
+
+
+def test_split_takes_a_fraction_of_the_samples_never_of_the_groups():
+    # #29: one group holds 45 % of the samples; a fraction of groups could put it in a "20 %" test set
+    samples = {"gemm/h100": 450} | {f"family-{i}/h100": 50 for i in range(11)}
+    for fraction in (0.1, 0.2, 0.3, 0.5):
+        assignment = split_groups(samples, fraction)
+        report = split_report(samples, assignment)
+        assert abs(report["test"]["share"] - fraction) <= 0.05, (fraction, report)
+        assert report["train"]["samples"] + report["test"]["samples"] == 1000
+        assert set(report["test"]["group_names"]).isdisjoint(report["train"]["group_names"])
+    assert split_groups(samples, 0.2)["gemm/h100"] == "train"
+    # a group too big for the fraction on its own never goes to test while a better fit exists
+    assert split_groups({"big/h100": 90, "small/h100": 10}, 0.2) == {"big/h100": "train", "small/h100": "test"}
+    # every group alone overshoots: the one closest to the target is test
+    assert split_groups({"a/h100": 60, "b/h100": 40}, 0.1) == {"a/h100": "train", "b/h100": "test"}
+    lines = report_lines(split_report(samples, split_groups(samples, 0.2)))
+    assert (
+        lines[0].startswith("  train: 8 group(s), 800 samples (80.0 %)") and "test: 4 group(s), 200 samples" in lines[1]
+    )
 
 
 def write_work(root: Path, t: TraceInput) -> Path:
@@ -436,12 +464,20 @@ def test_rerun_is_byte_identical_loader_and_readme(tmp_path):
     recipe = re.search(r"## Loading\n\n```python\n(.*?)```", readme, re.S).group(1)
     scope: dict = {}
     exec(recipe.replace('"results/dataset"', repr(str(one))), scope)
-    assert len(scope["trace"]) == 12 and len(scope["tuning"]) == 9
-    assert len(scope["train"]) + len(scope["test"]) == 21
+    assert len(scope["trace"]) == 12 and len(scope["tuning"]) == 9 and len(scope["with_code"]) == 12
+    assert len(scope["train"]) + len(scope["test"]) == 12
     # CSV copies: deterministic too
     assert main(["csv", str(one / "measurements.parquet"), str(tmp_path / "two" / "measurements.parquet")]) == 0
     assert (one / "measurements.csv").read_bytes() == (tmp_path / "two" / "measurements.csv").read_bytes()
     assert len(pd.read_csv(one / "measurements.csv")) == 12
+
+
+ARROW_TYPES = {
+    "string": "string",
+    "int64": "int64",
+    "double": "float64",
+    "dictionary<values=string, indices=int32, ordered=0>": "category",
+}
 
 
 def assert_every_column_documented(out: Path) -> None:
@@ -455,12 +491,13 @@ def assert_every_column_documented(out: Path) -> None:
         for f in schema:
             row = re.search(rf"^\| `{re.escape(f.name)}` \| (\w+)(\??) \| (.+) \|$", section, re.M)
             assert row, f"{name}.{f.name} is not documented"
-            assert row.group(1) == {"string": "string", "int64": "int64", "double": "float64"}[str(f.type)], f.name
+            assert row.group(1) == ARROW_TYPES[str(f.type)], f.name
             assert (row.group(2) == "?") == f.nullable, f.name
-    frame = load(out)
     loading = readme.split("## Loading", 1)[1]
-    for col, dtype in frame.dtypes.items():
-        assert f"| `{col}` | {dtype} |" in loading, col
+    for kind in ("measurements", "autotune"):
+        section = loading.split(f'### kind="{kind}"', 1)[1].split("###", 1)[0]
+        for col, dtype in load(out, kind=kind, source=True).dtypes.items():
+            assert f"| `{col}` | {dtype} |" in section, (kind, col)
 
 
 def test_load_returns_documented_dtypes(tmp_path):
@@ -470,13 +507,45 @@ def test_load_returns_documented_dtypes(tmp_path):
         main(["build", str(d), "--traces", str(tmp_path / "kernel_opt_052_tuned"), "--out-dir", str(tmp_path / "out")])
         == 0
     )
-    frame = load(tmp_path / "out")
-    expected = {c.name: {"string": "string", "int64": "Int64", "float64": "Float64"}[c.type] for c in sample_columns()}
-    assert {c: str(t) for c, t in frame.dtypes.items() if not c.startswith(AXIS_PREFIX)} == expected
-    assert frame["split"].isna().all()  # split has not run
-    assert list(frame.sort_values("version")["version"].dropna().unique()) == [0, 1, 4, 5]  # numeric order
+    pandas_of = {"string": "string", "category": "category", "int64": "Int64", "float64": "Float64"}
+    for kind in ("measurements", "autotune"):
+        frame = load(tmp_path / "out", kind=kind)
+        expected = {c.name: pandas_of[c.type] for c in sample_columns(kind)}
+        assert {c: str(t) for c, t in frame.dtypes.items() if not c.startswith(AXIS_PREFIX)} == expected
+        assert frame["split"].isna().all()  # split has not run
+        assert "source_text" not in frame and "source_text" in load(tmp_path / "out", kind=kind, source=True)
+    trace = load(tmp_path / "out")
+    assert list(trace.sort_values("version")["version"].unique()) == [0, 1, 4, 5]  # numeric order
+    for col in ("vendor", "arch", "product", "verdict", "source", "dsl", "trace", "group"):
+        assert str(trace[col].dtype) == "category", col
+    assert str(load(tmp_path / "out", kind="autotune")["status"].dtype) == "category"
     with pytest.raises(InputError, match="not a dataset directory"):
         load(tmp_path)
+    with pytest.raises(InputError, match=r"kind.*'samples' is not one of measurements, autotune"):
+        load(tmp_path / "out", kind="samples")
+
+
+def test_load_never_mixes_measurements_and_autotune_rows(tmp_path):
+    # #29: load() mixed both kinds (about half of each row empty) and repeated source_text on every row
+    tracekit.iteration_era(tmp_path / "kernel_opt_053_tuned", untracked=autotune_files())
+    d = write_work(tmp_path / "work", ingested(tmp_path / "kernel_opt_053_tuned"))
+    out = tmp_path / "out"
+    assert main(["build", str(d), "--traces", str(tmp_path / "kernel_opt_053_tuned"), "--out-dir", str(out)]) == 0
+    trace, tuning = load(out), load(out, kind="autotune")
+    assert set(trace["source"]) == {"trace"} and len(trace) == len(pd.read_parquet(out / FILES["measurements"]))
+    assert set(tuning["source"]) == {"helion-autotune"} and len(tuning) == 9
+    for frame, kind_only in ((trace, ("latency_us", "version", "verdict")), (tuning, ("perf_ms", "config"))):
+        assert not any(c in frame for c in ("perf_ms", "latency_us") if c not in kind_only)
+    assert "shape" not in tuning and "kernel_name" not in trace
+    # a column every row of its kind fills is never empty
+    for col in ("latency_us", "version", "verdict", "shape", "dsl", "product"):
+        assert trace[col].notna().all(), col
+    for col in ("config", "generation", "kernel_name", "backend", "dsl", "product"):
+        assert tuning[col].notna().all(), col
+    # the source on demand: the kernels' own text, joined by kernel_blob
+    kernels = pd.read_parquet(out / FILES["kernels"]).set_index("kernel_blob")["source_text"]
+    joined = load(out, source=True)
+    assert all(joined["source_text"] == joined["kernel_blob"].map(kernels))
 
 
 def test_two_traces_with_one_label_are_refused(tmp_path):
@@ -643,10 +712,12 @@ def test_sheet_contract_every_sample_joins_one_run_and_one_kernel(sheet_run):
     assert set(samples["run_id"]) <= set(runs["run_id"]) and set(runs["run_id"]) <= set(samples["run_id"])
     assert set(runs["kernel_blob"]) == set(kernels["kernel_blob"])
     assert {r for r in samples["trace"]} == set(sheet_run["traces"])
-    frame = load(out)
-    assert len(frame) == len(samples) and frame["source_text"].notna().all() and frame["split"].notna().all()
-    assert set(frame["source"]) == {"trace", "helion-autotune"}
-    assert frame.loc[frame.source == "helion-autotune", "trace"].eq("kernel_opt_007_fused_add_rmsnorm_h4096").all()
+    frame, tuning = load(out, source=True), load(out, kind="autotune", source=True)
+    assert len(frame) + len(tuning) == len(samples)
+    for f in (frame, tuning):
+        assert f["source_text"].notna().all() and f["split"].notna().all()
+    assert set(frame["source"]) == {"trace"} and set(tuning["source"]) == {"helion-autotune"}
+    assert tuning["trace"].eq("kernel_opt_007_fused_add_rmsnorm_h4096").all()
     # typed context: the two definitions' axes, null where a definition lacks one
     fib = frame[frame.trace == "kernel_opt_101_fused_add_rmsnorm_h4096"]
     assert fib["axis_hidden_size"].eq(4096).all() and fib["axis_hidden"].isna().all()
@@ -737,3 +808,78 @@ def test_a_trace_that_cannot_be_read_again_is_left_out_and_the_others_are_built(
     assert f"warning: {work[1].name}: left out: " in said
     measurements = pd.read_parquet(dataset / FILES["measurements"])
     assert len(measurements) and set(measurements["trace"]) == {"kernel_opt_001_one"}  # the source label
+
+
+# ---------------------------------------------------------------- #26, #29: the Helion trace, file metadata, the datasheet
+
+
+@pytest.fixture(scope="module")
+def helion_dataset(tmp_path_factory):
+    from tests.support import more_traces
+
+    if not more_traces.available("helion_add"):
+        pytest.skip("../shared/data/samples/helion is absent")
+    root = tmp_path_factory.mktemp("helion")
+    trace = more_traces.build("helion_add", root)
+    d = write_work(root / "work", ingested(trace))
+    out = root / "dataset"
+    assert main(["build", str(d), "--traces", str(trace), "--out-dir", str(out), "--rebaseline-factor", "4"]) == 0
+    assert main(["split", str(out)]) == 0
+    return out
+
+
+def test_a_helion_kernel_has_one_dsl_in_both_tables(helion_dataset):
+    # #26: the trace's kernels were labelled `any` while its autotune rows said `helion`
+    kernels = pd.read_parquet(helion_dataset / FILES["kernels"])
+    helion = kernels["source_text"].str.contains("@helion.kernel", regex=False)
+    assert set(kernels[helion]["dsl"]) == {HELION_DSL} and (~helion).sum() == 1
+    assert set(kernels[~helion]["dsl"]) == {"any"}  # v0, the eager PyTorch reference, is no Helion kernel
+    trace, tuning = load(helion_dataset), load(helion_dataset, kind="autotune")
+    assert set(tuning["dsl"]) == {HELION_DSL}
+    assert set(trace[trace["version"] > 0]["dsl"]) == {HELION_DSL}
+
+
+def test_categoricals_are_dictionary_encoded_and_every_file_says_what_made_it(helion_dataset):
+    from optrace import __version__
+    from optrace.dataset.columns import SCHEMA_VERSION, TABLES
+    from optrace.dataset.files import read_metadata
+
+    digests = set()
+    for name in (*BUILT, "split"):
+        schema = pq.read_schema(helion_dataset / FILES[name])
+        for c in TABLES[name]:
+            is_dict = str(schema.field(c.name).type).startswith("dictionary<values=string")
+            assert is_dict == (c.type == "category"), (name, c.name)
+        meta = read_metadata(helion_dataset / FILES[name])
+        assert meta["optrace.builder"] == f"optrace {__version__}"
+        assert meta["optrace.schema_version"] == SCHEMA_VERSION and meta["optrace.table"] == name
+        config = json.loads(meta["optrace.config"])
+        assert meta["optrace.config_digest"] == hashlib.sha256(meta["optrace.config"].encode()).hexdigest()[:16]
+        if name != "split":
+            assert config["ladder"]["rebaseline_factor"] == 4.0 and len(config["targets_sha256"]) == 64
+            digests.add(meta["optrace.config_digest"])
+        else:
+            assert config == {"test_fraction": 0.2}
+            report = json.loads(meta["optrace.split_report"])
+            assert report["train"]["samples"] + report["test"]["samples"] > 0
+    assert len(digests) == 1  # one build, one configuration
+    for name in ("vendor", "arch", "product"):
+        assert pq.read_schema(helion_dataset / FILES["runs"]).field(name).type.value_type == "string"
+
+
+def test_the_readme_has_a_datasheet_generated_from_the_data(helion_dataset):
+    readme = (helion_dataset / "README.md").read_text()
+    sheet = readme.split("## Datasheet", 1)[1]
+    for section in ("### Motivation", "### Composition", "### What is left out, and why", "### Units"):
+        assert section in sheet, section
+    measurements = pd.read_parquet(helion_dataset / FILES["measurements"])
+    tuning = pd.read_parquet(helion_dataset / FILES["autotune"])
+    assert f"- {len(measurements)} trace measurements from 1 trace(s), {len(tuning)} autotune rows" in sheet
+    assert f"DSLs (kernels): {HELION_DSL} " in sheet and "GPUs: h100 " in sheet
+    reverted = int((measurements["verdict"] == "reverted").sum())
+    assert reverted and f"reverted {reverted}" in sheet
+    # the unit slip (v4: ns written as µs) never reaches the dataset, and the sheet says so
+    assert 4 not in set(measurements["version"]) and "Unit slips (1 version(s))" in sheet
+    counts = re.search(r"\| kernel_opt_051_broadcast_add_h100 \| (\d+) \| (\d+) \| (\d+) \|", readme)
+    assert counts and int(counts.group(3)) == len(measurements)
+    assert re.search(r"Re-baselines \(\d+ version\(s\)\)", sheet) and "µs" in sheet and "ms (Helion" in sheet

@@ -205,7 +205,7 @@ def test_every_step_of_the_series_in_full():
     review = "6.0x slower than the floor with no re-baseline evidence (reference, harness files, text): review"
     assert got == [
         ("v0", 0, "baseline", 100.0, None, None, False, "first surviving version", None),
-        ("v1", 1, "flat", 600.0, -500.0, 100.0, False, "no improvement over the floor (-500.00%)", review),
+        ("v1", 1, "flat", 600.0, -500.0, 100.0, False, "no improvement over the floor (6x slower)", review),
         ("v2", 2, "milestone", 97.0, 3.0, 100.0, False, "3.00% faster than the floor", None),
         ("v3", 3, "flat", 97.5, -0.52, 97.0, False, "no improvement over the floor (-0.52%)", None),
         (

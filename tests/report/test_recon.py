@@ -79,7 +79,7 @@ def test_recon_cli_on_a_trace(tmp_path):
     assert "| v5 | milestone (final) |" in md and "never used: profiles/v1/REPORT.md" in md
     svg = (out / "ladder.svg").read_text()
     # kept, reverted and the floor are drawn as different series with a legend entry each
-    for label in ("milestone (kept", "reverted", "floor", "baseline"):
+    for label in ("milestone (kept", "failed attempt, undone", "floor", "baseline"):
         assert label in svg
     texts = svg_texts(svg)
     assert "geomean latency (µs, log scale)" in texts
@@ -180,7 +180,7 @@ def test_the_svg_is_well_formed_and_draws_every_point_where_it_belongs(plotted):
 
 def test_tick_labels_are_plain_numbers(plotted):
     _, _, plot, svg = plotted
-    labels = [f"{v:g}" for v in plot.yticks]
+    labels = [plot.tick_label(v) for v in plot.yticks]
     assert labels and all(re.fullmatch(r"\d+(\.\d+)?", ln) for ln in labels), labels
     assert set(labels) <= set(svg_texts(svg))
 
@@ -188,7 +188,7 @@ def test_tick_labels_are_plain_numbers(plotted):
 def test_a_revert_is_drawn_at_the_floor_it_went_back_to_not_as_a_faster_version(plotted):
     rows, steps, plot, svg = plotted
     assert {r["version"]: r["verdict"] for r in rows}["v2"] == "reverted"
-    assert series(plot, "reverted") == [(2.0, floor_at(steps)[2])] == [(2.0, 30.0)]
+    assert series(plot, "failed attempt") == [(2.0, floor_at(steps)[2])] == [(2.0, 30.0)]
     # its own (faster) number stays visible only as a dotted stem from the floor
     assert plot.stems == [(2, 30.0, 25.0)]
     assert "stroke-dasharray" in svg

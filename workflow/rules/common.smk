@@ -8,7 +8,7 @@ from pathlib import Path
 
 from optrace import DEFAULT_TARGETS, PACKAGE_DIR
 from optrace.cli import MODULES
-from optrace.distill.records import records_digest
+from optrace.distill.records import mark_deleted, records_digest
 from optrace.errors import InputError
 from optrace.example.embedded import example_name, source_digest
 from optrace.gates.trace.model import PROFILE
@@ -17,6 +17,7 @@ from optrace.run.lifecycle import Controller
 from optrace.run.settings import checked
 from optrace.run.sheet import fingerprint, select_traces
 from optrace.run.snakemake_shim import uses_conda
+from optrace.scrub.denylist_file import denylist_notice
 
 
 def stop(exc):
@@ -31,6 +32,10 @@ except InputError as exc:
     stop(exc)
 
 RESULTS = config["results"].rstrip("/")
+
+# A run without a denylist says so first, unless the user stated there is none (#29).
+if _no_denylist := denylist_notice(os.environ, config["denylist_env"]):
+    print(_no_denylist, file=sys.stderr)
 
 # A controller killed with SIGKILL leaves Snakemake's locks behind: they are cleared when this host
 # knows their owner is dead, so resuming needs no --unlock (optrace.run.lifecycle).
@@ -243,6 +248,15 @@ def ladder_args():
 def distill_command(wildcards):
     """The agent command template: a function, so its {packet} is not taken for a wildcard."""
     return config["distill"]["command"]
+
+
+def deleted_records_marker(wildcards):
+    """distill's input that changes when a record it wrote was deleted (optrace.distill.records), so
+    the next run drafts exactly the packets without a record; a new record does not re-run distill.
+    """
+    marker = Path(work(f"{wildcards.slug}/deleted-records.txt"))
+    distill_report = Path(reports(f"{wildcards.slug}/distill.json"))
+    return str(mark_deleted(marker, distill_report, Path(RESULTS)))
 
 
 def distilled_digest(wildcards):

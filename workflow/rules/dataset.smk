@@ -17,8 +17,9 @@ rule dataset_build:
         autotune=results("dataset/autotune.parquet"),
         runs=results("dataset/runs.parquet"),
         kernels=results("dataset/kernels.parquet"),
-        readme=report(
-            results("dataset/README.md"),
+        readme=results("dataset/README.md"),
+        html=report(
+            results("dataset/README.html"),
             caption="../report/dataset.rst",
             category="Results",
             labels={"item": "dataset README"},
@@ -43,9 +44,11 @@ rule dataset_build:
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("dataset"),
+        page_code=code_digest("report-page"),
     shell:
         "{params.optrace} dataset build {params.work_dirs:q} --traces {params.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
-        "{params.targets} --denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.targets} --denylist-env {params.denylist_env} > {log} 2>&1 && "
+        "{params.optrace} report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1"
 
 
 # The split is its own job: a new fraction rewrites split.parquet and nothing else.

@@ -2,12 +2,15 @@
 # The records are deliberately NOT declared outputs: Snakemake must never delete an agent's records when
 # a job fails, and a record written later must not make this job stale. Only the report is an output;
 # the job skips every packet whose record already exists, so re-running it never rewrites a record.
+# A record distill wrote and someone deleted changes its `deleted` input (deleted_records_marker), so
+# the next run drafts (or asks the agent for) exactly the packets without a record.
 # Agent mode runs up to {threads} batches at once (raise it with --set-threads distill_trace=N).
 
 
 rule distill_trace:
     input:
         manifest=rules.packets_trace.output.manifest,
+        deleted=deleted_records_marker,
     output:
         report=reports("{slug}/distill.json"),
     log:
@@ -28,4 +31,4 @@ rule distill_trace:
     shell:
         "{params.guard} distill --packets {params.packets:q} --out {params.results:q} --report {output.report:q} "
         "--mode {params.mode} --command={params.command:q} --batch-size {params.batch_size} --jobs {threads} "
-        "> {log} 2>&1"
+        "2>&1 | tee {log}"

@@ -5,8 +5,9 @@ rule partition_trace:
         meta=rules.ingest_trace.output.meta,
     output:
         segments=work("{slug}/segments.jsonl"),
-        report=report(
-            reports("{slug}/partition.md"),
+        report=reports("{slug}/partition.md"),
+        html=report(
+            reports("{slug}/partition.html"),
             caption="../report/partition.rst",
             category="Traces",
             subcategory="{slug}",
@@ -23,6 +24,9 @@ rule partition_trace:
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("partition"),
+        optrace=OPTRACE,
+        page_code=code_digest("report-page"),
     shell:
         "{params.guard} partition --work-dir {params.work_dir:q} --report {output.report:q} {params.ladder} "
-        "--denylist-env {params.denylist_env} > {log} 2>&1"
+        "--denylist-env {params.denylist_env} > {log} 2>&1 && "
+        "{params.optrace} report-page {output.report:q} --out {output.html:q} >> {log} 2>&1"

@@ -5,8 +5,9 @@ rule recon_trace:
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
     output:
-        md=report(
-            reports("{slug}/recon.md"),
+        md=reports("{slug}/recon.md"),
+        html=report(
+            reports("{slug}/recon.html"),
             caption="../report/recon.rst",
             category="Traces",
             subcategory="{slug}",
@@ -33,6 +34,9 @@ rule recon_trace:
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("recon"),
+        optrace=OPTRACE,
+        page_code=code_digest("report-page"),
     shell:
         "{params.guard} recon --work-dir {params.work_dir:q} --out-dir {params.out_dir:q} {params.ladder} "
-        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1 && "
+        "{params.optrace} report-page {output.md:q} --out {output.html:q} >> {log} 2>&1"

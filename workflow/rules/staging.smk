@@ -35,8 +35,9 @@ rule readme:
         ladders=per_trace(rules.recon_trace.output.svg),
         distills=per_trace(rules.distill_trace.output.report),  # the packets that produced no record, and why
     output:
-        readme=report(
-            results("staging/README.md"),
+        readme=results("staging/README.md"),
+        html=report(
+            results("staging/README.html"),
             caption="../report/staging.rst",
             category="Results",
             labels={"item": "staging README"},
@@ -58,6 +59,8 @@ rule readme:
         denylist=denylist_digest(),
         live_store=live_store_arg,
         code=code_digest("readme"),
+        page_code=code_digest("report-page"),
     shell:
         "{params.optrace} readme --results {params.results:q} --out {output.readme:q} "
-        "--denylist-env {params.denylist_env} {params.live_store} {params.slugs} > {log} 2>&1"
+        "--denylist-env {params.denylist_env} {params.live_store} {params.slugs} > {log} 2>&1 && "
+        "{params.optrace} report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1"

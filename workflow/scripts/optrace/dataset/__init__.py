@@ -3,6 +3,6 @@
 `from optrace.dataset import load` is the dataset's reading API (README "What it produces").
 """
 
-from optrace.dataset.build import load
+from optrace.dataset.loader import load
 
 __all__ = ["load"]

@@ -36,6 +36,10 @@ MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 cha
 
 CACHE_NAME = "validation-cache.json"
 CACHE_FORMAT = 2
+# A record that cannot be parsed has nothing for its author to fix in place; distill re-drafts (or
+# re-asks the agent for) exactly the packets whose record is missing.
+REDRAFT_ADVICE = "; delete it and re-run (distill writes it again from its packet)"
+
 
 
 # --- where a trace's files are -------------------------------------------------------------------
@@ -250,6 +254,8 @@ class TraceRun:
             record = None
             if data is not None:
                 record, error = parse_json_bytes(data)
+            if error is not None and target is not None:
+                error += REDRAFT_ADVICE
             packet = self.parse_packet(target, packet_bytes, code) if target else None
             judged = judge(relpath, record, error, packet, self.trace, self.denylist)
             judged = dataclasses.replace(judged, sha256=hashlib.sha256(data).hexdigest() if data is not None else None)

@@ -30,6 +30,7 @@ The report names each record's sha256, and stage copies a record only when the b
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -155,7 +156,7 @@ def format_summary(summary: dict) -> str:
     failing = [r for r in summary["by_record"] if r["status"] == FAIL]
     for r in failing[:SHOWN_FAILURES]:
         lines.append(f"FAIL {r['path']}  [{', '.join(r['failed'])}]")
-        lines += [f"    {m}" for m in r["messages"][:3]]
+        lines += [f"    {m}" for m in r["messages"]]  # every message: the fix for the second is not in the first
     if len(failing) > SHOWN_FAILURES:
         lines.append(f"... and {len(failing) - SHOWN_FAILURES} more failing records (see the summary file)")
     if summary["shared_episodes"]:
@@ -199,7 +200,8 @@ def read_report(path: Path) -> dict:
 
 
 def cmd_summary(args: argparse.Namespace) -> int:
-    reports = [(str(p), read_report(p)) for p in args.reports]
+    # each report named relative to the summary's own folder: the file holds no path of this machine
+    reports = [(Path(os.path.relpath(p, args.out.parent)).as_posix(), read_report(p)) for p in args.reports]
     try:
         summary = summarize(reports)
     except (KeyError, TypeError, AttributeError) as exc:

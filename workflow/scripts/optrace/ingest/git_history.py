@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from optrace.errors import InputError
-from optrace.ingest.bundle import bundle_head
+from optrace.ingest.bundle import bundle_head, read_header
 from optrace.ingest.gitcmd import GitRun, ObjectReader, ShadowGit, run_git
 from optrace.ingest.gitdir import (
     Head,
@@ -120,11 +120,11 @@ class History:
             self._blobs = ObjectReader(self.where, self.git)
         return self._blobs
 
-    def head_tree(self) -> dict[str, tuple[str, int]]:
-        """HEAD's tree as path -> (blob, size), regular files only (symlinks and submodules skipped)."""
+    def head_tree(self, rev: str = "HEAD") -> dict[str, tuple[str, int]]:
+        """HEAD's (or rev's) tree as path -> (blob, size), regular files only (symlinks and submodules skipped)."""
         if self.head is None:
             return {}
-        raw = run_git(self.where, self.git, "ls_tree", "-r", "-z", "--long", "HEAD", what="git ls-tree failed")
+        raw = run_git(self.where, self.git, "ls_tree", "-r", "-z", "--long", rev, what="git ls-tree failed")
         tree = {}
         for entry in raw.split(b"\x00"):
             if not entry:
@@ -147,6 +147,22 @@ class OpenedTrace:
     name: str  # directory name (or bundle stem): the source of the slug and default label
     history: History
     files: TraceFiles
+    carries_untracked: bool | None = None  # a bundle: whether `optrace bundle` carried untracked files
+
+
+# Where `optrace bundle` (ingest/carry.py) carries a trace's untracked profiles/ and memory/ files.
+UNTRACKED_REF = "refs/optrace/untracked"
+CARRIED_PREFIXES = ("profiles/", "memory/")
+
+
+def bundle_tree(history: History, refs: dict[str, str]) -> dict[str, tuple[str, int]]:
+    """HEAD's tree, and the untracked profiles/ and memory/ files `optrace bundle` put on UNTRACKED_REF
+    (a tracked file always wins; nothing outside those folders is taken from that ref)."""
+    tree = history.head_tree()
+    if UNTRACKED_REF in refs:
+        extra = history.head_tree(refs[UNTRACKED_REF])
+        tree.update({p: v for p, v in extra.items() if p.startswith(CARRIED_PREFIXES) and p not in tree})
+    return tree
 
 
 @contextlib.contextmanager
@@ -159,7 +175,8 @@ def open_trace(path: str | Path, scratch: str | Path | None = None) -> Iterator[
     with tempfile.TemporaryDirectory(prefix=".optrace-git-", dir=scratch if bundle else None) as tmp:
         shadow = Path(tmp).resolve() / "git"  # absolute: git runs with its cwd inside it
         if bundle:
-            head_sha = bundle_head(path)  # the header checked before git reads the file
+            header = read_header(path)  # checked before git reads the file
+            head_sha = bundle_head(path)
             make_shadow(shadow, None, None)  # HEAD is set once its commit is there (git checks it)
             history = History(path, shadow, head_sha)
             try:
@@ -167,7 +184,8 @@ def open_trace(path: str | Path, scratch: str | Path | None = None) -> Iterator[
                 run_git(path, history.git, "bundle", "unbundle", str(path.resolve()), what=what)
                 (shadow / "HEAD").write_text(head_sha + "\n")
                 history.require_commit()  # before its tree is listed
-                yield OpenedTrace(path.stem, history, GitTreeFiles(history.head_tree(), history.read_blob))
+                files = GitTreeFiles(bundle_tree(history, header.refs), history.read_blob)
+                yield OpenedTrace(path.stem, history, files, carries_untracked=UNTRACKED_REF in header.refs)
             finally:
                 history.close()
             return

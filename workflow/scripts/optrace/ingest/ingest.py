@@ -16,6 +16,7 @@ from optrace.errors import InputError
 from optrace.ingest import grammar
 from optrace.ingest.autotune import ingest_autotune
 from optrace.ingest.captures import ProfileCapture, ignored_profile_dirs, scan_profiles
+from optrace.ingest.carry import bundle_warning
 from optrace.ingest.dsl import detect_dsl
 from optrace.ingest.encoding import MAX_MESSAGE_BYTES, REPLACEMENT, commit_message, garbled
 from optrace.ingest.git_history import KERNEL_FILE, REGULAR_MODES, Commit, History, open_trace
@@ -386,6 +387,8 @@ def ingest(
             f"{c.dir}: episode {c.episode} has no version in the history" for c in captures if c.version is None
         ]
         warnings += files.skipped()
+        if trace.carries_untracked is not None:  # a bundle
+            warnings += bundle_warning(commits, files)
         if not any(c.kernel_changed for c in commits):
             warnings.append(f"no commit changes {KERNEL_FILE}: kernel versions and diffs are unavailable")
         operator = meta_in.operator_name or name

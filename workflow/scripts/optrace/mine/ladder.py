@@ -237,7 +237,9 @@ def run_ladder(rows: list[VersionRow], t: Thresholds = Thresholds()) -> list[Ste
                     row["version"],
                     row["n"],
                     "flat",
-                    f"no improvement over the floor ({improve:.2f}%)",
+                    f"no improvement over the floor ({improve:.2f}%)"
+                    if improve > -100
+                    else f"no improvement over the floor ({geo / best:.4g}x slower)",
                     geo,
                     improve,
                     best,

@@ -67,7 +67,7 @@ def shared_episode_section(index: list[dict]) -> list[str]:
         "|---|---|",
     ]
     for key, entries in shared:
-        out.append(f"| `{key}` | " + ", ".join(f"`…{e['id'][-40:]}` ({e['type']})" for e in entries) + " |")
+        out.append(f"| `{key}` | " + ", ".join(f"`{e['id']}` ({e['type']})" for e in entries) + " |")
     return out
 
 
@@ -93,6 +93,71 @@ def packets_without_record(results: Path, slug: str) -> list[tuple[str, str, str
     return out
 
 
+TYPE_ORDER = {"strategy": 0, "anti-strategy": 1, "reference-kernel": 2}
+
+
+def version_number(version: str | None) -> int:
+    """`v12` -> 12, so v10 sorts after v9; a record without a version goes last."""
+    digits = (version or "").lstrip("vV")
+    return int(digits) if digits.isdigit() else 1 << 30
+
+
+def recon_gains(results: Path, slug: str) -> dict[str, float | None]:
+    """version -> recon's gain vs the floor before it (its ladder), {} when recon wrote none."""
+    path = results / "staging" / "reports" / slug / "recon.json"
+    if not path.is_file():
+        return {}
+    return {s["version"]: s["improve_pct"] for s in read_json(path)["ladder"]["steps"]}
+
+
+def gain_text(pct: float | None) -> str | None:
+    return None if pct is None else f"{pct:+.2f}%"
+
+
+def records_section(
+    index: list[dict], staged: dict[str, dict], labels: dict[str, str], recon: dict[str, dict[str, float | None]]
+) -> list[str]:
+    """One row per staged record, by trace, version, type and id, with its whole id. A record's gain
+    is its claim; where recon's ladder puts another gain on the same version, both are shown: the
+    claim was measured against something else than the floor the version beat."""
+    rows, differ = [], 0
+    for e in index:
+        s = staged[e["id"]]
+        regression = s["first_regression"]
+        pct = gain_text(s["gain_pct"]) or " ".join(map(str, regression or ["—"]))
+        theirs = gain_text(recon.get(s["trace"], {}).get(s["version"] or "")) if s["gain_pct"] is not None else None
+        if theirs is not None and theirs != pct:
+            pct, differ = f"{pct} **(recon {theirs})**", differ + 1
+        label = labels.get(s["trace"], s["trace"])
+        key = (label, version_number(s["version"]), TYPE_ORDER.get(e["type"], 3), e["id"])
+        rows.append(
+            (
+                key,
+                f"| {label} | {s['version'] or '—'} | {e['type']} | `{e['id']}` | {e['tier']} | "
+                f"{e['worth_score']:.3f} | {pct} | {s['basis'] or '—'} |",
+            )
+        )
+    out = ["", "## Records", ""]
+    if differ:
+        out += [
+            f"{differ} record(s) claim a gain other than recon's ladder for the same version (marked): the claim "
+            "was not measured against the floor that version beat.",
+            "",
+        ]
+    out += ["| trace | version | type | id | tier | score | gain | basis |", "|---|---|---|---|---|---|---|---|"]
+    return out + [row for _, row in sorted(rows)]
+
+
+def warnings_section(warnings: list[tuple[str, list[str]]], scrub: Callable[[str], str]) -> list[str]:
+    """Each trace's ingest warnings (what it could not read, or read with a doubt), as ingest wrote them."""
+    out = ["", "## Ingest warnings", ""]
+    given = [(label, w) for label, ws in warnings for w in ws]
+    if not given:
+        return out + ["No trace gave an ingest warning."]
+    out += ["| trace | warning |", "|---|---|"]
+    return out + [f"| {label} | {scrub(w).replace('|', '/')} |" for label, w in given]
+
+
 def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
     staging = results / "staging"
     index = read_json(staging / "records" / "index.json")["records"]
@@ -102,6 +167,8 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
     failed_by_trace = Counter(f["trace"] for f in summary["failed"])
     failed_traces = {f["trace"]: f for f in summary.get("failed_traces", [])}
     good = [slug for slug in slugs if slug not in failed_traces]
+    metas = {slug: read_json(results / "work" / slug / "meta.json") for slug in good}
+    labels = {slug: scrub(metas[slug]["source_label"]) for slug in good}
     out = [
         "# Staging store (not the live store)",
         "",
@@ -115,31 +182,18 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for slug in good:
-        meta = read_json(results / "work" / slug / "meta.json")
+        meta = metas[slug]
         versions = len(read_jsonl(results / "work" / slug / "versions.jsonl"))
         segments = len(read_jsonl(results / "work" / slug / "segments.jsonl"))
         t = meta["target"]
         out.append(
-            f"| {scrub(meta['source_label'])} | {scrub(meta['operator_name'])} | {t['product']} ({t['vendor']} {t['arch']}) "
+            f"| {labels[slug]} | {scrub(meta['operator_name'])} | {t['product']} ({t['vendor']} {t['arch']}) "
             f"| {versions} | {segments} | {staged_by_trace[slug]} | {failed_by_trace[slug]} "
             f"| [ladder](reports/{slug}/ladder.svg) |"
         )
-    out += [
-        "",
-        "## Records",
-        "",
-        "| id (tail) | type | tier | score | gain | basis | version |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for e in index:
-        s = staged[e["id"]]
-        regression = s["first_regression"]
-        pct = f"{s['gain_pct']:+.2f}%" if s["gain_pct"] is not None else " ".join(map(str, regression or ["—"]))
-        out.append(
-            f"| `…{e['id'][-40:]}` | {e['type']} | {e['tier']} | {e['worth_score']:.3f} | {pct} | {s['basis'] or '—'} "
-            f"| {s['version'] or '—'} |"
-        )
+    out += records_section(index, staged, labels, {slug: recon_gains(results, slug) for slug in good})
     out += shared_episode_section(index)
+    out += warnings_section([(labels[slug], metas[slug].get("warnings") or []) for slug in good], scrub)
     if failed_traces:
         out += [
             "",
@@ -154,12 +208,18 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
         ]
     if summary["failed"]:
         out += ["", "## Not staged (failed validation)", "", "| trace | record | failed gates |", "|---|---|---|"]
-        out += [f"| {f['trace']} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |" for f in summary["failed"]]
+        out += [
+            f"| {labels.get(f['trace'], f['trace'])} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |"
+            for f in sorted(summary["failed"], key=lambda f: (labels.get(f["trace"], f["trace"]), f["path"]))
+        ]
     without = [(slug, *row) for slug in slugs for row in packets_without_record(results, slug)]
     out += ["", "## Packets that produced no record", ""]
     if without:
         out += ["| trace | packet | type | why |", "|---|---|---|---|"]
-        out += [f"| {slug} | `{seg}` | {rtype} | {scrub(why).replace('|', '/')} |" for slug, seg, rtype, why in without]
+        out += [
+            f"| {labels.get(slug, slug)} | `{seg}` | {rtype} | {scrub(why).replace('|', '/')} |"
+            for slug, seg, rtype, why in without
+        ]
     else:
         out.append("Every packet produced a record.")
     cells = Counter(
@@ -187,7 +247,7 @@ def main(argv: list[str]) -> int:
     scrubber = Scrubber.from_env(args.denylist_env, os.environ)
     text = render(args.results, args.slugs, lambda s: escape_controls(scrubber.private(s)))  # trace text: one cell
     if args.live_store:
-        from optrace.admit.gate import readme_section
+        from optrace.admit.proposals import readme_section
 
         text += "\n" + readme_section(args.results / "staging", args.live_store)
     write_text_atomic(args.out, escape_controls(text, keep_layout=True))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections import Counter
 from pathlib import Path
 
@@ -150,6 +151,33 @@ def build_recon(
     }
 
 
+def latency_text(us: float | None) -> str:
+    """A geomean for the table: two decimals, or four significant digits once it is too long to read."""
+    if us is None:
+        return "—"
+    return f"{us:.2f}" if abs(us) < 1e6 else f"{us:.4g}"
+
+
+def vs_floor_text(improve_pct: float | None) -> str:
+    """The change against the floor: `+15.57%` / `-3.10%`, and past 2x slower `939.3x slower` (a
+    percentage like -93826.65% says nothing a reader can use)."""
+    if improve_pct is None or not math.isfinite(improve_pct):
+        return ""
+    if improve_pct > -100:
+        return f"{improve_pct:+.2f}%"
+    ratio = 1 - improve_pct / 100  # improve = (floor - geo) / floor * 100, so geo / floor = 1 - improve / 100
+    return f"{ratio:.4g}x slower" if math.isfinite(ratio) else "slower beyond measure"
+
+
+def check_latencies(rows: list[VersionRow], path: Path) -> None:
+    """Every geomean ingest wrote is a positive finite latency or absent; anything else is a broken work
+    file (a killed run's leftovers), named here in one line before the ladder divides by it."""
+    for r in rows:
+        geo = r.get("geomean_us")
+        if geo is not None and not (type(geo) in (int, float) and math.isfinite(geo) and geo > 0):
+            raise InputError(path, f"{r.get('version')}: geomean_us {geo!r} is not a positive latency; re-run ingest")
+
+
 def render_md(recon: dict) -> str:
     i, c, lad, f, p, y = (
         recon[k] for k in ("identity", "coverage", "ladder", "failures", "profiler", "expected_yield")
@@ -179,12 +207,14 @@ def render_md(recon: dict) -> str:
         + ", ".join(f"{k} {v}" for k, v in lad["outcomes"].items() if v)
         + f"; final: {lad['final'] or 'none'}",
         "",
+        "![ladder plot](ladder.svg)",
+        "",
         "| version | outcome | geomean µs | vs floor | reason |",
         "|---|---|---|---|---|",
     ]
     for s in lad["steps"]:
-        geo = f"{s['geomean_us']:.2f}" if s["geomean_us"] is not None else "—"
-        pct = f"{s['improve_pct']:+.2f}%" if s["improve_pct"] is not None else ""
+        geo = latency_text(s["geomean_us"])
+        pct = vs_floor_text(s["improve_pct"])
         mark = " (final)" if s["final"] else ""
         review = f" **Review:** {s['review']}" if s.get("review") else ""
         out.append(
@@ -249,6 +279,7 @@ def main(argv: list[str]) -> int:
     add_denylist_argument(ap)
     args = ap.parse_args(argv)
     rows = read_versions(args.work_dir / "versions.jsonl")
+    check_latencies(rows, args.work_dir / "versions.jsonl")
     profiles = read_jsonl(args.work_dir / "profiles.jsonl")
     meta = read_json(args.work_dir / "meta.json")
     steps = run_ladder(rows, Thresholds.from_args(args))

@@ -9,6 +9,19 @@ from collections.abc import Mapping
 from optrace.errors import InputError
 
 DENYLIST_ENV = "ATREX_WIKI_DENYLIST"
+# The value by which a user states there is no denylist (a run without one says so otherwise).
+STATED_NONE = "none"
+
+
+def denylist_notice(environ: Mapping[str, str] = os.environ, variable: str = DENYLIST_ENV) -> str | None:
+    """The one line a run without a denylist prints first, or None (a file named, or none stated)."""
+    if environ.get(variable or DENYLIST_ENV):
+        return None
+    name = variable or DENYLIST_ENV
+    return (
+        f"warning: no denylist: ${name} is unset, so no private term is scrubbed from packets, records or "
+        f"READMEs; set it to your denylist file, or to {STATED_NONE!r} to state there is none"
+    )
 
 
 def add_denylist_argument(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +32,7 @@ def add_denylist_argument(parser: argparse.ArgumentParser) -> None:
 def read_denylist(environ: Mapping[str, str] = os.environ, variable: str = DENYLIST_ENV) -> tuple[str, ...]:
     """Terms from the file named by $variable (never a committed list); () when unset."""
     path = environ.get(variable or DENYLIST_ENV)
-    if not path:
+    if not path or path == STATED_NONE:
         return ()
     try:
         with open(path, encoding="utf-8") as fh:

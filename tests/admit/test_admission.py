@@ -19,9 +19,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from optrace.admit import gate
+from optrace.admit import command, commits
+from optrace.admit import proposals as matching
 from optrace.admit import store_match as storematch
-from optrace.admit.live_store import INTENT_NAME, LOCK_NAME, PAUSE_ENV
+from optrace.admit.live_store import INTENT_NAME, LOCK_NAME, PAUSE_ENV, GateStore
 from optrace.gates.store.model import FAIL
 from optrace.gates.store.runner import run_store_gates
 from optrace.gates.store.specimens import anti_strategy, reference_kernel, strategy
@@ -69,12 +70,17 @@ def write(path: Path, record) -> Path:
 
 
 def variant(record: dict, tail: str, pct: float | None = None, same_run: bool = False) -> dict:
-    """The same episode under another content hash: another trace's run of the same lever (its own commit),
-    or, `same_run`, the same run's evidence again (a trace listed twice under two names)."""
+    """The same episode under another content hash: another trace's run of the same lever (its own commit
+    and its own measured latencies), or, `same_run`, the same run's evidence again (a trace listed twice
+    under two names: same commit, same numbers)."""
     rec = copy.deepcopy(record)
     rec["id"] = rec["id"][:-6] + tail
     if not same_run:
         rec["evidence"]["raw"]["git_commit"] = (tail * 7)[:40]
+        effect = rec["evidence"]["raw"].get("effect", {})
+        for key in ("new_geomean_us", "parent_geomean_us"):
+            if key in effect:  # another run measures other absolute numbers
+                effect[key] = round(effect[key] * (1 + (int(tail, 16) % 997 + 1) / 1e5), 4)
     if pct is not None:
         gain = rec["worth"]["gain"]
         gain["pct"] = gain["metrics"][0]["delta_pct"] = pct
@@ -93,7 +99,7 @@ def run_gate(*args) -> tuple[int, dict | None, str]:
 
 
 def in_process(capsys, *args) -> tuple[int, dict]:
-    rc = gate.main([str(a) for a in args])
+    rc = command.main([str(a) for a in args])
     out = capsys.readouterr().out
     return rc, json.loads(out)
 
@@ -154,7 +160,8 @@ def test_confirm_counts_once_and_conflict_files_are_valid_and_unique(own_store, 
     assert same_way.read_bytes() == before  # the caller's file is never rewritten
     entry = next(e for e in index_of(own_store)["records"] if e["id"] == s["id"])
     target = json.loads((own_store / entry["path"]).read_text())
-    assert target["worth"]["track"]["confirm_keys"] == [f"{s['id']}:{s['id'][:-6]}bbbbbb"]
+    (key,) = target["worth"]["track"]["confirm_keys"]
+    assert key.startswith(f"{s['id']}:{s['id'][:-6]}bbbbbb@")  # the store's pair, then the run's tokens
     assert entry["worth_score"] == target["worth"]["rank"]["score"] > 0.6805  # rescored, index follows
 
     other_way = write(tmp_path / "conflict.json", variant(s, "cccccc", pct=-4.5))
@@ -216,10 +223,28 @@ def test_round_trips_on_the_real_store(real_store, tmp_path, capsys):
     track = json.loads(path.read_text())["worth"]["track"]
     assert track["counters"]["verified_effective"] == 1 and len(track["counters"]) == 6
     assert check_store_fails(real_store) == {}
+    # a strategy against a technique card of another episode is no contradiction: refused, unless forced
     rc, out = in_process(
         capsys, "commit", "conflict", "--input", incoming, "--target", shipped["id"], "--store", real_store
     )
-    assert rc == 0 and 0 <= out["match_confidence"] < 1
+    assert rc == 1 and out["outcome"] == "refused" and "different episodes" in " ".join(out["messages"])
+    rc, out = in_process(
+        capsys,
+        "commit",
+        "conflict",
+        "--input",
+        incoming,
+        "--target",
+        shipped["id"],
+        "--store",
+        real_store,
+        "--force",
+        "--reason",
+        "the card's advice contradicts this measurement",
+    )
+    assert rc == 0 and out["forced"] and 0 <= out["match_confidence"] < 1
+    doc = json.loads((real_store / out["path"]).read_text())
+    assert doc["conflict_reason"].startswith("filed by force: the card's advice contradicts this measurement")
     assert check_store_fails(real_store) == {}
 
 
@@ -438,7 +463,7 @@ def test_commit_all_killed_inside_a_group_is_undone_and_the_rerun_admits_everyth
         ids.append(rec["id"])
     proposals = tmp_path / "staging" / "reports" / "match.json"
     assert (
-        gate.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(proposals)])
+        command.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(proposals)])
         == 0
     )
     _kill_in_window(["commit-all", "--proposals", proposals], own_store, tmp_path, nth=3)
@@ -459,7 +484,7 @@ def test_recover_undoes_an_unfinished_insert_and_removes_temp_files(own_store, c
         json.dumps({"pending": [{"op": "insert", "id": "nvidia.hopper.triton.x.half-aaaaaa", "path": rel}]})
     )
     assert check_store_fails(own_store)
-    assert gate.main(["recover", "--store", str(own_store)]) == 0
+    assert command.main(["recover", "--store", str(own_store)]) == 0
     assert "undid the unfinished insert" in capsys.readouterr().out
     assert check_store_fails(own_store) == {} and stray_files(own_store) == []
 
@@ -480,7 +505,7 @@ def test_match_all_then_commit_all_continues_past_a_refusal(own_store, tmp_path,
     for name, rec in (("a", fresh), ("b", confirm), ("c", bad), ("d", changed)):
         write(staging / f"{name}.json", rec)
     out_file = tmp_path / "staging" / "reports" / "match.json"
-    rc = gate.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(out_file)])
+    rc = command.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(out_file)])
     assert rc == 1  # one record fails validation
     report = json.loads(out_file.read_text())
     actions = {p["id"]: p["action"] for p in report["proposals"]}
@@ -519,16 +544,16 @@ def _one_episode_batch(staging: Path) -> tuple[dict, dict, dict]:
     return first, again, failed
 
 
-@pytest.mark.parametrize("group", [gate.GROUP, 1], ids=["one-transaction", "a-transaction-each"])
+@pytest.mark.parametrize("group", [commits.GROUP, 1], ids=["one-transaction", "a-transaction-each"])
 def test_a_batch_inserts_an_episode_once_and_confirms_or_conflicts_the_rest(
     own_store, tmp_path, capsys, monkeypatch, group
 ):
-    monkeypatch.setattr(gate, "GROUP", group)  # 1: the target is committed by an earlier transaction
+    monkeypatch.setattr(commits, "GROUP", group)  # 1: the target is committed by an earlier transaction
     staging = tmp_path / "staging" / "records"
     staging.mkdir(parents=True)
     first, again, failed = _one_episode_batch(staging)
     out_file = tmp_path / "staging" / "reports" / "match.json"
-    rc = gate.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(out_file)])
+    rc = command.main(["match", "--all", str(tmp_path / "staging"), "--store", str(own_store), "--out", str(out_file)])
     assert rc == 0
     proposals = json.loads(out_file.read_text())["proposals"]
     assert [(p["id"], p["action"], p["target"]) for p in proposals] == [
@@ -545,7 +570,7 @@ def test_a_batch_inserts_an_episode_once_and_confirms_or_conflicts_the_rest(
     entry = next(e for e in index["records"] if e["id"] == first["id"])
     stored = json.loads((own_store / entry["path"]).read_text())
     assert stored["worth"]["track"]["counters"]["verified_effective"] == 1
-    assert stored["worth"]["track"]["confirm_keys"] == [f"{first['id']}:{again['id']}"]
+    assert [k.partition("@")[0] for k in stored["worth"]["track"]["confirm_keys"]] == [f"{first['id']}:{again['id']}"]
     conflict = json.loads((own_store / out["outcomes"][2]["path"]).read_text())
     assert conflict["existing_record_id"] == first["id"] and conflict["match_confidence"] == 1.0
     assert check_store_fails(own_store) == {} and stray_files(own_store) == []
@@ -556,7 +581,7 @@ def test_an_episode_the_live_store_holds_is_confirmed_by_every_record_of_the_bat
     staging.mkdir(parents=True)
     for tail in ("444444", "555555"):
         write(staging / f"{tail}.json", variant(strategy(), tail))
-    report = gate.match_files(gate.GateStore(own_store), gate.staged_files(tmp_path / "staging"), 0, str)
+    report = matching.match_files(GateStore(own_store), matching.staged_files(tmp_path / "staging"), 0, str)
     assert [(p["action"], p["target"]) for p in report["proposals"]] == [("confirm", strategy()["id"])] * 2
 
 
@@ -567,7 +592,7 @@ def test_store_root_comes_from_config_live_store(own_store, tmp_path, capsys):
     assert rc == 0 and out["action"] == "present"
     config.write_text("live_store: ''\n")
     with pytest.raises(Exception, match="no live store"):
-        gate.main(["match", "--input", str(tmp_path / "s.json"), "--config", str(config)])
+        command.main(["match", "--input", str(tmp_path / "s.json"), "--config", str(config)])
 
 
 def test_holdings_count_by_type_and_list_the_closest(own_store):
@@ -587,7 +612,7 @@ def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_p
     store = empty_store(tmp_path / "live")
     for rec in (strategy(), anti_strategy()):  # same hardware as the example trace (an H100), other operator
         assert (
-            gate.main(["commit", "insert", "--input", str(write(tmp_path / "in.json", rec)), "--store", str(store)])
+            command.main(["commit", "insert", "--input", str(write(tmp_path / "in.json", rec)), "--store", str(store)])
             == 0
         )
     capsys.readouterr()
@@ -611,7 +636,7 @@ def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_p
     held = next(s for s in staged if s["type"] == "strategy")
     held_rec = json.loads((results / "staging" / held["path"]).read_text())
     assert (
-        gate.main(
+        command.main(
             [
                 "commit",
                 "insert",
@@ -633,7 +658,7 @@ def test_promote_writes_proposals_only_and_commit_all_admits_them(workdir, tmp_p
     )
     assert "confirm 1" in (results / "staging" / "README.md").read_text()
 
-    rc = gate.main(["commit-all", "--proposals", str(proposals_file), "--store", str(store)])
+    rc = command.main(["commit-all", "--proposals", str(proposals_file), "--store", str(store)])
     outcomes = json.loads(capsys.readouterr().out)
     assert rc == 0 and outcomes["counts"] == {"inserted": len(staged) - 1, "confirmed": 1}
     assert check_store_fails(store) == {} and index_of(store)["count"] == 3 + len(staged) - 1
@@ -647,13 +672,13 @@ def test_conflict_schema_is_a_real_schema_that_rejects_the_references_files():
     schema = load_schema("conflict.schema.json")
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    doc = gate.conflict_document(
+    doc = commits.conflict_document(
         variant(strategy(), "cccccc", pct=-4.5), strategy(), None, __import__("datetime").datetime(2026, 1, 2, 3, 4, 5)
     )
-    assert not list(validator.iter_errors(doc)) and not gate.conflict_errors()(doc)
+    assert not list(validator.iter_errors(doc)) and not commits.conflict_errors()(doc)
     reference_like = {k: v for k, v in doc.items() if k != "match_confidence"}  # what the reference wrote
-    assert list(validator.iter_errors(reference_like)) and gate.conflict_errors()(reference_like)
-    assert gate.conflict_errors()({**doc, "created": "2026-01-02 03:04"})
+    assert list(validator.iter_errors(reference_like)) and commits.conflict_errors()(reference_like)
+    assert commits.conflict_errors()({**doc, "created": "2026-01-02 03:04"})
 
 
 @pytest.mark.parametrize(
@@ -709,7 +734,7 @@ def test_the_same_runs_evidence_again_is_not_an_independent_confirmation(own_sto
     its_copy["evidence"]["raw"]["git_commit"] = other_run["evidence"]["raw"]["git_commit"]
     for rec in (other_run, its_copy):
         write(staging / f"{rec['id'][-6:]}.json", rec)
-    report = gate.match_files(gate.GateStore(own_store), gate.staged_files(tmp_path / "staging"), 0, str)
+    report = matching.match_files(GateStore(own_store), matching.staged_files(tmp_path / "staging"), 0, str)
     assert [(p["id"], p["action"], p["target"]) for p in report["proposals"]] == [
         (other_run["id"], "confirm", s["id"]),
         (its_copy["id"], "review", other_run["id"]),
@@ -717,20 +742,36 @@ def test_the_same_runs_evidence_again_is_not_an_independent_confirmation(own_sto
     assert "one run counted twice" in report["proposals"][1]["reason"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the store's track keeps confirm_keys (target:id), not the evidence commits that confirmed: a copy "
-    "of an earlier confirmer's run, committed in a later batch, is counted again (needs a track field for "
-    "the confirming commits, a clean-1.3 contract change)",
-)
-def test_a_confirmers_run_again_in_a_later_batch_is_not_counted_twice(own_store, tmp_path, capsys):
+@pytest.mark.parametrize("copied", ["commit", "measurements"])
+def test_a_confirmers_run_again_in_a_later_batch_is_not_counted_twice(own_store, tmp_path, capsys, copied):
+    """The confirm key carries the confirming run's tokens (`<target>:<id>@m<digest>+c<commit>`, still a
+    string of confirm_keys: no contract change), so a copy committed in a later batch is refused: by its
+    evidence commit (a trace listed twice) or by its measurements (a copy whose commits were rewritten)."""
     s = strategy()
     other_run = variant(s, "eeeeee")
-    its_copy = variant(s, "ffffff")
-    its_copy["evidence"]["raw"]["git_commit"] = other_run["evidence"]["raw"]["git_commit"]  # the same run
+    its_copy = copy.deepcopy(other_run)
+    its_copy["id"] = other_run["id"][:-6] + "ffffff"
+    if copied == "measurements":
+        its_copy["evidence"]["raw"]["git_commit"] = "f" * 40  # only authors and dates rewritten
+    outcomes = []
     for rec in (other_run, its_copy):
         path = write(tmp_path / f"{rec['id'][-6:]}.json", rec)
-        in_process(capsys, "commit", "confirm", "--input", path, "--target", s["id"], "--store", own_store)
+        rc, out = in_process(capsys, "commit", "confirm", "--input", path, "--target", s["id"], "--store", own_store)
+        outcomes.append((rc, out["outcome"]))
+    assert outcomes == [(0, "confirmed"), (1, "refused")]
+    assert "already confirmed" in out["messages"][0] and other_run["id"] in out["messages"][0]
     entry = next(e for e in index_of(own_store)["records"] if e["id"] == s["id"])
     track = json.loads((own_store / entry["path"]).read_text())["worth"]["track"]
-    assert track["counters"]["verified_effective"] == 1
+    assert track["counters"]["verified_effective"] == 1 and len(track["confirm_keys"]) == 1
+    assert track["confirm_keys"][0].startswith(f"{s['id']}:{other_run['id']}@")
+    assert check_store_fails(own_store) == {}
+
+
+def test_commit_all_says_the_staging_readme_is_stale_once_the_store_changed():
+    from optrace.admit.command import outcome_lines
+
+    quiet = {"counts": {"skipped": 1}, "outcomes": [{"outcome": "skipped", "id": "a", "messages": ["review"]}]}
+    assert not any("snakemake staging" in line for line in outcome_lines(quiet, None))
+    for changed in ("inserted", "confirmed", "conflict-filed"):
+        report = {"counts": {changed: 1}, "outcomes": [{"outcome": changed, "id": "a"}]}
+        assert "run `snakemake staging` to rewrite it" in outcome_lines(report, None)[-1]
