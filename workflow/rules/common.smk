@@ -11,7 +11,6 @@ from optrace.cli import MODULES
 from optrace.distill.records import records_digest
 from optrace.errors import InputError
 from optrace.example.embedded import example_name, source_digest
-from optrace.gates.trace.model import PROFILE
 from optrace.run import codedigest
 from optrace.run.lifecycle import Controller
 from optrace.run.settings import checked
@@ -254,9 +253,6 @@ def distilled_digest(wildcards):
     """Names, sizes and mtimes of the trace's record files (optrace.distill.records): a new or changed
     record re-runs this trace's validation and nothing else."""
     return records_digest(Path(results(f"distilled/{wildcards.slug}")))
-
-
-PROFILE_DIGEST = data_digest(PROFILE)
 
 
 # ---- the run summary of a target (optrace.run.lifecycle) --------------------------------------------

@@ -80,7 +80,9 @@ def main(argv: list[str]) -> int:
     if stage not in PER_TRACE:
         raise InputError("optrace.run.pertrace", f"unknown stage {stage!r}")
     if missing := [str(p) for p in args.inputs if not p.exists()]:
-        raise InputError(missing[0], f"a declared input of {stage} is missing in this job: the job fails, not the trace")
+        raise InputError(
+            missing[0], f"a declared input of {stage} is missing in this job: the job fails, not the trace"
+        )
     failed = None if stage == "ingest" else upstream_failure(args.meta)
     if failed is not None:
         write_placeholders(args.outputs, args.slug, failed)
