@@ -48,6 +48,7 @@ def fresh_run():
     codedigest._module_path.cache_clear()
     codedigest.closure.cache_clear()
     codedigest.digest.cache_clear()
+    codedigest.data_files.cache_clear()
     codedigest._CACHE.clear()
     codedigest._DIRTY[0] = False
 
@@ -96,3 +97,35 @@ def test_an_unreadable_or_malformed_cache_is_ignored(tmp_path):
     fresh_run()
     codedigest.load_cache(tmp_path / "absent.json")
     assert names(pkg, "stage") == expected
+
+
+# --- package data named by a module is part of its closure ------------------------------------------
+
+
+def test_the_package_data_a_stage_reads_is_in_its_digest_not_another_stages(tmp_path):
+    fresh_run()
+    pkg = package(
+        tmp_path,
+        {
+            "__init__.py": 'SCHEMAS = "schemas"\nDEFAULT = "shared.yaml"\n',
+            "reader.py": 'from pathlib import Path\nSCHEMA = Path(__file__).parent / "schemas" / "x.schema.json"\n',
+            "other.py": 'NOTE = "not a data file name: x.schema"\n',
+            "schemas/x.schema.json": '{"type": "object"}\n',
+            "shared.yaml": "a: 1\n",
+        },
+    )
+    assert "schemas/x.schema.json" in names(pkg, "reader")
+    assert "shared.yaml" not in names(pkg, "reader")  # named by __init__, for the module that reads it
+    before = {m: codedigest.digest(pkg, m) for m in ("reader", "other")}
+    (pkg / "schemas" / "x.schema.json").write_text('{"type": "array"}\n')
+    fresh_run()
+    after = {m: codedigest.digest(pkg, m) for m in ("reader", "other")}
+    assert after["reader"] != before["reader"] and after["other"] == before["other"]
+
+
+def test_the_schemas_and_the_brief_travel_with_the_stages_that_read_them():
+    fresh_run()
+    assert {"schemas/clean-1.3.schema.json", "schemas/opt-trace-1.0.schema.json"} <= files("validate")
+    assert "distill/brief.md" in files("distill")
+    assert "schemas/targets.schema.yaml" in files("ingest")
+    assert not {f for f in files("partition") if not f.endswith(".py")}

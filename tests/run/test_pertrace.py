@@ -111,6 +111,22 @@ def test_a_bug_in_a_stage_still_fails_the_job(tmp_path, monkeypatch):
     assert not (tmp_path / "out.json").exists()
 
 
+def test_a_declared_input_missing_in_the_job_fails_the_job_not_the_trace(tmp_path):
+    """On a node that shares nothing, an input that was not staged in is the run's fault: the guard
+    refuses before the stage runs (exit 2 through run_main) and writes no placeholder."""
+    (tmp_path / "meta.json").write_text(json.dumps({"slug": "001-x"}))
+    present, absent = tmp_path / "meta.json", tmp_path / "segments.jsonl"
+    argv = ["--slug", "001-x", "--meta", str(present), "--inputs", str(present), str(absent)]
+    argv += ["--outputs", str(tmp_path / "out.json"), "--", "partition", "--no-such-option"]
+    with pytest.raises(InputError, match="declared input of partition is missing") as err:
+        pertrace.main(argv)
+    assert err.value.where == str(absent)
+    assert not (tmp_path / "out.json").exists()
+    from optrace.cli import run_main
+
+    assert run_main(pertrace.main, argv) == 2
+
+
 def test_the_guard_runs_only_the_per_trace_commands_of_the_command_table():
     from optrace.cli import MODULES
 

@@ -11,7 +11,6 @@ from optrace.cli import MODULES
 from optrace.distill.records import mark_deleted, records_digest
 from optrace.errors import InputError
 from optrace.example.embedded import example_name, source_digest
-from optrace.gates.trace.model import PROFILE
 from optrace.run import codedigest
 from optrace.run.lifecycle import Controller
 from optrace.run.settings import checked
@@ -185,15 +184,20 @@ def input_folders(name):
     return lambda wildcards, input: [str(Path(f).parent) for f in input[name]]
 
 
-def guarded(wildcards, output):
+def guarded(wildcards, input, output):
     """The command prefix of every per-trace stage: optrace.run.pertrace runs it, and a trace that
-    fails writes placeholders carrying its one-line reason, so the aggregates still run for the others.
+    fails writes placeholders carrying its one-line reason, so the aggregates still run for the others;
+    a declared input missing in the job fails the job.
     """
+    ins = " ".join(shell_quote(i) for i in input)
     outs = " ".join(shell_quote(o) for o in output)
     meta = shell_quote(work(f"{wildcards.slug}/meta.json"))
     label = shell_quote(TRACES[wildcards.slug].label)
     # `--label=<value>`: a label such as `-h` or `--outputs` is a value, never an option (#28)
-    return f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label={label} --outputs {outs} --"
+    return (
+        f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label={label} "
+        f"--inputs {ins} --outputs {outs} --"
+    )
 
 
 def trace_path(wildcards):
@@ -263,9 +267,6 @@ def distilled_digest(wildcards):
     """Names, sizes and mtimes of the trace's record files (optrace.distill.records): a new or changed
     record re-runs this trace's validation and nothing else."""
     return records_digest(Path(results(f"distilled/{wildcards.slug}")))
-
-
-PROFILE_DIGEST = data_digest(PROFILE)
 
 
 # ---- the run summary of a target (optrace.run.lifecycle) --------------------------------------------

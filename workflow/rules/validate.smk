@@ -34,7 +34,6 @@ rule validate_trace:
         guard=guarded,
         results=root_above("report", 4),
         records=distilled_digest,
-        profile=PROFILE_DIGEST,
         live_store=live_store_arg,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),

@@ -2,13 +2,15 @@
 
 Each rule carries the digest of its stage's module closure in `params`, so editing a module re-runs
 exactly the stages that import it (directly or not) and their dependants; a hand-kept list would
-drift as soon as a stage gained an import.
+drift as soon as a stage gained an import. Package data a module names by its file name (a schema,
+the brief) is part of that module's closure, so it travels to jobs as this param, never as an input.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -45,6 +47,8 @@ def _statements(tree: ast.AST) -> Iterator[ast.AST]:
 # of the digests' CPU at every Snakemake start, no-op included. An entry is keyed by the sha256 of the
 # file's bytes and its package directory, so an edited module is always parsed again.
 _CACHE: dict[str, list[str]] = {}
+_CACHE_VERSION = "2:"  # entries hold data file names too (DATA_MARK); older entries are never matched
+DATA_MARK = "@"  # a cached name that is a data file's, not a module's (no module name starts with it)
 _DIRTY = [False]
 
 
@@ -72,7 +76,7 @@ def _imports(pkg: Path, path: Path) -> frozenset[str]:
     (an import inside a function counts)."""
     here = path.parent.relative_to(pkg).parts
     data = path.read_bytes()
-    key = hashlib.sha256(data).hexdigest() + ":" + "/".join(here)
+    key = _CACHE_VERSION + hashlib.sha256(data).hexdigest() + ":" + "/".join(here)
     if key not in _CACHE:
         _CACHE[key] = sorted(_parse_imports(data, here))
         _DIRTY[0] = True
@@ -80,8 +84,9 @@ def _imports(pkg: Path, path: Path) -> frozenset[str]:
 
 
 def _parse_imports(data: bytes, here: tuple[str, ...]) -> set[str]:
-    found: set[str] = set()
-    for node in _statements(ast.parse(data.decode("utf-8"))):
+    tree = ast.parse(data.decode("utf-8"))
+    found = {DATA_MARK + name for name in _data_names(tree)}
+    for node in _statements(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 parent = here[: len(here) - (node.level - 1)] if node.level > 1 else here
@@ -97,6 +102,35 @@ def _parse_imports(data: bytes, here: tuple[str, ...]) -> set[str]:
     return found
 
 
+def _data_names(tree: ast.AST) -> set[str]:
+    """String constants that look like a data file's name (`"clean-1.3.schema.json"`, `"brief.md"`)."""
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and Path(node.value).suffix in DATA_SUFFIXES
+        and "/" not in node.value
+    }
+
+
+DATA_SUFFIXES = (".json", ".yaml", ".md")
+
+
+@cache
+def data_files(pkg: Path) -> dict[str, tuple[Path, ...]]:
+    """The package's data files by file name; the schemas folder is a link into the package, and the
+    example's sources are a trace's files (their own digest: optrace.example.embedded.source_digest)."""
+    found: dict[str, list[Path]] = {}
+    for folder, dirs, names in os.walk(pkg, followlinks=True):
+        if Path(folder) == pkg:
+            dirs[:] = [d for d in dirs if d != "example"]
+        for name in names:
+            if Path(name).suffix in DATA_SUFFIXES:
+                found.setdefault(name, []).append(Path(folder) / name)
+    return {name: tuple(sorted(paths)) for name, paths in found.items()}
+
+
 @cache
 def closure(pkg: Path, entry: str) -> tuple[Path, ...]:
     """Every package file `entry` runs: itself, its package __init__ files and their imports."""
@@ -110,7 +144,11 @@ def closure(pkg: Path, entry: str) -> tuple[Path, ...]:
         seen[path] = None
         parts = dotted.split(".")
         todo += [".".join(parts[:i]) for i in range(len(parts))]  # enclosing packages' __init__
-        todo += sorted(_imports(pkg, path))
+        named = _imports(pkg, path)
+        todo += sorted(n for n in named if not n.startswith(DATA_MARK))
+        if path.name != "__init__.py":  # a package's constants name data its modules read, for them
+            for name in sorted(n.removeprefix(DATA_MARK) for n in named if n.startswith(DATA_MARK)):
+                seen.update(dict.fromkeys(data_files(pkg).get(name, ())))
     return tuple(sorted(seen))
 
 

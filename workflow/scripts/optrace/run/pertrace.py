@@ -1,8 +1,9 @@
 """One bad trace never blocks the rest: every per-trace stage runs through this guard.
 
-    python -m optrace.run.pertrace --slug S --meta work/S/meta.json --outputs OUT... -- <stage> <args>...
+    python -m optrace.run.pertrace --slug S --meta work/S/meta.json [--inputs IN...] --outputs OUT... -- <stage> <args>...
 
-A stage that ends in a one-line InputError leaves a small placeholder at each declared output carrying
+A declared input missing in the job (not staged in, on a node that shares nothing) fails the job: it is
+the run's fault, not the trace's. A stage that ends in a one-line InputError leaves a small placeholder at each declared output carrying
 `{"stage", "reason"}` and the job exits 0, so the aggregates run for every trace and name this one; a
 later stage of a failed trace passes the failure on without running. A bug still fails the job.
 """
@@ -72,11 +73,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--slug", required=True)
     ap.add_argument("--meta", required=True, type=Path, help="the trace's meta.json (ingest's output)")
     ap.add_argument("--label", default="", help="the trace's label (ingest: named in its failure placeholder)")
+    ap.add_argument("--inputs", nargs="*", type=Path, default=[], help="the rule's declared inputs")
     ap.add_argument("--outputs", nargs="+", type=Path, required=True, help="the rule's declared outputs")
     args = ap.parse_args(argv[:split])
     stage, stage_argv = argv[split + 1], argv[split + 2 :]
     if stage not in PER_TRACE:
         raise InputError("optrace.run.pertrace", f"unknown stage {stage!r}")
+    if missing := [str(p) for p in args.inputs if not p.exists()]:
+        raise InputError(
+            missing[0], f"a declared input of {stage} is missing in this job: the job fails, not the trace"
+        )
     failed = None if stage == "ingest" else upstream_failure(args.meta)
     if failed is not None:
         write_placeholders(args.outputs, args.slug, failed)
