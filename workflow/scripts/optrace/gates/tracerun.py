@@ -41,7 +41,6 @@ CACHE_FORMAT = 2
 REDRAFT_ADVICE = "; delete it and re-run (distill writes it again from its packet)"
 
 
-
 # --- where a trace's files are -------------------------------------------------------------------
 
 
