@@ -216,4 +216,4 @@ onsuccess:
 
 
 onerror:
-    run_ended()
+    run_failed(summary_args(CHAIN, **STORE, dataset=rules.dataset_build.output.readme))

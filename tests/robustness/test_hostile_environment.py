@@ -239,6 +239,7 @@ def test_a_run_on_a_full_disk_says_no_space_in_its_summary(tmp_path):
         timeout=600,
     )
     assert res.returncode != 0  # a job failed: this run must not look like a success
+    assert "Run summary" in res.stdout, res.stdout[-2000:] + res.stderr[-4000:]
     summary = res.stdout[res.stdout.index("Run summary") :]
     assert "no space left on the device holding results/staging" in summary
     assert "free space and re-run" in summary

@@ -145,17 +145,17 @@ def test_the_report_holds_each_traces_plots_and_reports_and_both_readmes(example
     reports = f"results/staging/reports/{EXAMPLE}"
     expected = {
         f"{reports}/ladder.svg",
-        f"{reports}/recon.md",
-        f"{reports}/partition.md",
-        "results/staging/README.md",
-        "results/dataset/README.md",
+        f"{reports}/recon.html",  # each Markdown report is an HTML page of its own (optrace report-page)
+        f"{reports}/partition.html",
+        "results/staging/README.html",
+        "results/dataset/README.html",
     }
     assert set(items) == expected
     for path, item in items.items():
         assert len(item["caption"]) > 100, path  # the caption from workflow/report/*.rst
         data = item["data_uri"].split("base64,", 1)[1]
         assert base64.b64decode(data) == (wd / path).read_bytes(), path  # the file itself, embedded
-    for name in ("ladder.svg", "recon.md", "partition.md"):
+    for name in ("ladder.svg", "recon.html", "partition.html"):
         assert EXAMPLE in items[f"{reports}/{name}"]["caption"]  # the caption names its trace
     assert items[f"{reports}/ladder.svg"]["mime_type"] == "image/svg+xml"
 

@@ -2,7 +2,9 @@
 # and param functions the rules name. What a run does lives in the `optrace` package.
 import os
 import shlex
+import subprocess
 import sys
+import time
 from functools import cache
 from pathlib import Path
 
@@ -110,8 +112,12 @@ def shell_quote(value):
     return shlex.quote(str(value))
 
 
+RUN_STARTED = [time.time()]
+
+
 def run_started():
     """onstart: record this controller (locks) and keep the import cache it parsed."""
+    RUN_STARTED[0] = time.time()
     CONTROLLER.started()
     codedigest.save_cache(IMPORT_CACHE)
 
@@ -119,6 +125,19 @@ def run_started():
 def run_ended():
     """onsuccess/onerror."""
     CONTROLLER.ended()
+
+
+def run_failed(summary):
+    """onerror: when a job failed before the target's summary job ran (a full disk, a missing input),
+    print the summary of what exists, so the terminal still says what happened and why.
+    """
+    run_ended()
+    ran = Path(logs("summary"))
+    if any(p.stat().st_mtime >= RUN_STARTED[0] for p in ran.glob("*.log")):
+        return  # the target's own summary job printed it
+    subprocess.run(
+        f"{OPTRACE} run-summary {summary(None)}", shell=True, executable="/bin/bash"
+    )
 
 
 # ---- the hardware table, the live store, the denylist ------------------------------------------
