@@ -135,9 +135,7 @@ def run_failed(summary):
     ran = Path(logs("summary"))
     if any(p.stat().st_mtime >= RUN_STARTED[0] for p in ran.glob("*.log")):
         return  # the target's own summary job printed it
-    subprocess.run(
-        f"{OPTRACE} run-summary {summary(None)}", shell=True, executable="/bin/bash"
-    )
+    subprocess.run(["bash", "-c", f"{OPTRACE} run-summary {summary(None)}"])
 
 
 # ---- the hardware table, the live store, the denylist ------------------------------------------
