@@ -154,13 +154,7 @@ def test_a_number_that_is_no_latency_is_drawn_as_missing_never_a_crash(bad):
 
 
 def test_recon_names_a_zero_latency_in_one_line(tmp_path):
-    tracekit.skill_era(tmp_path / "t")
-    work = tmp_path / "work"
-    subprocess.run(
-        [sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)],
-        check=True,
-        capture_output=True,
-    )
+    work = tracekit.ingested(tmp_path)
     rows = read_jsonl(work / "versions.jsonl")
     rows[-1]["geomean_us"] = 0.0  # what a killed run left behind
     (work / "versions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -176,13 +170,7 @@ def test_recon_names_a_zero_latency_in_one_line(tmp_path):
 
 
 def test_recon_of_a_1e308_latency_writes_every_output(tmp_path):
-    tracekit.skill_era(tmp_path / "t")
-    work = tmp_path / "work"
-    subprocess.run(
-        [sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)],
-        check=True,
-        capture_output=True,
-    )
+    work = tracekit.ingested(tmp_path)
     rows = read_jsonl(work / "versions.jsonl")
     kept = [r for r in rows if r["verdict"] == "kept"][-1]
     kept["geomean_us"] = 1e308

@@ -87,13 +87,7 @@ def test_recon_cli_on_a_trace(tmp_path):
 
 
 def test_recon_outputs_are_byte_identical_on_rerun(tmp_path):
-    tracekit.skill_era(tmp_path / "t")
-    work = tmp_path / "work"
-    subprocess.run(
-        [sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)],
-        check=True,
-        capture_output=True,
-    )
+    work = tracekit.ingested(tmp_path)
     outs = []
     for i in range(2):
         subprocess.run(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from optrace.example.repo_builder import CommitSpec, build_trace
 
@@ -175,3 +178,15 @@ def long_horizon_era(dest) -> str:
         ),
     ]
     return build_trace(dest, commits)
+
+
+def ingested(tmp_path: Path) -> Path:
+    """A skill-era trace at tmp_path/t, ingested by the real command into tmp_path/work."""
+    skill_era(tmp_path / "t")
+    work = tmp_path / "work"
+    subprocess.run(
+        [sys.executable, "-m", "optrace", "ingest", str(tmp_path / "t"), "--out-dir", str(work)],
+        check=True,
+        capture_output=True,
+    )
+    return work
