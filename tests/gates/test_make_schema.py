@@ -172,13 +172,13 @@ def corpus():
 
 def test_every_patch_only_narrows_and_each_rejects_something(corpus):
     spec, base = spec_and_base()
-    base_ok = [not e for e in map(compile_schema(base), corpus)]
+    base_ok = [*map(compile_schema(base).is_valid, corpus)]
     full = compile_schema(ms.build_profile(spec, base, "0" * 64))
     for record, ok in zip(corpus, base_ok):
-        assert not (full(record) == [] and not ok)
+        assert not (full.is_valid(record) and not ok)
     for patch in spec.patches:
         alone = compile_schema(ms.build_profile(ms.ProfileSpec(spec.name, spec.base_file, (patch,)), base, "0" * 64))
-        verdicts = [alone(r) == [] for r in corpus]
+        verdicts = [*map(alone.is_valid, corpus)]
         assert not any(v and not ok for v, ok in zip(verdicts, base_ok)), f"{patch.id} widens"
         assert any(ok and not v for v, ok in zip(verdicts, base_ok)), f"{patch.id} rejects nothing"
 

@@ -318,8 +318,9 @@ def test_sweep_has_the_same_verdict_under_both_schemas(bases, theirs):
     n = 0
     for name, record in bases.items():
         for i, variant in enumerate(sweep(record)):
-            assert (mine(variant) == []) == (real(variant) == []), (name, i)
-            if i % 25 == 0:  # tie the compiled verdicts to jsonschema's on a sample
+            assert mine.is_valid(variant) == real.is_valid(variant), (name, i)
+            if i % 25 == 0:  # tie the verdicts to the messages and to jsonschema's own, on a sample
+                assert (mine(variant) == []) == mine.is_valid(variant), (name, i)
                 assert (real(variant) == []) == theirs.is_valid(variant), (name, i)
             n += 1
     assert n > 3000

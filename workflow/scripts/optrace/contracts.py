@@ -10,7 +10,7 @@ tests/test_contracts.py and tests/gates/test_schema_contract.py hold both to the
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,6 @@ import jsonschema_rs
 
 # (location, message); location is a JSONPath-like string such as `$.payload.problem`
 Error = tuple[str, str]
-Check = Callable[[Any], list[Error]]
 
 
 class SchemaError(ValueError):
@@ -30,24 +29,37 @@ def location(path: Iterable[str | int]) -> str:
     return "$" + "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in path)
 
 
-def compile_schema(schema: dict) -> Check:
-    """The function giving one instance's errors ([] when it is valid)."""
-    try:
-        fast = jsonschema_rs.validator_for(schema, validate_formats=False)
-    except (ValueError, jsonschema_rs.ValidationError) as exc:
-        raise SchemaError(str(exc).splitlines()[0]) from None
-    explain: list[Any] = []  # jsonschema's validator, built on the first instance that fails
+class Check:
+    """One schema's contract: calling it gives an instance's errors ([] when it is valid);
+    `is_valid` gives the same verdict without collecting every message."""
 
-    def errors(instance: Any) -> list[Error]:
-        if fast.is_valid(instance):
-            return []
-        if not explain:
+    def __init__(self, schema: dict) -> None:
+        try:
+            self._fast = jsonschema_rs.validator_for(schema, validate_formats=False)
+        except (ValueError, jsonschema_rs.ValidationError) as exc:
+            raise SchemaError(str(exc).splitlines()[0]) from None
+        self._schema = schema
+        self._explain: Any = None  # jsonschema's validator, built on the first instance that fails
+
+    def _jsonschema(self) -> Any:
+        if self._explain is None:
             import jsonschema  # only a failing instance pays for its import and its validator
 
-            explain.append(jsonschema.Draft202012Validator(schema))
-        return [(location(e.absolute_path), e.message) for e in explain[0].iter_errors(instance)]
+            self._explain = jsonschema.Draft202012Validator(self._schema)
+        return self._explain
 
-    return errors
+    def is_valid(self, instance: Any) -> bool:
+        return bool(self._fast.is_valid(instance)) or bool(self._jsonschema().is_valid(instance))
+
+    def __call__(self, instance: Any) -> list[Error]:
+        if self._fast.is_valid(instance):
+            return []
+        return [(location(e.absolute_path), e.message) for e in self._jsonschema().iter_errors(instance)]
+
+
+def compile_schema(schema: dict) -> Check:
+    """The contract of `schema`, its validators built once."""
+    return Check(schema)
 
 
 @cache
