@@ -37,7 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = Path("workflow/scripts/optrace")
 STAGED_PACKAGE = Path("src/optrace")  # where the staged copy holds it: a path mutmut imports from
-FAST = ["-x", "-q", "-p", "no:cacheprovider", "-m", "not workflow and not cluster"]
+# -n 0: no xdist workers (the suite's addopts ask for them); mutmut runs its tests in-process.
+FAST = ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-m", "not workflow and not cluster"]
 # Copied beside the mutated package: what the fast tests read from the repository root.
 ALSO_COPY = ["config", "resources", "workflow", "Snakefile", "profiles", "schemas", "benchmarks"]
 
@@ -51,7 +52,7 @@ class Target:
 TARGETS = {
     "ladder": Target(("mine/ladder.py",), ("tests/mine/test_ladder.py",)),
     "grammar": Target(("ingest/grammar.py",), ("tests/ingest/test_grammar.py",)),
-    "gitlog": Target(("ingest/git_history.py",), ("tests/ingest/test_ingest.py",)),
+    "gitlog": Target(("ingest/gitlog.py",), ("tests/ingest/test_ingest.py",)),
     "memory": Target(("ingest/memory.py",), ("tests/ingest/test_memory.py",)),
     "anonymize": Target(
         tuple(
@@ -76,12 +77,17 @@ TARGETS = {
             "tests/robustness/test_runlock.py",
         ),
     ),
+    # the rules of #27's survivors that live outside the run modules
+    "admit": Target(("admit/proposals.py", "admit/commits.py"), ("tests/admit/test_rules.py",)),
+    "gitdir": Target(("ingest/gitdir.py",), ("tests/robustness/test_git_indirection.py",)),
+    "tracegates.pool": Target(("gates/trace/pool.py",), ("tests/gates/test_trace_gates.py",)),
+    "folding": Target(("scrub/folding.py",), ("tests/scrub/test_folding.py",)),
     "codedigest": Target(("run/codedigest.py",), ("tests/run/test_codedigest.py",)),
     "summary": Target(("run/summary.py",), ("tests/run/test_summary.py", "tests/run/test_run_rules.py")),
     "jsonio": Target(("jsonio.py",), ("tests/test_jsonio.py",)),
     "secret": Target(("secret.py",), ("tests/run/test_run_rules.py", "tests/gates/test_validate.py")),
     "contracts": Target(
-        ("contracts.py", "fastschema.py"),
+        ("contracts.py",),
         ("tests/gates/test_schema_contract.py", "tests/test_contracts.py"),
     ),
 }
@@ -134,7 +140,7 @@ HAND_MADE = [
     ),
     HandMutant(
         "gitlog",
-        "ingest/git_history.py",
+        "ingest/gitlog.py",
         "parent=parents.split()[0] if",
         "parent=parents.split()[-1] if",
         "a merge commit's parent is its last parent, not its first",
@@ -201,6 +207,86 @@ HAND_MADE = [
         r"|\b(?:blocked|unavailable)[ \t]*$",
         r"|(?:blocked|unavailable)[ \t]*$",
         "a closing `blocked` status matches inside a word (`... was unblocked`)",
+    ),
+    # the 11 survivors issue #27 named, each pinned by a test named after its rule
+    HandMutant(
+        "admit",
+        "admit/proposals.py",
+        'along = [h for h in holders if mine != "unknown" and h[1] == mine]',
+        "along = [h for h in holders if h[1] == mine]",
+        "two unknown directions are proposed as a confirmation, not for review",
+    ),
+    HandMutant(
+        "admit",
+        "admit/commits.py",
+        """    if record["id"] == target:
+        raise Refused([f"{target!r} cannot confirm itself"])""",
+        """    if False:
+        raise Refused([f"{target!r} cannot confirm itself"])""",
+        "a record confirms itself",
+    ),
+    HandMutant(
+        "admit",
+        "admit/commits.py",
+        "    if rid in txn.index.entries:",
+        "    if False:",
+        "insert takes an id the store already holds",
+    ),
+    HandMutant(
+        "secret",
+        "secret.py",
+        'h.update(len(part).to_bytes(8, "little") + part)',
+        "h.update(part)",
+        "the MAC has no length prefix: mac(k, b'ab', b'c') == mac(k, b'a', b'bc')",
+    ),
+    HandMutant(
+        "summary",
+        "run/summary.py",
+        "    if summary.failed_traces or summary.failed_records:\n        return 1",
+        "    if summary.failed_traces:\n        return 1",
+        "a failing record does not fail a strict run",
+    ),
+    HandMutant(
+        "summary",
+        "run/summary.py",
+        "return sum(t.failed for t in self.traces)",
+        "return len([t for t in self.traces if t.failed])",
+        "the summary counts traces with failing records, not failing records",
+    ),
+    HandMutant(
+        "run",
+        "run/pertrace.py",
+        'failed = None if stage == "ingest" else upstream_failure(args.meta)',
+        "failed = upstream_failure(args.meta)",
+        "a re-run ingest believes its own old failure placeholder",
+    ),
+    HandMutant(
+        "tracegates.pool",
+        "gates/trace/pool.py",
+        "            and 1 <= d <= 12\n            and comparable(v)",
+        "            and 0 <= d <= 12\n            and comparable(v)",
+        "a gain rounded to a whole number passes as the packet's improvement",
+    ),
+    HandMutant(
+        "tracegates.pool",
+        "gates/trace/pool.py",
+        "exact.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_EVEN) == v",
+        "exact.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP) == v",
+        "a gain is rounded half-up from the exact improvement",
+    ),
+    HandMutant(
+        "gitdir",
+        "ingest/gitdir.py",
+        'BORROWING_FILES = ("alternates", "http-alternates")',
+        'BORROWING_FILES = ("alternates",)',
+        "objects/info/http-alternates is not refused",
+    ),
+    HandMutant(
+        "folding",
+        "scrub/folding.py",
+        " оo ",
+        " ",
+        "the Cyrillic о no longer folds to o (a denylisted host spelt with it gets through)",
     ),
 ]
 
