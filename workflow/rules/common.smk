@@ -255,8 +255,12 @@ def trace_inputs(wildcards):
 
 def trace_sources(wildcards):
     """Every trace, in SLUGS order (the dataset build reads each one's kernel sources): declared, so a job
-    is given them, but ancient(): what a trace holds reaches the build through its ingest (fingerprint)."""
-    return [ancient(EXAMPLE_PATH if t.example else t.path) for t in (TRACES[s] for s in SLUGS)]
+    is given them, but ancient(): what a trace holds reaches the build through its ingest (fingerprint).
+    """
+    return [
+        ancient(EXAMPLE_PATH if t.example else t.path)
+        for t in (TRACES[s] for s in SLUGS)
+    ]
 
 
 @cache
@@ -318,7 +322,11 @@ def distilled_digest(wildcards):
 
 def folder_outputs(r):
     """The outputs of rule proxy `r` declared directory() (the proxy's own strings carry no flags)."""
-    return {o for o, declared in zip(r.output, r.rule.output) if is_flagged(declared, "directory")}
+    return {
+        o
+        for o, declared in zip(r.output, r.rule.output)
+        if is_flagged(declared, "directory")
+    }
 
 
 def summary_outputs(r):
@@ -345,7 +353,12 @@ def summary_args(stages, exits_because="", need_records=False, **places):
     function, so Snakemake does not take {slug} for a wildcard of the target)."""
     args = ["--slugs", *SLUGS]
     for r in stages:
-        args += ["--stage", r.rule.name.removesuffix("_trace"), r.log[0], *summary_files(r)]
+        args += [
+            "--stage",
+            r.rule.name.removesuffix("_trace"),
+            r.log[0],
+            *summary_files(r),
+        ]
         if r.rule.name == "validate_trace":
             args += ["--reports", r.output.report]
     for key, value in places.items():

@@ -57,7 +57,9 @@ rule readme:
         runtime=30,
     params:
         optrace=OPTRACE,
-        traces=per_trace_args("metas", "versions", "segments", "distills", "validations", "recons"),
+        traces=per_trace_args(
+            "metas", "versions", "segments", "distills", "validations", "recons"
+        ),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         live_store=live_store_arg,

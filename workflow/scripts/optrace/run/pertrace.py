@@ -63,12 +63,12 @@ def placeholder(path: Path, slug: str, failed: dict) -> str:
 FOLDER_MANIFEST = "manifest.json"  # what a folder output (packets) holds for its readers
 
 
-def placeholder_paths(outputs: list[str]) -> list[Path]:
+def placeholder_paths(outputs: list[str | Path]) -> list[Path]:
     """Where the placeholders go: each file output, and the manifest of each folder output (`DIR/`)."""
-    return [Path(o) / FOLDER_MANIFEST if o.endswith("/") else Path(o) for o in outputs]
+    return [Path(o) / FOLDER_MANIFEST if isinstance(o, str) and o.endswith("/") else Path(o) for o in outputs]
 
 
-def write_placeholders(outputs: list[str], slug: str, failed: dict) -> None:
+def write_placeholders(outputs: list[str | Path], slug: str, failed: dict) -> None:
     for out in placeholder_paths(outputs):
         write_text_atomic(out, placeholder(out, slug, failed))
 
