@@ -54,6 +54,8 @@ rule dataset_build:
 rule dataset_split:
     input:
         runs=rules.dataset_build.output.runs,
+        measurements=rules.dataset_build.output.measurements,  # the samples it splits
+        autotune=rules.dataset_build.output.autotune,
     output:
         split=results("dataset/split.parquet"),
     log:

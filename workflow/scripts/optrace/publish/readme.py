@@ -100,8 +100,7 @@ class TraceFiles:
 def packets_without_record(files: TraceFiles) -> list[tuple[str, str, str]]:
     """(seg_id, record type, why) for every packet of a trace that has no record: the distill report's
     reason, else what validation saw (no record file in distilled/)."""
-    distill = read_json(files.distill) if files.distill.is_file() else {"packets": []}
-    validation = read_json(files.validation) if files.validation.is_file() else {}
+    distill, validation = read_json(files.distill), read_json(files.validation)  # declared: a missing one fails
     missing = set(validation.get("packets_without_record", []))
     out, seen = [], set()
     for o in distill["packets"]:
@@ -125,9 +124,7 @@ def version_number(version: str | None) -> int:
 
 
 def recon_gains(path: Path) -> dict[str, float | None]:
-    """version -> recon's gain vs the floor before it (its ladder), {} when recon wrote none."""
-    if not path.is_file():
-        return {}
+    """version -> recon's gain vs the floor before it (its ladder)."""
     return {s["version"]: s["improve_pct"] for s in read_json(path)["ladder"]["steps"]}
 
 
