@@ -341,6 +341,9 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
     res = snakemake(workdir, "validate")
     assert res.returncode == 1
     assert f"FAIL distilled/{EXAMPLE}/{bad.name}" in res.stdout
+    # one summary (#27): Snakemake prints the failed target's log again, and the log holds only why it exits 1
+    assert (res.stdout + res.stderr).count("Run summary") == 1
+    assert "this run exits 1 because a record failed" in (workdir / "results/logs/summary/validate.log").read_text()
     assert bad.name in report.read_text()  # the report was written before the target failed
     assert planned(workdir, "validate") == ["validate"]  # failing did not leave a job to redo
 
