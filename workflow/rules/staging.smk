@@ -1,3 +1,9 @@
+# Stage and the staging README: every file each reads is a declared input, named to it. Not yet declared
+# (#30): stage's store-shaped copies beside records/index.json and its memo of each trace's share. As
+# outputs Snakemake would delete both before every run, so the memo would never spare a restage; the
+# Snakemake-native form is a job per trace writing its share, merged by this one.
+
+
 rule stage:
     input:
         validation=rules.validate_summary.output.summary,
