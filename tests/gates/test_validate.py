@@ -710,3 +710,30 @@ def test_two_passed_records_swapped_after_validation_are_both_changed_never_stag
     assert {f["id"]: f["gates"] for f in again["failed"] if f["id"] in swapped} == {i: [CHANGED] for i in swapped}
     assert not swapped & {s["id"] for s in again["staged"]}
     assert not [p for p in (results / "staging" / "records").rglob("*.json") if p.stem in swapped]
+
+
+def test_validate_trace_without_a_results_root_is_named_every_file_it_reads(results, tmp_path):
+    """The workflow's job is named each file (no results root); a file neither named nor under --results is
+    refused with the flags that are missing, and named files give the report --results gives."""
+    from optrace.errors import InputError
+    from optrace.gates.validate import main
+
+    with pytest.raises(InputError, match="--versions, --profiles, --meta, --out"):
+        main(["trace", "--slug", SLUG, "--distilled", str(results / "distilled" / SLUG), "--packets", "p"])
+    work = results / "work" / SLUG
+    out = tmp_path / "named.json"
+    named = ["--distilled", results / "distilled" / SLUG, "--packets", results / "packets" / SLUG]
+    named += [
+        "--versions",
+        work / "versions.jsonl",
+        "--profiles",
+        work / "profiles.jsonl",
+        "--meta",
+        work / "meta.json",
+    ]
+    assert main(["trace", "--slug", SLUG, *map(str, named), "--out", str(out)]) == 0
+    assert not (work / CACHE_NAME).exists()  # the job keeps no cache
+    assert main(["trace", "--slug", SLUG, "--results", str(results)]) == 0
+    by_results = results / "staging" / "reports" / SLUG / "validation.json"
+    assert json.loads(out.read_text()) == json.loads(by_results.read_text())
+    assert (work / CACHE_NAME).is_file()  # a run by hand under --results does

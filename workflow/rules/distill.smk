@@ -23,7 +23,7 @@ rule distill_trace:
         runtime=120 if config["distill"]["mode"] == "agent" else 10,
     params:
         guard=guarded,
-        records_root=RESULTS,  # the agent's area: records go to <root>/distilled/{slug}/ (never outputs)
+        records_root=root_above("report", 4),  # records go to <root>/distilled/{slug}/ (never outputs)
         mode=config["distill"]["mode"],
         command=distill_command,
         batch_size=config["distill"]["batch_size"],

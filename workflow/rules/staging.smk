@@ -23,7 +23,7 @@ rule stage:
         runtime=30,
     params:
         optrace=OPTRACE,
-        records_root=RESULTS,  # the agent's area: the summary's record paths are distilled/... under it
+        records_root=root_above("summary", 2),  # the summary names records as distilled/... under it
         staging=root_above("index", 2),
         traces=per_trace_args("versions", "packets"),
         code=code_digest("stage"),

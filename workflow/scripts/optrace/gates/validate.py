@@ -191,12 +191,14 @@ def trace_paths(args: argparse.Namespace) -> tuple[TracePaths, Path, Path | None
     """(the files to read, the report to write, the cache or None): each named, or the default layout
     under --results (which also keeps a cache there); a file neither names is an error."""
     under = TracePaths.under(args.results, args.slug) if args.results else None
-    named = {k: getattr(args, k) or (getattr(under, k) if under else None) for k in TRACE_FILES}
-    out = args.out or (args.results / "staging" / "reports" / args.slug / "validation.json" if args.results else None)
-    if missing := [f"--{k}" for k, v in [*named.items(), ("out", out)] if v is None]:
+    default_out = args.results / "staging" / "reports" / args.slug / "validation.json" if args.results else None
+    named: dict[str, Path | None] = {k: getattr(args, k) or (getattr(under, k) if under else None) for k in TRACE_FILES}
+    named["out"] = args.out or default_out
+    if missing := [f"--{k}" for k, v in named.items() if v is None]:
         raise InputError("optrace validate trace", f"give --results or {', '.join(missing)}")
     cache = args.cache or (args.results / "work" / args.slug / CACHE_NAME if args.results else None)
-    return TracePaths(args.slug, **named), out, cache
+    distilled, packets, versions, profiles, meta, out = (Path(str(named[k])) for k in (*TRACE_FILES, "out"))
+    return TracePaths(args.slug, distilled, packets, versions, profiles, meta), out, cache
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
