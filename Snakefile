@@ -48,7 +48,7 @@ STORE = dict(
     staged=rules.stage.output.summary,
     staging_readme=rules.readme.output.readme,
 )
-SUMMARY = "{params.optrace} run-summary {params.summary} 2>&1 | tee {log}"
+SUMMARY = "{params.optrace} run-summary {params.summary} --log {log}"
 TARGET_ENV = "workflow/envs/optrace.yaml"  # the rule files' ENV, named from the top
 
 

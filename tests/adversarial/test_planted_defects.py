@@ -854,6 +854,6 @@ def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mine
     big = big[:-1] + b', "pad": "' + b" " * (MAX_RECORD_BYTES + 10) + b'"}'
     (root / rel).parent.mkdir(parents=True, exist_ok=True)
     (root / rel).write_bytes(big)
-    report, _ = validate_trace(TracePaths(root, bench.slug))
+    report, _ = validate_trace(TracePaths.under(root, bench.slug))
     row = next(r for r in report["records"] if r["path"] == rel)
     assert row["failed"] == ["schema"] and "limit" in row["gates"]["schema"]["messages"][0]

@@ -46,7 +46,7 @@ def results(mined, tmp_path):
 
 
 def run(results: Path, **kw):
-    return validate_trace(TracePaths(results, SLUG), **kw)
+    return validate_trace(TracePaths.under(results, SLUG), **{"cache": results / "work" / SLUG / CACHE_NAME, **kw})
 
 
 def summary_schema() -> dict:
@@ -341,6 +341,9 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
     res = snakemake(workdir, "validate")
     assert res.returncode == 1
     assert f"FAIL distilled/{EXAMPLE}/{bad.name}" in res.stdout
+    # one summary (#27): Snakemake prints the failed target's log again, and the log holds only why it exits 1
+    assert (res.stdout + res.stderr).count("Run summary") == 1
+    assert "this run exits 1 because a record failed" in (workdir / "results/logs/summary/validate.log").read_text()
     assert bad.name in report.read_text()  # the report was written before the target failed
     assert planned(workdir, "validate") == ["validate"]  # failing did not leave a job to redo
 
@@ -388,7 +391,7 @@ def test_the_report_names_the_sha256_of_the_bytes_judged(results):
 def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(results):
     import os
 
-    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
 
     report, _ = run(results)
     summary = summarize([("r", report)])
@@ -399,7 +402,7 @@ def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(re
     assert len(forged) == len(data) and forged != data
     victim.write_bytes(forged)
     os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
-    staged = stage(results, [SLUG], summary, baseline_geomean)
+    staged = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
     assert any(f["path"].endswith(victim.name) and f["gates"] == [CHANGED] for f in staged["failed"])
     assert not any(s["id"] + ".json" == victim.name for s in staged["staged"])
 
@@ -412,7 +415,9 @@ def _staged(results: Path, monkeypatch) -> tuple[dict, dict[str, bytes], int]:
     real = staging.stage_trace
     monkeypatch.setattr(staging, "stage_trace", lambda *a: calls.append(a[1]) or real(*a))
     report, _ = run(results)
-    summary = staging.stage(results, [SLUG], summarize([("r", report)]), staging.baseline_geomean)
+    summary = staging.stage(
+        staging.StageInputs.under(results, [SLUG]), summarize([("r", report)]), staging.baseline_geomean
+    )
     root = results / "staging" / "records"
     files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
     return summary, files, len(calls)
@@ -452,13 +457,15 @@ def test_a_remembered_trace_whose_copy_or_inputs_changed_is_restaged(results, mo
     packet = next((results / "packets" / SLUG).glob("strategy-*.json"))
     packet.write_text(packet.read_text() + "\n")  # the same measurements, other bytes: inputs changed
     assert _staged(results, monkeypatch)[2] == 1
-    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
 
     summary = summarize([("r", run(results)[0])])
-    stage(results, [SLUG], summary, baseline_geomean)  # remembered with the bytes this verdict judged
+    stage(
+        StageInputs.under(results, [SLUG]), summary, baseline_geomean
+    )  # remembered with the bytes this verdict judged
     victim = results / "distilled" / SLUG / f"{first['staged'][0]['id']}.json"
     victim.write_bytes(victim.read_bytes().replace(b'"active"', b'"ACTIVE"', 1))  # edited after validation
-    staged = stage(results, [SLUG], summary, baseline_geomean)
+    staged = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
     assert [f["gates"] for f in staged["failed"] if f["id"] == first["staged"][0]["id"]] == [[CHANGED]]
     assert first["staged"][0]["id"] not in {s["id"] for s in staged["staged"]}
 
@@ -650,10 +657,10 @@ def test_a_memo_share_edited_to_say_other_than_its_inputs_is_not_reused(results,
     """The memo is a file anyone with the results tree can edit, and its key covers the inputs, not the
     share: a share edited under its own key hid a changed-since-validation failure, listed a record never
     staged, or kept a planted copy that a fresh stage removes."""
-    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
 
     def staged() -> tuple[dict, dict[str, bytes]]:
-        got = stage(results, [SLUG], summary, baseline_geomean)
+        got = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
         root = results / "staging" / "records"
         return got, {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
 
@@ -677,29 +684,56 @@ def _forged_copy(share, results):
 
 def test_a_copy_edited_and_rehashed_into_the_memo_is_restaged(results):
     # the share's MAC (optrace.secret) no longer verifies: the trace is restaged from its records
-    from optrace.publish.staging import baseline_geomean, stage
+    from optrace.publish.staging import StageInputs, baseline_geomean, stage
 
     summary = summarize([("r", run(results)[0])])
-    stage(results, [SLUG], summary, baseline_geomean)
+    stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
     root = results / "staging" / "records"
     files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
     _memo_edit(results, _forged_copy)
-    stage(results, [SLUG], summary, baseline_geomean)
+    stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
     assert {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))} == files
 
 
 def test_two_passed_records_swapped_after_validation_are_both_changed_never_staged(results):
     # the memo's key hashes each record's bytes now beside the verdict's hash: a swap is two edits
-    from optrace.publish.staging import CHANGED, baseline_geomean, stage
+    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
 
     summary = summarize([("r", run(results)[0])])
-    first = stage(results, [SLUG], summary, baseline_geomean)
+    first = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
     a, b = (results / "distilled" / SLUG / f"{s['id']}.json" for s in first["staged"][:2])
     data_a, data_b = a.read_bytes(), b.read_bytes()
     a.write_bytes(data_b)
     b.write_bytes(data_a)
-    again = stage(results, [SLUG], summary, baseline_geomean)
+    again = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
     swapped = {first["staged"][0]["id"], first["staged"][1]["id"]}
     assert {f["id"]: f["gates"] for f in again["failed"] if f["id"] in swapped} == {i: [CHANGED] for i in swapped}
     assert not swapped & {s["id"] for s in again["staged"]}
     assert not [p for p in (results / "staging" / "records").rglob("*.json") if p.stem in swapped]
+
+
+def test_validate_trace_without_a_results_root_is_named_every_file_it_reads(results, tmp_path):
+    """The workflow's job is named each file (no results root); a file neither named nor under --results is
+    refused with the flags that are missing, and named files give the report --results gives."""
+    from optrace.errors import InputError
+    from optrace.gates.validate import main
+
+    with pytest.raises(InputError, match="--versions, --profiles, --meta, --out"):
+        main(["trace", "--slug", SLUG, "--distilled", str(results / "distilled" / SLUG), "--packets", "p"])
+    work = results / "work" / SLUG
+    out = tmp_path / "named.json"
+    named = ["--distilled", results / "distilled" / SLUG, "--packets", results / "packets" / SLUG]
+    named += [
+        "--versions",
+        work / "versions.jsonl",
+        "--profiles",
+        work / "profiles.jsonl",
+        "--meta",
+        work / "meta.json",
+    ]
+    assert main(["trace", "--slug", SLUG, *map(str, named), "--out", str(out)]) == 0
+    assert not (work / CACHE_NAME).exists()  # the job keeps no cache
+    assert main(["trace", "--slug", SLUG, "--results", str(results)]) == 0
+    by_results = results / "staging" / "reports" / SLUG / "validation.json"
+    assert json.loads(out.read_text()) == json.loads(by_results.read_text())
+    assert (work / CACHE_NAME).is_file()  # a run by hand under --results does

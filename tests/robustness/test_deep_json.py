@@ -50,7 +50,7 @@ def test_validate_trace_with_a_deep_cache_judges_every_record_afresh(tmp_path):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(json.dumps(record))
     (root / "work" / SLUG / CACHE_NAME).write_text(DEEP)
-    report, checked = validate_trace(TracePaths(root, SLUG))
+    report, checked = validate_trace(TracePaths.under(root, SLUG), cache=root / "work" / SLUG / CACHE_NAME)
     assert checked == report["counts"]["records"] > 0
 
 

@@ -116,3 +116,13 @@ def test_the_summary_command_exits_1_for_a_failing_record_only_when_asked(tmp_pa
     assert "strict is off" in text and "staging README" not in text  # no place the target does not declare
     assert main([*args, "--exits-because", "strict: true"]) == 1
     assert "this run exits 1 because a record failed (strict: true)" in capsys.readouterr().out
+
+
+def test_a_failing_targets_log_holds_only_why_it_exits_1_and_a_passing_ones_the_summary():
+    from optrace.run.lifecycle import log_text
+
+    summary = "\nRun summary\n\n  total: 1 traces\n  this run exits 1 because a record failed (`snakemake validate`)\n"
+    assert log_text(summary, 0) == summary
+    failed = log_text(summary, 1)
+    assert "Run summary" not in failed and "total:" not in failed
+    assert failed.startswith("this run exits 1 because a record failed (`snakemake validate`)\n")

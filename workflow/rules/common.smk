@@ -8,6 +8,8 @@ import time
 from functools import cache
 from pathlib import Path
 
+from snakemake.io import is_flagged
+
 from optrace import DEFAULT_TARGETS, PACKAGE_DIR
 from optrace.cli import MODULES
 from optrace.distill.records import mark_deleted, records_digest
@@ -201,13 +203,26 @@ def input_folders(name):
     return lambda wildcards, input: [str(Path(f).parent) for f in input[name]]
 
 
-def guarded(wildcards, input, output):
+def per_trace_args(*names):
+    """A param of an aggregate job: `--trace SLUG FILE...` per trace, from its declared per-trace input
+    lists `names` (each in SLUGS order), so the job is named every file it reads."""
+
+    def args(wildcards, input):
+        rows = zip(SLUGS, *(input[n] for n in names))
+        return " ".join(f"--trace {' '.join(map(shell_quote, row))}" for row in rows)
+
+    return args
+
+
+def guarded(wildcards, input, output, folders=()):
     """The command prefix of every per-trace stage: optrace.run.pertrace runs it, and a trace that
     fails writes placeholders carrying its one-line reason, so the aggregates still run for the others;
     a declared input missing in the job fails the job.
     """
     ins = " ".join(shell_quote(i) for i in input)
-    outs = " ".join(shell_quote(o) for o in output)
+    # a folder output is passed as DIR/: a failed trace's placeholder goes inside it (DIR/manifest.json)
+    folder_paths = {output[name] for name in folders}
+    outs = " ".join(shell_quote(f"{o}/" if o in folder_paths else o) for o in output)
     meta = shell_quote(work(f"{wildcards.slug}/meta.json"))
     label = shell_quote(TRACES[wildcards.slug].label)
     # `--label=<value>`: a label such as `-h` or `--outputs` is a value, never an option (#28)
@@ -215,6 +230,11 @@ def guarded(wildcards, input, output):
         f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label={label} "
         f"--inputs {ins} --outputs {outs} --"
     )
+
+
+def guarded_folders(*names):
+    """`guarded` for a stage whose outputs `names` are directory() folders."""
+    return lambda wildcards, input, output: guarded(wildcards, input, output, names)
 
 
 def trace_path(wildcards):
@@ -233,9 +253,14 @@ def trace_inputs(wildcards):
     return {"trace": tracked} if tracked else {}
 
 
-def all_trace_inputs(wildcards):
-    """Every trace's tracked file (the dataset build reads each trace's kernel sources)."""
-    return sorted({p for p in map(tracked_trace, TRACES.values()) if p})
+def trace_sources(wildcards):
+    """Every trace, in SLUGS order (the dataset build reads each one's kernel sources): declared, so a job
+    is given them, but ancient(): what a trace holds reaches the build through its ingest (fingerprint).
+    """
+    return [
+        ancient(EXAMPLE_PATH if t.example else t.path)
+        for t in (TRACES[s] for s in SLUGS)
+    ]
 
 
 @cache
@@ -280,23 +305,47 @@ def deleted_records_marker(wildcards):
     return str(mark_deleted(marker, distill_report, Path(RESULTS)))
 
 
+def distilled_folder(wildcards):
+    """The agent's records of a trace: written by distill or an agent, never a declared output (never
+    deleted by Snakemake); their digest is the param below."""
+    return results(f"distilled/{wildcards.slug}")
+
+
 def distilled_digest(wildcards):
     """Names, sizes and mtimes of the trace's record files (optrace.distill.records): a new or changed
     record re-runs this trace's validation and nothing else."""
-    return records_digest(Path(results(f"distilled/{wildcards.slug}")))
+    return records_digest(Path(distilled_folder(wildcards)))
 
 
 # ---- the run summary of a target (optrace.run.lifecycle) --------------------------------------------
 
 
-def summary_inputs(stages, **places):
-    """The files a target's summary reads: the JSON outputs of its per-trace `stages` (a failed trace's
-    placeholders carry its reason) and the aggregate `places`."""
-    files = {
-        r.rule.name: per_trace([o for o in r.output if o.endswith(".json")])
-        for r in stages
+def folder_outputs(r):
+    """The outputs of rule proxy `r` declared directory() (the proxy's own strings carry no flags)."""
+    return {
+        o
+        for o, declared in zip(r.output, r.rule.output)
+        if is_flagged(declared, "directory")
     }
-    return {**files, **places}
+
+
+def summary_outputs(r):
+    """A stage's outputs the summary reads: its JSON files and its folders (a failed trace's placeholders
+    carry its reason)."""
+    folders = folder_outputs(r)
+    return [o for o in r.output if o.endswith(".json") or o in folders]
+
+
+def summary_files(r):
+    """The same as files: a folder output by its manifest (pertrace writes a placeholder there)."""
+    folders = folder_outputs(r)
+    return [f"{o}/manifest.json" if o in folders else o for o in summary_outputs(r)]
+
+
+def summary_inputs(stages, **places):
+    """The files a target's summary reads: the outputs of its per-trace `stages` and the aggregate
+    `places`."""
+    return {**{r.rule.name: per_trace(summary_outputs(r)) for r in stages}, **places}
 
 
 def summary_args(stages, exits_because="", need_records=False, **places):
@@ -304,8 +353,12 @@ def summary_args(stages, exits_because="", need_records=False, **places):
     function, so Snakemake does not take {slug} for a wildcard of the target)."""
     args = ["--slugs", *SLUGS]
     for r in stages:
-        jsons = [o for o in r.output if o.endswith(".json")]
-        args += ["--stage", r.rule.name.removesuffix("_trace"), r.log[0], *jsons]
+        args += [
+            "--stage",
+            r.rule.name.removesuffix("_trace"),
+            r.log[0],
+            *summary_files(r),
+        ]
         if r.rule.name == "validate_trace":
             args += ["--reports", r.output.report]
     for key, value in places.items():

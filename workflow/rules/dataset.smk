@@ -11,7 +11,7 @@ rule dataset_build:
         versions=per_trace(rules.ingest_trace.output.versions),
         meta=per_trace(rules.ingest_trace.output.meta),
         autotune=per_trace(rules.ingest_trace.output.autotune),
-        traces=all_trace_inputs,
+        traces=trace_sources,
     output:
         measurements=results("dataset/measurements.parquet"),
         autotune=results("dataset/autotune.parquet"),
@@ -36,7 +36,6 @@ rule dataset_build:
     params:
         optrace=OPTRACE,
         work_dirs=input_folders("meta"),
-        traces=[TRACES[slug].path for slug in SLUGS],
         out_dir=folder_of("runs"),
         ladder=ladder_args(),
         targets=targets_arg,
@@ -46,7 +45,7 @@ rule dataset_build:
         code=code_digest("dataset"),
         page_code=code_digest("report-page"),
     shell:
-        "{params.optrace} dataset build {params.work_dirs:q} --traces {params.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
+        "{params.optrace} dataset build {params.work_dirs:q} --traces {input.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
         "{params.targets} --denylist-env {params.denylist_env} > {log} 2>&1 && "
         "{params.optrace} report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1"
 
@@ -55,6 +54,8 @@ rule dataset_build:
 rule dataset_split:
     input:
         runs=rules.dataset_build.output.runs,
+        measurements=rules.dataset_build.output.measurements,  # the samples it splits
+        autotune=rules.dataset_build.output.autotune,
     output:
         split=results("dataset/split.parquet"),
     log:

@@ -9,7 +9,8 @@
 
 rule distill_trace:
     input:
-        manifest=rules.packets_trace.output.manifest,
+        packets=rules.packets_trace.output.packets,
+        meta=rules.ingest_trace.output.meta,  # the guard reads it: a failed trace is passed on
         deleted=deleted_records_marker,
     output:
         report=reports("{slug}/distill.json"),
@@ -22,13 +23,12 @@ rule distill_trace:
         runtime=120 if config["distill"]["mode"] == "agent" else 10,
     params:
         guard=guarded,
-        packets=input_folder("manifest"),
-        results=root_above("report", 4),
+        records_root=root_above("report", 4),  # records go to <root>/distilled/{slug}/ (never outputs)
         mode=config["distill"]["mode"],
         command=distill_command,
         batch_size=config["distill"]["batch_size"],
         code=code_digest("distill"),
     shell:
-        "{params.guard} distill --packets {params.packets:q} --out {params.results:q} --report {output.report:q} "
+        "{params.guard} distill --packets {input.packets:q} --out {params.records_root:q} --report {output.report:q} "
         "--mode {params.mode} --command={params.command:q} --batch-size {params.batch_size} --jobs {threads} "
         "2>&1 | tee {log}"

@@ -1,7 +1,13 @@
+# Stage and the staging README: every file each reads is a declared input, named to it. Not yet declared
+# (#30): stage's store-shaped copies beside records/index.json and its memo of each trace's share. As
+# outputs Snakemake would delete both before every run, so the memo would never spare a restage; the
+# Snakemake-native form is a job per trace writing its share, merged by this one.
+
+
 rule stage:
     input:
         validation=rules.validate_summary.output.summary,
-        packets=per_trace(rules.packets_trace.output.manifest),
+        packets=per_trace(rules.packets_trace.output.packets),
         versions=per_trace(rules.ingest_trace.output.versions),
     output:
         index=results("staging/records/index.json"),
@@ -17,12 +23,13 @@ rule stage:
         runtime=30,
     params:
         optrace=OPTRACE,
-        results=root_above("summary", 2),
-        slugs=" ".join(SLUGS),
+        records_root=root_above("summary", 2),  # the summary names records as distilled/... under it
+        staging=root_above("index", 2),
+        traces=per_trace_args("versions", "packets"),
         code=code_digest("stage"),
     shell:
-        "{params.optrace} stage --results {params.results:q} --validation {input.validation:q} "
-        "--summary {output.summary:q} {params.slugs} > {log} 2>&1"
+        "{params.optrace} stage --records-root {params.records_root:q} --staging {params.staging:q} "
+        "{params.traces} --validation {input.validation:q} --summary {output.summary:q} > {log} 2>&1"
 
 
 rule readme:
@@ -31,9 +38,12 @@ rule readme:
         index=rules.stage.output.index,
         summary=rules.stage.output.summary,
         metas=per_trace(rules.ingest_trace.output.meta),
+        versions=per_trace(rules.ingest_trace.output.versions),
         segments=per_trace(rules.partition_trace.output.segments),
-        ladders=per_trace(rules.recon_trace.output.svg),
         distills=per_trace(rules.distill_trace.output.report),  # the packets that produced no record, and why
+        validations=per_trace(rules.validate_trace.output.report),
+        recons=per_trace(rules.recon_trace.output.json),
+        ladders=per_trace(rules.recon_trace.output.svg),  # linked from the README
     output:
         readme=results("staging/README.md"),
         html=report(
@@ -53,14 +63,15 @@ rule readme:
         runtime=30,
     params:
         optrace=OPTRACE,
-        results=root_above("readme", 2),
-        slugs=" ".join(SLUGS),
+        traces=per_trace_args(
+            "metas", "versions", "segments", "distills", "validations", "recons"
+        ),
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         live_store=live_store_arg,
         code=code_digest("readme"),
         page_code=code_digest("report-page"),
     shell:
-        "{params.optrace} readme --results {params.results:q} --out {output.readme:q} "
-        "--denylist-env {params.denylist_env} {params.live_store} {params.slugs} > {log} 2>&1 && "
+        "{params.optrace} readme --index {input.index:q} --staged {input.summary:q} {params.traces} "
+        "--out {output.readme:q} --denylist-env {params.denylist_env} {params.live_store} > {log} 2>&1 && "
         "{params.optrace} report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1"

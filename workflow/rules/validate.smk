@@ -2,10 +2,10 @@
 #
 # The records are not inputs (distill does not declare them, and an agent may write them at any time):
 # a digest of their names, sizes and mtimes is a param (distilled_digest, common.smk), so a new or
-# changed record re-runs this trace's validation and nothing else. Inside the job, per-record verdicts are cached by content hash in
-# work/{slug}/validation-cache.json. The cache is deliberately not an output: Snakemake deletes a job's
-# outputs before running it, which would throw the cache away exactly on the re-run it exists for; and
-# since entries are keyed by content, a stale or missing cache can cost time but never change a verdict.
+# changed record re-runs this trace's validation and nothing else. Every other file the job reads is a
+# declared input, named to it (no results root). The job keeps no verdict cache (`optrace validate trace
+# --results` by hand does): as an output Snakemake would delete it before the very re-run it exists for,
+# and the job per trace already re-judges only the trace whose records changed.
 #
 # A trace's job exits 0 when records fail (failing records are data), so every report gets written.
 # validate_summary merges them and adds the overlaps across traces; it also always succeeds, so its
@@ -17,10 +17,11 @@
 rule validate_trace:
     input:
         unpack(live_store_inputs),
-        manifest=rules.packets_trace.output.manifest,
+        packets=rules.packets_trace.output.packets,
         distill=rules.distill_trace.output.report,
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
+        meta=rules.ingest_trace.output.meta,
     output:
         report=reports("{slug}/validation.json"),
     log:
@@ -32,15 +33,17 @@ rule validate_trace:
         runtime=10,
     params:
         guard=guarded,
-        results=root_above("report", 4),
+        distilled=distilled_folder,
         records=distilled_digest,
         live_store=live_store_arg,
         denylist_env=config["denylist_env"],
         denylist=denylist_digest(),
         code=code_digest("validate"),
     shell:
-        "{params.guard} validate trace --results {params.results:q} --slug {wildcards.slug} "
-        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1"
+        "{params.guard} validate trace --slug {wildcards.slug} --distilled {params.distilled:q} "
+        "--packets {input.packets:q} --versions {input.versions:q} --profiles {input.profiles:q} "
+        "--meta {input.meta:q} --out {output.report:q} {params.live_store} --denylist-env {params.denylist_env} "
+        "> {log} 2>&1"
 
 
 rule validate_summary:

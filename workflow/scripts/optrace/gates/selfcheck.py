@@ -28,7 +28,7 @@ def locate(record: Path, results: Path | None, slug: str | None) -> TracePaths:
             raise InputError(record, "is not under <results>/distilled/<slug>/: give --results and --slug")
         results = results or record.parent.parent.parent
         slug = slug or record.parent.name
-    return TracePaths(results, slug)
+    return TracePaths.under(results, slug)
 
 
 def check_record_file(

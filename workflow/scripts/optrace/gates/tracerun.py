@@ -2,7 +2,7 @@
 
     TraceRun(paths, profile, live, denylist_terms).run(cache_path) -> (verdicts, packets without a record)
 
-The cache (`R/work/S/validation-cache.json`) maps sha256(context, record path and bytes, packet bytes,
+The cache (`R/work/S/validation-cache.json` of a run by hand; a workflow job has none) maps sha256(context, record path and bytes, packet bytes,
 code bytes) to the record's per-record verdicts; the context digest covers the gates' source code,
 both schemas, ingest's versions.jsonl, profiles.jsonl and meta.json, the packets manifest and the
 denylist. A run keeps only the entries it used; each entry carries an HMAC under a key kept outside the
@@ -46,24 +46,27 @@ REDRAFT_ADVICE = "; delete it and re-run (distill writes it again from its packe
 
 @dataclass(frozen=True)
 class TracePaths:
-    results: Path
+    """The files one trace's validation reads: each named (the workflow's declared inputs), or the default
+    layout under a results root (`TracePaths.under`)."""
+
     slug: str
+    distilled: Path  # the agent's records: <results>/distilled/<slug>
+    packets: Path  # the packets stage's folder (manifest.json and the per-segment files)
+    versions: Path
+    profiles: Path
+    meta: Path
 
-    @property
-    def distilled(self) -> Path:
-        return self.results / "distilled" / self.slug
-
-    @property
-    def packets(self) -> Path:
-        return self.results / "packets" / self.slug
-
-    @property
-    def work(self) -> Path:
-        return self.results / "work" / self.slug
-
-    @property
-    def report(self) -> Path:
-        return self.results / "staging" / "reports" / self.slug / "validation.json"
+    @classmethod
+    def under(cls, results: Path, slug: str) -> TracePaths:
+        work = results / "work" / slug
+        return cls(
+            slug,
+            results / "distilled" / slug,
+            results / "packets" / slug,
+            work / "versions.jsonl",
+            work / "profiles.jsonl",
+            work / "meta.json",
+        )
 
     def relpath(self, name: str) -> str:
         return f"distilled/{self.slug}/{name}"
@@ -202,10 +205,10 @@ class TraceRun:
         if self._trace is None:  # parsing 3000 versions costs more than 10 records: only on a miss
             self._trace = trace_context(
                 self.paths.slug,
-                read_jsonl(self.paths.work / "versions.jsonl"),
-                read_jsonl(self.paths.work / "profiles.jsonl"),
+                read_jsonl(self.paths.versions),
+                read_jsonl(self.paths.profiles),
                 str(self.profile),
-                read_json(self.paths.work / "meta.json"),
+                read_json(self.paths.meta),
                 self.manifest,
             )
         return self._trace
@@ -214,9 +217,9 @@ class TraceRun:
         files = [
             self.profile,
             CONTRACT,
-            self.paths.work / "versions.jsonl",
-            self.paths.work / "profiles.jsonl",
-            self.paths.work / "meta.json",
+            self.paths.versions,
+            self.paths.profiles,
+            self.paths.meta,
             self.paths.packets / "manifest.json",  # the names of the trace's segments (the claims gate)
         ]
         try:
@@ -263,15 +266,15 @@ class TraceRun:
         used[key] = {"verdict": verdict, "mac": mac(self.secret, *entry_parts(key, verdict))}
         return judged
 
-    def run(self, cache_path: Path) -> tuple[list[RecordVerdict], list[str]]:
-        """(verdicts, seg_ids of packets without a record); refreshes the cache file."""
-        cache, used = load_cache(cache_path), dict[str, dict]()
+    def run(self, cache_path: Path | None) -> tuple[list[RecordVerdict], list[str]]:
+        """(verdicts, seg_ids of packets without a record); refreshes the cache file when there is one."""
+        cache, used = load_cache(cache_path) if cache_path else Cache({}), dict[str, dict]()
         context = self.context()
         if cache.context == context.hex() and cache.facts is not None:
             self._trace = facts_from_json(self.paths.slug, cache.facts, str(self.profile))
         names = record_names(self.paths.distilled)
         judged = [self.judge_file(name, context, cache, used) for name in names]
-        if used.keys() != cache.entries.keys() or cache.context != context.hex():
+        if cache_path and (used.keys() != cache.entries.keys() or cache.context != context.hex()):
             facts = facts_json(self._trace) if self._trace is not None else None
             write_text_atomic(
                 cache_path,

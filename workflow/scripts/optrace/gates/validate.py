@@ -2,6 +2,7 @@
 content-hash cache; a summary over all traces; and the injection tests that prove each gate fires.
 
     optrace validate trace --results R --slug S [--profile P] [--live-store INDEX]
+    optrace validate trace --slug S --distilled D --packets P --versions V --profiles F --meta M --out O
         -> R/staging/reports/S/validation.json: per record, every gate's verdict and messages (exit 0
            even when records fail: failing records are data, and the other traces' reports must still
            be written; exit 2 on unusable input)
@@ -67,12 +68,16 @@ def trace_report(slug: str, verdicts: list[RecordVerdict], without_record: list[
 
 
 def validate_trace(
-    paths: TracePaths, profile: Path = PROFILE, live_index: Path | None = None, denylist_terms: tuple[str, ...] = ()
+    paths: TracePaths,
+    profile: Path = PROFILE,
+    live_index: Path | None = None,
+    denylist_terms: tuple[str, ...] = (),
+    cache: Path | None = None,
 ) -> tuple[dict, int]:
-    """(report, records judged this run) for one trace; writes nothing but the cache."""
+    """(report, records judged this run) for one trace; writes nothing but the cache, if one is named."""
     live = load_live_store(live_index) if live_index else LiveStore()
     run = TraceRun(paths, profile, live, denylist_terms)
-    verdicts, without_record = run.run(paths.work / CACHE_NAME)
+    verdicts, without_record = run.run(cache)
     return trace_report(paths.slug, verdicts, without_record), run.checked
 
 
@@ -179,10 +184,26 @@ def denylist_terms(env_name: str) -> tuple[str, ...]:
     return read_denylist(variable=env_name)
 
 
+TRACE_FILES = ("distilled", "packets", "versions", "profiles", "meta")
+
+
+def trace_paths(args: argparse.Namespace) -> tuple[TracePaths, Path, Path | None]:
+    """(the files to read, the report to write, the cache or None): each named, or the default layout
+    under --results (which also keeps a cache there); a file neither names is an error."""
+    under = TracePaths.under(args.results, args.slug) if args.results else None
+    default_out = args.results / "staging" / "reports" / args.slug / "validation.json" if args.results else None
+    named: dict[str, Path | None] = {k: getattr(args, k) or (getattr(under, k) if under else None) for k in TRACE_FILES}
+    named["out"] = args.out or default_out
+    if missing := [f"--{k}" for k, v in named.items() if v is None]:
+        raise InputError("optrace validate trace", f"give --results or {', '.join(missing)}")
+    cache = args.cache or (args.results / "work" / args.slug / CACHE_NAME if args.results else None)
+    distilled, packets, versions, profiles, meta, out = (Path(str(named[k])) for k in (*TRACE_FILES, "out"))
+    return TracePaths(args.slug, distilled, packets, versions, profiles, meta), out, cache
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
-    paths = TracePaths(args.results, args.slug)
-    report, checked = validate_trace(paths, args.profile, args.live_store, denylist_terms(args.denylist_env))
-    out = args.out or paths.report
+    paths, out, cache = trace_paths(args)
+    report, checked = validate_trace(paths, args.profile, args.live_store, denylist_terms(args.denylist_env), cache)
     write_text_atomic(out, dumps_compact(report))
     c = report["counts"]
     print(
@@ -247,8 +268,15 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     sub = ap.add_subparsers(dest="command")
     tr = sub.add_parser("trace", help="validate one trace's distilled records")
-    tr.add_argument("--results", type=Path, required=True, help="results root (distilled/, packets/, work/)")
+    tr.add_argument("--results", type=Path, help="results root: the default layout of the files below, and a cache")
     tr.add_argument("--slug", required=True, help="the trace to validate")
+    tr.add_argument("--distilled", type=Path, help="the trace's records folder (<results>/distilled/<slug>)")
+    tr.add_argument("--packets", type=Path, help="the trace's packets folder (holds manifest.json)")
+    for name in ("versions", "profiles", "meta"):
+        tr.add_argument(f"--{name}", type=Path, help=f"ingest's {name} file of the trace")
+    tr.add_argument(
+        "--cache", type=Path, help="the verdict cache to read and refresh (default: none, or under --results)"
+    )
     tr.add_argument("--profile", type=Path, default=PROFILE, help="opt-trace profile schema")
     tr.add_argument("--live-store", type=Path, help="the live store's records/index.json")
     add_denylist_argument(tr)

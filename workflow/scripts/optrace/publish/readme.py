@@ -6,8 +6,10 @@ import argparse
 import os
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
 
+from optrace.errors import InputError
 from optrace.jsonio import read_json, read_jsonl, write_text_atomic
 from optrace.printable import escape_controls
 from optrace.scrub.anonymize import Scrubber
@@ -74,12 +76,31 @@ def shared_episode_section(index: list[dict]) -> list[str]:
 WROTE = {"drafted", "agent-wrote", "skipped-exists"}
 
 
-def packets_without_record(results: Path, slug: str) -> list[tuple[str, str, str]]:
+@dataclass(frozen=True)
+class TraceFiles:
+    """The files of one trace the README reads (the rule's declared inputs)."""
+
+    meta: Path
+    versions: Path
+    segments: Path
+    distill: Path
+    validation: Path
+    recon: Path
+
+    @classmethod
+    def under(cls, results: Path, slug: str) -> TraceFiles:
+        """The default layout of a results root."""
+        work, reports = results / "work" / slug, results / "staging" / "reports" / slug
+        names = ("meta.json", "versions.jsonl", "segments.jsonl")
+        return cls(
+            *(work / n for n in names), *(reports / n for n in ("distill.json", "validation.json", "recon.json"))
+        )
+
+
+def packets_without_record(files: TraceFiles) -> list[tuple[str, str, str]]:
     """(seg_id, record type, why) for every packet of a trace that has no record: the distill report's
     reason, else what validation saw (no record file in distilled/)."""
-    reports = results / "staging" / "reports" / slug
-    distill = read_json(reports / "distill.json") if (reports / "distill.json").is_file() else {"packets": []}
-    validation = read_json(reports / "validation.json") if (reports / "validation.json").is_file() else {}
+    distill, validation = read_json(files.distill), read_json(files.validation)  # declared: a missing one fails
     missing = set(validation.get("packets_without_record", []))
     out, seen = [], set()
     for o in distill["packets"]:
@@ -102,11 +123,8 @@ def version_number(version: str | None) -> int:
     return int(digits) if digits.isdigit() else 1 << 30
 
 
-def recon_gains(results: Path, slug: str) -> dict[str, float | None]:
-    """version -> recon's gain vs the floor before it (its ladder), {} when recon wrote none."""
-    path = results / "staging" / "reports" / slug / "recon.json"
-    if not path.is_file():
-        return {}
+def recon_gains(path: Path) -> dict[str, float | None]:
+    """version -> recon's gain vs the floor before it (its ladder)."""
     return {s["version"]: s["improve_pct"] for s in read_json(path)["ladder"]["steps"]}
 
 
@@ -158,16 +176,16 @@ def warnings_section(warnings: list[tuple[str, list[str]]], scrub: Callable[[str
     return out + [f"| {label} | {scrub(w).replace('|', '/')} |" for label, w in given]
 
 
-def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
-    staging = results / "staging"
-    index = read_json(staging / "records" / "index.json")["records"]
-    summary = read_json(staging / "staged.json")
+def render(index_path: Path, staged_path: Path, traces: dict[str, TraceFiles], scrub: Callable[[str], str]) -> str:
+    slugs = list(traces)
+    index = read_json(index_path)["records"]
+    summary = read_json(staged_path)
     staged = {s["id"]: s for s in summary["staged"]}  # what stage wrote of each copy (the README reads none)
     staged_by_trace = Counter(s["trace"] for s in summary["staged"])
     failed_by_trace = Counter(f["trace"] for f in summary["failed"])
     failed_traces = {f["trace"]: f for f in summary.get("failed_traces", [])}
     good = [slug for slug in slugs if slug not in failed_traces]
-    metas = {slug: read_json(results / "work" / slug / "meta.json") for slug in good}
+    metas = {slug: read_json(traces[slug].meta) for slug in good}
     labels = {slug: scrub(metas[slug]["source_label"]) for slug in good}
     out = [
         "# Staging store (not the live store)",
@@ -183,15 +201,15 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
     ]
     for slug in good:
         meta = metas[slug]
-        versions = len(read_jsonl(results / "work" / slug / "versions.jsonl"))
-        segments = len(read_jsonl(results / "work" / slug / "segments.jsonl"))
+        versions = len(read_jsonl(traces[slug].versions))
+        segments = len(read_jsonl(traces[slug].segments))
         t = meta["target"]
         out.append(
             f"| {labels[slug]} | {scrub(meta['operator_name'])} | {t['product']} ({t['vendor']} {t['arch']}) "
             f"| {versions} | {segments} | {staged_by_trace[slug]} | {failed_by_trace[slug]} "
             f"| [ladder](reports/{slug}/ladder.svg) |"
         )
-    out += records_section(index, staged, labels, {slug: recon_gains(results, slug) for slug in good})
+    out += records_section(index, staged, labels, {slug: recon_gains(traces[slug].recon) for slug in good})
     out += shared_episode_section(index)
     out += warnings_section([(labels[slug], metas[slug].get("warnings") or []) for slug in good], scrub)
     if failed_traces:
@@ -212,7 +230,7 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
             f"| {labels.get(f['trace'], f['trace'])} | `{Path(f['path']).name}` | {', '.join(f['gates'])} |"
             for f in sorted(summary["failed"], key=lambda f: (labels.get(f["trace"], f["trace"]), f["path"]))
         ]
-    without = [(slug, *row) for slug in slugs for row in packets_without_record(results, slug)]
+    without = [(slug, *row) for slug in slugs for row in packets_without_record(traces[slug])]
     out += ["", "## Packets that produced no record", ""]
     if without:
         out += ["| trace | packet | type | why |", "|---|---|---|---|"]
@@ -236,20 +254,40 @@ def render(results: Path, slugs: list[str], scrub: Callable[[str], str]) -> str:
     return "\n".join(out)
 
 
+TRACE_FIELDS = tuple(f.name for f in fields(TraceFiles))
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace readme", description=__doc__)
-    ap.add_argument("--results", required=True, type=Path, help="the results root")
+    ap.add_argument("--results", type=Path, help="a results root: the default layout of every file below")
+    ap.add_argument("--index", type=Path, help="the staged records/index.json")
+    ap.add_argument("--staged", type=Path, help="stage's staged.json")
+    ap.add_argument(
+        "--trace",
+        nargs=len(TRACE_FIELDS) + 1,
+        action="append",
+        default=[],
+        metavar=("SLUG", *(f.upper() for f in TRACE_FIELDS)),
+        help="one trace the store was staged from and its files",
+    )
     ap.add_argument("--out", required=True, type=Path, help="README.md to write")
     add_denylist_argument(ap)
     ap.add_argument("--live-store", type=Path, help="the live store's records/index.json: say what admission would do")
-    ap.add_argument("slugs", nargs="+", help="the traces the store was staged from")
+    ap.add_argument("slugs", nargs="*", help="with --results: the traces the store was staged from")
     args = ap.parse_args(argv)
+    staging = args.results / "staging" if args.results else None
+    index = args.index or (staging / "records" / "index.json" if staging else None)
+    staged = args.staged or (staging / "staged.json" if staging else None)
+    traces = {t[0]: TraceFiles(*map(Path, t[1:])) for t in args.trace}
+    traces.update({slug: TraceFiles.under(args.results, slug) for slug in args.slugs if args.results})
+    if index is None or staged is None or not traces:
+        raise InputError("optrace readme", "give --index, --staged and a --trace per trace (or --results and slugs)")
     scrubber = Scrubber.from_env(args.denylist_env, os.environ)
-    text = render(args.results, args.slugs, lambda s: escape_controls(scrubber.private(s)))  # trace text: one cell
+    text = render(index, staged, traces, lambda s: escape_controls(scrubber.private(s)))  # trace text: one cell
     if args.live_store:
         from optrace.admit.proposals import readme_section
 
-        text += "\n" + readme_section(args.results / "staging", args.live_store)
+        text += "\n" + readme_section(index.parent.parent, args.live_store)
     write_text_atomic(args.out, escape_controls(text, keep_layout=True))
     print(f"readme: {args.out}")
     return 0

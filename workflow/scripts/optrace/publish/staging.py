@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -192,25 +193,47 @@ def _digest(path: Path) -> bytes:
     return hashlib.sha256(data if data is not None else f"\0{error}".encode()).digest()
 
 
-def trace_key(results: Path, slug: str, passed: list[tuple], code: str) -> str:
+@dataclass(frozen=True)
+class TraceInputs:
+    """One trace's files the stage reads (the rule's declared inputs)."""
+
+    versions: Path  # ingest's versions.jsonl
+    packets: Path  # the packets stage's folder (manifest.json and the per-segment files)
+
+
+@dataclass(frozen=True)
+class StageInputs:
+    records_root: Path  # where the validation summary's record paths (distilled/<slug>/<id>.json) resolve
+    staging: Path  # the staging area written: records/ (copies, index.json) and the memo
+    traces: dict[str, TraceInputs]
+
+    @classmethod
+    def under(cls, results: Path, slugs: list[str]) -> StageInputs:
+        """The default layout of a results root."""
+        traces = {s: TraceInputs(results / "work" / s / "versions.jsonl", results / "packets" / s) for s in slugs}
+        return cls(results, results / "staging", traces)
+
+
+def trace_key(inputs: StageInputs, slug: str, passed: list[tuple], code: str) -> str:
     """A digest of everything one trace's share of the staging area is made from: the package's code, the
     trace's versions (its baseline and kept ratio), its packets (manifest and measurements) and, per passed
     record, the verdict's hash next to the hash of the bytes the file holds now."""
     h = hashlib.sha256(f"{MEMO_FORMAT}\0{code}\0{slug}\0".encode())
-    h.update(_digest(results / "work" / slug / "versions.jsonl"))
-    packets = results / "packets" / slug
+    h.update(_digest(inputs.traces[slug].versions))
+    packets = inputs.traces[slug].packets
     for name in sorted(p.name for p in packets.glob("*.json")) if packets.is_dir() else ():
         h.update(name.encode() + b"\0" + _digest(packets / name))
     for path, sha256, rid in passed:
-        h.update(f"{path}\0{sha256}\0{rid}\0".encode() + _digest(results / path))
+        h.update(f"{path}\0{sha256}\0{rid}\0".encode() + _digest(inputs.records_root / path))
     return h.hexdigest()
 
 
-def stage_trace(results: Path, slug: str, passed: list[tuple], baseline_of: BaselineOf) -> dict:
+def stage_trace(inputs: StageInputs, slug: str, passed: list[tuple], baseline_of: BaselineOf) -> dict:
     """One trace's share: the texts to write ({relpath: sha256}), its staged, index and failed entries."""
     share: dict = {"files": {}, "staged": [], "entries": [], "failed": [], "failed_trace": None}
-    rows = read_versions(results / "work" / slug / "versions.jsonl")
-    manifest_path = results / "packets" / slug / "manifest.json"
+    files = inputs.traces[slug]
+    rows = read_versions(files.versions)
+    manifest_path = files.packets / "manifest.json"
     manifest = read_json(manifest_path)
     if isinstance(manifest, dict) and isinstance(manifest.get("failed"), dict):  # pertrace's placeholder
         f = manifest["failed"]
@@ -219,18 +242,18 @@ def stage_trace(results: Path, slug: str, passed: list[tuple], baseline_of: Base
     packets = {p["id"]: p["seg_id"] for p in manifest_packets(manifest_path, manifest)}
     trace, baseline_us = trace_prior(rows), baseline_of(rows)  # the trace's, once: it runs the ladder
     for path, sha256, rid in passed:
-        record = validated_record(results, path, sha256)
+        record = validated_record(inputs.records_root, path, sha256)
         if record is None:
             share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": [CHANGED]})
             continue
-        packet = read_packet(results / "packets" / slug / f"{packets[record['id']]}.json")
+        packet = read_packet(files.packets / f"{packets[record['id']]}.json")
         scored = score(record, record_prior(record, packet, trace, baseline_us))
         rel = store_path(scored["type"], scored["retrieval"]["scope"], scored["id"])
         if rel is None:  # validation binds the scope to the packet; a name that could climb is never written
             share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": ["layout"]})
             continue
         text = store_json(scored)
-        write_copy(results / "staging" / rel, text)
+        write_copy(inputs.staging / rel, text)
         share["files"][rel] = hashlib.sha256(text.encode("utf-8")).hexdigest()
         share["entries"].append(index_text(index_entry(scored, rel)))
         share["staged"].append(staged_entry(slug, scored, rel))
@@ -356,10 +379,10 @@ def remembered(
     return share if still_staged(staging, share["files"]) else None
 
 
-def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of: BaselineOf) -> dict:
+def stage(inputs: StageInputs, summary_in: dict, baseline_of: BaselineOf) -> dict:
     """Stage every trace's passed records. A trace whose inputs (trace_key) and staged files are what the
     memo remembers is not restaged: an agent batch in one trace restages that trace alone."""
-    staging = results / "staging"
+    staging, slugs = inputs.staging, list(inputs.traces)
     passed, failed = split_by_verdict(summary_in)
     entries, summary, keep = [], {"staged": [], "failed": failed, "failed_traces": []}, set()
     memo, new_memo = load_memo(staging / MEMO_NAME), {}
@@ -368,10 +391,10 @@ def stage(results: Path, slugs: list[str], summary_in: dict, baseline_of: Baseli
     secret = cache_secret()
     for slug in slugs:
         mine = passed.get(slug, [])
-        key = trace_key(results, slug, mine, code)
+        key = trace_key(inputs, slug, mine, code)
         share = remembered(memo, slug, key, staging, mine, secret)
         if share is None:
-            share = {**stage_trace(results, slug, mine, baseline_of), "key": key}
+            share = {**stage_trace(inputs, slug, mine, baseline_of), "key": key}
             share["mac"] = mac(secret, *signed_part(slug, share))
             changed = True
         new_memo[slug] = share
@@ -407,19 +430,38 @@ def baseline_geomean(rows: list[VersionRow]) -> float | None:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace stage", description=__doc__)
-    ap.add_argument("--results", required=True, type=Path, help="the results root")
+    ap.add_argument("--results", type=Path, help="a results root: the default layout of every path below")
+    ap.add_argument("--records-root", type=Path, help="where the summary's record paths (distilled/...) resolve")
+    ap.add_argument("--staging", type=Path, help="the staging area to write (records/, the memo)")
+    ap.add_argument(
+        "--trace",
+        nargs=3,
+        action="append",
+        default=[],
+        metavar=("SLUG", "VERSIONS", "PACKETS"),
+        help="a trace to stage",
+    )
     ap.add_argument("--validation", required=True, type=Path, help="validation-summary.json")
     ap.add_argument("--summary", required=True, type=Path, help="staged.json to write")
-    ap.add_argument("slugs", nargs="+", help="the traces to stage (slugs under work/ and packets/)")
+    ap.add_argument("slugs", nargs="*", help="with --results: the traces to stage (slugs under work/ and packets/)")
     args = ap.parse_args(argv)
+    if args.results:
+        inputs = StageInputs.under(args.results, args.slugs)
+    elif args.records_root and args.staging and args.trace:
+        traces = {slug: TraceInputs(Path(v), Path(p)) for slug, v, p in args.trace}
+        inputs = StageInputs(args.records_root, args.staging, traces)
+    else:
+        raise InputError(
+            "optrace stage", "give --records-root, --staging and a --trace per trace (or --results and slugs)"
+        )
     validation = read_json(args.validation)
     problem = summary_problem(validation)
     if problem is not None:
         raise InputError(args.validation, problem)
     try:
-        summary = stage(args.results, args.slugs, validation, baseline_geomean)
+        summary = stage(inputs, validation, baseline_geomean)
     except KeyError as exc:
-        raise InputError(args.results, f"a record has no packet or a required field ({exc})") from None
+        raise InputError(inputs.staging, f"a record has no packet or a required field ({exc})") from None
     write_json(args.summary, summary)
     print(
         f"stage: {len(summary['staged'])} records staged, {len(summary['failed'])} failed validation (listed in {args.summary})"

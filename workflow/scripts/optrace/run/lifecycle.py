@@ -3,7 +3,7 @@
 `Controller` keeps the lock record: at parse time a killed run's locks are cleared (runlock), at
 `onstart` this controller records itself, at `onsuccess`/`onerror` it forgets itself and stops the
 scheduler's pending timers. `optrace summary` is the run summary a target rule prints from the files
-it declares, with the exit status the target asks for.
+it declares, with the exit status the target asks for (its log: `log_text`).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dataset", help="the dataset README, if the target declares it")
     ap.add_argument("--exits-because", default="", help="why a failing record exits 1 (empty: it does not)")
     ap.add_argument("--need-records", action="store_true", help="having no record at all exits 1 too")
+    ap.add_argument("--log", type=Path, help="the target's log: the summary, or only why the run exits 1")
     args = ap.parse_args(argv)
     stages = [StageFiles(name, log, tuple(outputs)) for name, log, *outputs in args.stage if outputs]
     places = Places(
@@ -73,5 +74,18 @@ def main(argv: list[str]) -> int:
         trace_report=args.reports,
     )
     result = collect(args.slugs, stages, places)
-    print(render(result, args.exits_because, need_records=args.need_records), flush=True)
-    return exit_status(result, args.exits_because, need_records=args.need_records)
+    text = render(result, args.exits_because, need_records=args.need_records)
+    status = exit_status(result, args.exits_because, need_records=args.need_records)
+    print(text, flush=True)
+    if args.log:
+        args.log.write_text(log_text(text, status))
+    return status
+
+
+def log_text(summary: str, status: int) -> str:
+    """A target's log: Snakemake prints a failed job's log again after its error, so when the run exits 1
+    the log holds only the lines that say why, and the terminal shows the summary once."""
+    if status == 0:
+        return summary
+    why = [line.strip() for line in summary.splitlines() if "exits 1" in line]
+    return "\n".join([*why, "(the run summary is printed above)"]) + "\n"

@@ -2,6 +2,8 @@
 
     python -m optrace.run.pertrace --slug S --meta work/S/meta.json [--inputs IN...] --outputs OUT... -- <stage> <args>...
 
+A folder output (`directory()`, given as `DIR/`) gets its placeholder as `DIR/manifest.json`.
+
 A declared input missing in the job (not staged in, on a node that shares nothing) fails the job: it is
 the run's fault, not the trace's. A stage that ends in a one-line InputError leaves a small placeholder at each declared output carrying
 `{"stage", "reason"}` and the job exits 0, so the aggregates run for every trace and name this one; a
@@ -58,8 +60,16 @@ def placeholder(path: Path, slug: str, failed: dict) -> str:
     return f"# {slug}\n\n{line}\n"
 
 
-def write_placeholders(outputs: list[Path], slug: str, failed: dict) -> None:
-    for out in outputs:
+FOLDER_MANIFEST = "manifest.json"  # what a folder output (packets) holds for its readers
+
+
+def placeholder_paths(outputs: list[str | Path]) -> list[Path]:
+    """Where the placeholders go: each file output, and the manifest of each folder output (`DIR/`)."""
+    return [Path(o) / FOLDER_MANIFEST if isinstance(o, str) and o.endswith("/") else Path(o) for o in outputs]
+
+
+def write_placeholders(outputs: list[str | Path], slug: str, failed: dict) -> None:
+    for out in placeholder_paths(outputs):
         write_text_atomic(out, placeholder(out, slug, failed))
 
 
@@ -74,7 +84,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--meta", required=True, type=Path, help="the trace's meta.json (ingest's output)")
     ap.add_argument("--label", default="", help="the trace's label (ingest: named in its failure placeholder)")
     ap.add_argument("--inputs", nargs="*", type=Path, default=[], help="the rule's declared inputs")
-    ap.add_argument("--outputs", nargs="+", type=Path, required=True, help="the rule's declared outputs")
+    ap.add_argument(
+        "--outputs", nargs="+", required=True, help="the rule's declared outputs (a folder one ends with /)"
+    )
     args = ap.parse_args(argv[:split])
     stage, stage_argv = argv[split + 1], argv[split + 2 :]
     if stage not in PER_TRACE:
