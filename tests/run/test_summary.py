@@ -10,7 +10,7 @@ import pytest
 
 from optrace.example.repo_builder import CommitSpec, build_trace
 from tests.support import tracekit
-from tests.support.workflow import copy_workflow, run_snakemake
+from tests.support.workflow import copy_workflow, rules_run, run_snakemake
 
 EXAMPLE = "007-fused-add-rmsnorm-h4096"
 BAD_ID = "nvidia.h100.triton.rmsnorm-and-fused-add-rmsnorm.invented-x1"
@@ -39,6 +39,7 @@ def example_runs(tmp_path_factory):
     runs["validate"] = run_snakemake(wd, "validate", check=False)
     bad.write_text(json.dumps({"id": BAD_ID, "type": "strategy"}))  # a changed record: the run has work to do
     runs["strict"] = run_snakemake(wd, "--config", "strict=true", check=False)
+    runs["strict_again"] = run_snakemake(wd, "--config", "strict=true", check=False)  # nothing is stale now
     return wd, runs
 
 
@@ -98,6 +99,16 @@ def test_strict_makes_a_failing_record_exit_1(example_runs):
     text = summary_of(res)
     assert "1 failed validation" in trace_line(text, EXAMPLE)
     assert "this run exits 1 because a record failed (strict: true)" in text
+
+
+@pytest.mark.workflow
+def test_strict_checks_even_when_nothing_is_stale(example_runs):
+    """#29: a CI job re-running a strict sheet with nothing to do must not pass over a failing record."""
+    _, runs = example_runs
+    res = runs["strict_again"]
+    assert rules_run(res) == ["all"]  # no stage ran: only the target that judges the run
+    assert res.returncode == 1
+    assert "this run exits 1 because a record failed (strict: true)" in summary_of(res)
 
 
 @pytest.mark.workflow
