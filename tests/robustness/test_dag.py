@@ -132,8 +132,7 @@ def test_nothing_from_a_repository_outside_the_traces_is_mined_or_published(mixe
 
 def test_strict_exits_1_when_a_trace_failed_and_says_why(mixed):
     """A CI job gating on a sheet run must not pass while traces failed (#28); without strict the same
-    run exits 0 and its summary says strict would change that. (A run with nothing to do prints no
-    summary at all, Snakemake calls no handler: `snakemake validate` is the target that always judges.)"""
+    run exits 0 and its summary says strict would change that."""
     assert "strict is off: failed traces do not change the exit status" in mixed["res"].stdout
     memory = mixed["traces"] / "kernel_opt_036_nogpu" / "memory"
     memory.mkdir(exist_ok=True)

@@ -5,6 +5,7 @@ length prefix. Each test is named after the rule it pins; none needs Snakemake."
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from optrace import secret
@@ -36,6 +37,19 @@ def test_a_failing_record_exits_1_exactly_when_the_run_is_strict(tmp_path):
     clean = a_summary(tmp_path, validated("a", 4, 0))
     assert exit_status(clean, "strict: true", need_records=False) == 0
     assert exit_status(clean, "`snakemake validate`", need_records=True) == 0
+
+
+def test_a_run_without_a_denylist_exits_1_exactly_when_strict(tmp_path):
+    """#29: scrubbing nothing private fails a strict run, whatever else it found; never a plain one."""
+    unscrubbed = replace(a_summary(tmp_path, validated("a", 4, 0)), no_denylist="no denylist: $X is unset")
+    assert exit_status(unscrubbed, "strict: true", need_records=False, strict=True) == 1
+    assert exit_status(unscrubbed, "", need_records=False, strict=False) == 0
+    assert exit_status(unscrubbed, "`snakemake validate`", need_records=True, strict=False) == 0
+    scrubbed = a_summary(tmp_path, validated("a", 4, 0))
+    assert exit_status(scrubbed, "strict: true", need_records=False, strict=True) == 0
+    assert "no denylist: $X is unset" in render(unscrubbed)
+    assert "this run exits 1 because it ran without a denylist (strict: true)" in render(unscrubbed, strict=True)
+    assert "no denylist" not in render(scrubbed, strict=True)
 
 
 def test_having_no_record_at_all_fails_only_a_run_that_needs_records(tmp_path):

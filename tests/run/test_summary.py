@@ -3,12 +3,14 @@ and `snakemake --report`. Real snakemake runs (marked `workflow`), shared across
 """
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
 
 from optrace.example.repo_builder import CommitSpec, build_trace
+from optrace.scrub.denylist_file import DENYLIST_ENV, STATED_NONE
 from tests.support import tracekit
 from tests.support.workflow import copy_workflow, rules_run, run_snakemake
 
@@ -33,6 +35,11 @@ def example_runs(tmp_path_factory):
     runs = {"clean": run_snakemake(wd, check=False)}
     runs["clean"].staged = json.loads((wd / "results/staging/staged.json").read_text())["staged"]
     runs["clean"].report = json.loads((wd / f"results/staging/reports/{EXAMPLE}/validation.json").read_text())
+    unset = {k: v for k, v in os.environ.items() if k != DENYLIST_ENV}
+    runs["strict_no_denylist"] = run_snakemake(wd, "--config", "strict=true", check=False, env=unset)
+    runs["strict_none_stated"] = run_snakemake(
+        wd, "--config", "strict=true", check=False, env={**unset, DENYLIST_ENV: STATED_NONE}
+    )
     bad = wd / "results/distilled" / EXAMPLE / f"{BAD_ID}.json"
     bad.write_text(json.dumps({"id": BAD_ID}))
     runs["plain"] = run_snakemake(wd, check=False)
@@ -99,6 +106,23 @@ def test_strict_makes_a_failing_record_exit_1(example_runs):
     text = summary_of(res)
     assert "1 failed validation" in trace_line(text, EXAMPLE)
     assert "this run exits 1 because a record failed (strict: true)" in text
+
+
+@pytest.mark.workflow
+def test_a_run_without_a_denylist_says_so_and_fails_only_under_strict(example_runs):
+    """#29: the summary names a missing denylist; strict fails on it unless the user stated there is none."""
+    _, runs = example_runs
+    plain = summary_of(runs["clean"])
+    if not os.environ.get(DENYLIST_ENV):  # the suite's own environment names none
+        assert runs["clean"].returncode == 0
+        assert f"no denylist: ${DENYLIST_ENV} is unset" in plain
+        assert "without a denylist" not in plain  # a plain run says so and goes on
+    res = runs["strict_no_denylist"]
+    assert res.returncode == 1
+    assert "this run exits 1 because it ran without a denylist (strict: true)" in summary_of(res)
+    stated = runs["strict_none_stated"]
+    assert stated.returncode == 0, summary_of(stated)
+    assert "no denylist" not in summary_of(stated) and "no denylist" not in stated.stderr
 
 
 @pytest.mark.workflow

@@ -367,5 +367,8 @@ def summary_args(stages, exits_because="", need_records=False, **places):
         args += ["--exits-because", exits_because]
     if need_records:
         args.append("--need-records")
+    if config["strict"]:
+        args.append("--strict")
+    args += ["--denylist-env", config["denylist_env"]]
     text = " ".join(map(shell_quote, args))
     return lambda wildcards: text

@@ -9,11 +9,13 @@ it declares, with the exit status the target asks for (its log: `log_text`).
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from optrace.run import runlock, snakemake_shim
 from optrace.run.summary import Places, StageFiles, collect, exit_status, render
+from optrace.scrub.denylist_file import add_denylist_argument, denylist_notice
 
 
 @dataclass
@@ -63,6 +65,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dataset", help="the dataset README, if the target declares it")
     ap.add_argument("--exits-because", default="", help="why a failing record exits 1 (empty: it does not)")
     ap.add_argument("--need-records", action="store_true", help="having no record at all exits 1 too")
+    ap.add_argument("--strict", action="store_true", help="strict: true (a run without a denylist exits 1 too)")
+    add_denylist_argument(ap)
     ap.add_argument("--log", type=Path, help="the target's log: the summary, or only why the run exits 1")
     args = ap.parse_args(argv)
     stages = [StageFiles(name, log, tuple(outputs)) for name, log, *outputs in args.stage if outputs]
@@ -73,9 +77,10 @@ def main(argv: list[str]) -> int:
         dataset=_path(args.dataset),
         trace_report=args.reports,
     )
-    result = collect(args.slugs, stages, places)
-    text = render(result, args.exits_because, need_records=args.need_records)
-    status = exit_status(result, args.exits_because, need_records=args.need_records)
+    notice = denylist_notice(os.environ, args.denylist_env) or ""
+    result = replace(collect(args.slugs, stages, places), no_denylist=notice.removeprefix("warning: "))
+    text = render(result, args.exits_because, need_records=args.need_records, strict=args.strict)
+    status = exit_status(result, args.exits_because, need_records=args.need_records, strict=args.strict)
     print(text, flush=True)
     if args.log:
         args.log.write_text(log_text(text, status))

@@ -74,6 +74,7 @@ class RunSummary:
     traces: list[TraceLine] = field(default_factory=list)
     newest_report: float = 0.0  # mtime of the newest trace validation report: older aggregates are stale
     free_bytes: int | None = None  # free space on the results' file system, when it is nearly full
+    no_denylist: str = ""  # why nothing private was scrubbed (no denylist named, none stated), or ""
 
     @property
     def failed_records(self) -> int:
@@ -295,10 +296,10 @@ def _trace_lines(t: TraceLine, width: int) -> list[str]:
     return out
 
 
-def render(summary: RunSummary, exits_because: str = "", need_records: bool = False) -> str:
+def render(summary: RunSummary, exits_because: str = "", need_records: bool = False, strict: bool = False) -> str:
     """The text a user sees at the end of a run. `exits_because`: why a failed trace or a failing record
     makes this run exit 1 ("strict: true", the `validate` target), empty when it does not;
-    `need_records`: having no record at all does too."""
+    `need_records`: having no record at all does too; `strict`: so does a run without a denylist."""
     width = max([len(t.slug) for t in summary.traces] + [5])
     out = ["", "Run summary", ""]
     if summary.free_bytes is not None:
@@ -346,13 +347,20 @@ def render(summary: RunSummary, exits_because: str = "", need_records: bool = Fa
             "  no records to validate: distill first (`snakemake distill`), or write records into "
             "results/distilled/<slug>/; this run exits 1"
         )
+    if summary.no_denylist:
+        out.append(f"  {summary.no_denylist}")
+        if strict:
+            out.append("  this run exits 1 because it ran without a denylist (strict: true)")
     return escape_controls("\n".join(out), keep_layout=True) + "\n"  # slugs are safe; paths and log lines are not
 
 
-def exit_status(summary: RunSummary, exits_because: str, need_records: bool) -> int:
+def exit_status(summary: RunSummary, exits_because: str, need_records: bool, strict: bool = False) -> int:
     """1 when a failed trace or a failing record must fail the run (a CI job gating on a sheet run must
     not pass while traces failed); `need_records`: having no record at all fails too (the `validate`
-    target: there is nothing to have validated)."""
+    target: there is nothing to have validated); `strict`: so does a run that scrubbed nothing private
+    because no denylist was named and none was stated."""
+    if strict and summary.no_denylist:
+        return 1
     if not exits_because:
         return 0
     if summary.failed_traces or summary.failed_records:
