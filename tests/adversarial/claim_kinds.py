@@ -56,6 +56,7 @@ from tests.adversarial.claim_attacks import (
     unnegated,
     wrong_lever_cause,
 )
+from tests.adversarial.provenance_kinds import PROVENANCE
 from tests.adversarial.redteam_kinds import RED
 
 # --- the planted kinds ------------------------------------------------------------------------------
@@ -793,4 +794,4 @@ F7 = [
     ),
 ]
 
-CASES = F1 + F2 + F3 + F4 + F5 + F6 + F7 + RED
+CASES = F1 + F2 + F3 + F4 + F5 + F6 + F7 + RED + PROVENANCE

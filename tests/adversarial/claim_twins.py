@@ -24,6 +24,7 @@ from tests.adversarial.claim_attacks import (
     slower_anti,
     status,
 )
+from tests.adversarial.provenance_kinds import PROVENANCE_TWINS
 
 # --- honest twins: true rewordings that must pass ------------------------------------------------
 
@@ -320,3 +321,5 @@ TWINS += [
     Case("t the goal's first letter lower-cased", 0, S, edit("payload.goal", lambda t, c: t[0].lower() + t[1:]), ()),
     Case("t extra white space", 0, A, edit("payload.lesson", lambda t, c: "  " + t.replace(" ", "  ") + " "), ()),
 ]
+
+TWINS += PROVENANCE_TWINS

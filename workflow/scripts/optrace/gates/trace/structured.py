@@ -12,6 +12,12 @@ copy or leave them out, never change them:
   value, and retrieval.signals.bottleneck is the label that capture's symptoms give, or absent (without
   such a capture, the ncu-attribution gate fails both);
 - payload.cost.risk and risk_basis are what the diff's size and the correctness check give;
+- payload.cost exists only where a diff gives it (a record without a diff has no edit to size);
+- every gain metric's source is `step-record` (a mined number is the trace's step record, never a
+  profiler's or a PR's), its unit, when written, `%` (the delta's);
+- `comparable` (worth.gain, evidence.raw.effect) is the store's comparability, which no packet carries:
+  the pipeline leaves it out, so a record that writes it states what nothing measured;
+- evidence.raw.file_paths name only files the packet's diff or code file names;
 - payload.trace.rediscovered is the number of times the run tried the lever (times_tried; 1 for a
   strategy), payload.trace.n_operators is 1.
 """
@@ -49,6 +55,9 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
             )
     cost = obj(payload, "cost")
     code_file = ev.packet.code_file or ""
+    if cost and not code_file.endswith(".diff"):
+        out.append("payload.cost: the packet has no diff, so there is no edit whose size or risk it could give")
+    out += _provenance_fields(record, ev)
     if cost and code_file.endswith(".diff"):
         status = obj(ev.packet.agent_facing, "measurements", "correctness").get("status")
         derived = cost_of(ev.packet.code, status)
@@ -64,6 +73,50 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     if trace.get("n_operators") not in (None, 1):
         out.append(f"payload.trace.n_operators: {trace.get('n_operators')!r}, but one trace measures one operator")
     return [f"{view.relpath}: {m}" for m in out]
+
+
+MINED_SOURCE = "step-record"
+GAIN_UNITS = frozenset({"%"})  # a gain metric is a delta in percent (self-contained refuses time units)
+
+
+def _paths_named(code: str | None, code_file: str | None) -> set[str]:
+    named = {code_file} if code_file else set()
+    for line in (code or "").splitlines():
+        if line.startswith(("--- ", "+++ ")):
+            path = line[4:].strip()
+            named |= {path, path[2:] if path[:2] in ("a/", "b/") else path}
+    return named
+
+
+def _provenance_fields(record: dict, ev: PacketEvidence) -> list[str]:
+    """Where the numbers came from and what files they rest on: the pipeline's, never free text."""
+    out = []
+    gain = obj(record, "worth", "gain")
+    for key in ("metrics", "regressions"):
+        for i, metric in enumerate(gain.get(key) if isinstance(gain.get(key), list) else []):
+            if not isinstance(metric, dict):
+                continue
+            if "source" in metric and metric["source"] != MINED_SOURCE:
+                out.append(
+                    f"worth.gain.{key}[{i}].source: {metric['source']!r}, but a mined record's numbers are the "
+                    f"trace's step records ({MINED_SOURCE!r})"
+                )
+            if "unit" in metric and metric["unit"] not in GAIN_UNITS:
+                out.append(
+                    f"worth.gain.{key}[{i}].unit: {str(metric['unit'])[:60]!r} is not the unit of a gain's delta "
+                    f"({', '.join(sorted(GAIN_UNITS))})"
+                )
+    for where, node in (("worth.gain", gain), ("evidence.raw.effect", obj(record, "evidence", "raw", "effect"))):
+        if "comparable" in node:
+            out.append(
+                f"{where}.comparable: no packet measures comparability with the store; the pipeline leaves it out"
+            )
+    paths = obj(record, "evidence", "raw").get("file_paths")
+    named = _paths_named(ev.packet.code, ev.packet.code_file)
+    for path in paths if isinstance(paths, list) else []:
+        if path not in named:
+            out.append(f"evidence.raw.file_paths: {str(path)[:60]!r} is not a file the packet's code names")
+    return out
 
 
 GATE = Gate(

@@ -19,18 +19,24 @@ What the quoted code is (optrace.kernelcode reads it the drafter's way):
   whole file when the file has no kernel function of the record's DSL;
 - core_kernel_name is a kernel function of that source (a `@*.jit` / `@*.kernel` function or a CUDA
   `__global__`), never a helper such as `run`;
-- dispatch_snippet is host code that launches it: no line of a kernel function's body, and a line
-  that launches the core kernel (`name[grid](`, `name<<<`, `name(...).launch(`).
+- dispatch_snippet is host code that launches it: no line of a kernel function (its signature
+  included), and a line that launches the core kernel (`name[grid](`, `name<<<`, `name(...).launch(`);
+- a reference kernel whose source has a kernel function of its DSL names it (core_kernel_name).
+A diff is read on its new side (context and `+` lines) the same way: core_kernel_name is a kernel function
+the diff shows, dispatch_snippet is host code of it that launches one, and when the step added code inside
+a kernel function the snippet quotes at least one such line (a host `return` or launch line alone is not
+the kernel change).
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from itertools import pairwise
 
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace.model import PacketEvidence, needs_packet
-from optrace.kernelcode import kernel_functions, launch_lines, own_kernels
+from optrace.kernelcode import _CUDA_ENTRY, kernel_functions, launch_lines, own_kernels
 
 CODE_FIELDS = ("snippet", "dispatch_snippet")
 FORMAT_OF_SUFFIX = {".diff": "unified-diff", ".py": "source"}
@@ -107,6 +113,8 @@ def source_problems(impl: dict, snippet: str, code: str, dsl: object) -> list[st
     if isinstance(name, str) and not core:
         kinds = ", ".join(sorted({s.name for s in mine})) or "none"
         out.append(f"core_kernel_name: {name[:60]!r} is not a kernel function of the source (its kernels: {kinds})")
+    if name is None and mine:
+        out.append(f"core_kernel_name: missing, but the source's kernel is {mine[0].name!r}")
     quoted = {line.rstrip() for line in snippet.splitlines() if line.strip()}
     whole = [line.rstrip() for line in (lines[core[0].start : core[0].end] if core else lines) if line.strip()]
     if not set(whole) <= quoted:
@@ -114,13 +122,68 @@ def source_problems(impl: dict, snippet: str, code: str, dsl: object) -> list[st
         out.append(f"snippet: not {what} ({len(set(whole) - quoted)} of its lines left out)")
     dispatch = impl.get("dispatch_snippet")
     if isinstance(dispatch, str) and dispatch.strip():
-        inside = {lines[j].rstrip() for s in spans for j in range(s.start + 1, s.end) if lines[j].strip()}
+        inside = {lines[j].rstrip() for s in spans for j in range(s.start, s.end) if lines[j].strip()}
         host = {line.rstrip() for line in dispatch.splitlines() if line.strip()}
         launches = {lines[j].rstrip() for c in core for j in launch_lines(lines, c.name)}
-        if host & inside - {lines[s.start].rstrip() for s in spans}:
+        if host & inside:
             out.append("dispatch_snippet: quotes a kernel function's body, not the host code that launches it")
         elif not host & launches:
             out.append("dispatch_snippet: has no line that launches the core kernel")
+    return [f"payload.implementation.{m}" for m in out]
+
+
+def kernel_lines_of_diff(code: str) -> tuple[set[int], set[str]]:
+    """(diff line numbers inside a kernel function, kernel names) of a diff, read hunk by hunk on its new
+    side (context and `+` lines): a kernel span never runs past its hunk, and a hunk that opens inside the
+    kernel the previous hunk left open is that kernel's body up to its first top-level line (a `}` included)."""
+    inside: set[int] = set()
+    names: set[str] = set(_CUDA_ENTRY.findall(code))
+    diff_lines, open_kernel = code.splitlines(), False
+    starts = [i for i, line in enumerate(diff_lines) if line.startswith("@@")] + [len(diff_lines)]
+    for a, b in pairwise(starts):
+        hunk = [i for i in range(a + 1, b) if diff_lines[i][:1] in " +" and not diff_lines[i].startswith("+++")]
+        text = [diff_lines[i][1:] for i in hunk]
+        spans = kernel_functions(text)
+        if open_kernel:
+            first = spans[0].start if spans else len(text)
+            top = next((j for j in range(first) if text[j].strip() and not text[j][0].isspace()), first)
+            close = top + 1 if top < first and text[top].rstrip() == "}" else top
+            inside.update(hunk[j] for j in range(close))
+        for sp in spans:
+            names.add(sp.name)
+            inside.update(hunk[j] for j in range(sp.start, sp.end))
+        open_kernel = bool(spans) and spans[-1].end == len(text) and text[-1].rstrip() != "}"
+    return inside, names
+
+
+def diff_code_problems(impl: dict, code: str) -> list[str]:
+    """What a diff record's code fields claim about kernels, against the kernels the diff shows."""
+    body, names = kernel_lines_of_diff(code)
+    out = []
+    name = impl.get("core_kernel_name")
+    if isinstance(name, str) and name not in names:
+        shown = ", ".join(sorted(names)) or "none"
+        out.append(f"core_kernel_name: {name[:60]!r} is not a kernel function the diff shows (its kernels: {shown})")
+    diff_lines = code.splitlines()
+    kernel_added = {
+        diff_lines[i].rstrip() for i in body if diff_lines[i].startswith("+") and carries_code(diff_lines[i][1:])
+    }
+    snippet = impl.get("snippet")
+    if kernel_added and isinstance(snippet, str) and not kernel_added & {x.rstrip() for x in snippet.splitlines()}:
+        out.append("snippet: quotes no line the step added inside a kernel function (host lines alone)")
+    dispatch = impl.get("dispatch_snippet")
+    if isinstance(dispatch, str) and dispatch.strip():
+        host = {x.rstrip() for x in dispatch.splitlines() if x.strip()}
+        if host & {diff_lines[i].rstrip() for i in body}:
+            out.append("dispatch_snippet: quotes a kernel function's lines, not the host code that launches it")
+        else:
+            alt = "|".join(map(re.escape, names)) or "(?!)"
+            launch = re.compile(
+                rf"(?<![\w.])(?:{alt})\s*(?:\[[^\]]*\]\s*\(|<<<|\(.*\)\s*\.launch\s*\()|launch\w*\(\s*(?:{alt})\b"
+            )
+            launches = {x.rstrip() for i, x in enumerate(diff_lines) if i not in body and launch.search(x)}
+            if not host & launches:
+                out.append("dispatch_snippet: has no line of the diff that launches a kernel it shows")
     return [f"payload.implementation.{m}" for m in out]
 
 
@@ -143,6 +206,8 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
         if bad is not None:
             n, line, why = bad
             out.append(f"{rel}: payload.implementation.{key} line {n}: {line[:100]!r} {why} {packet.code_file}")
+    if is_diff:
+        out += [f"{rel}: {m}" for m in diff_code_problems(impl, packet.code)]
     name = impl.get("core_kernel_name")
     if name is not None and not (
         isinstance(name, str)
