@@ -22,6 +22,7 @@ from optrace.gates.trace.layout import staged_path
 from optrace.gates.trace.model import Packet, TraceContext
 from optrace.gates.trace.runner import ALL_GATES, finish, judge
 from optrace.gates.trace.store_overlap import Claim, LiveStore, holders, overlaps
+from optrace.gates.trace.verbatim import kernel_lines_of_diff
 
 
 @pytest.fixture(scope="module")
@@ -335,8 +336,9 @@ def test_verbatim_rejects(bench, name, change):
 
 def test_verbatim_accepts_a_selection_of_whole_lines_in_order(bench):
     def select(lines):
-        added = next(i for i, line in enumerate(lines) if line.startswith("+") and len(line) > 10)
-        # trailing blanks and a blank line; an added line, since a snippet quotes what the step wrote
+        body, _ = kernel_lines_of_diff("\n".join(lines))
+        added = next(i for i, line in enumerate(lines) if line.startswith("+") and len(line) > 10 and i in body)
+        # trailing blanks and a blank line; an added kernel line, since a snippet quotes what the step wrote
         picked = [lines[0], lines[added] + "   ", "", lines[-1]]
         return "\n".join(picked) + "\n"
 

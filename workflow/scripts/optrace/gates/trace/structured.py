@@ -17,12 +17,15 @@ copy or leave them out, never change them:
   profiler's or a PR's), its unit, when written, `%` (the delta's);
 - `comparable` (worth.gain, evidence.raw.effect) is the store's comparability, which no packet carries:
   the pipeline leaves it out, so a record that writes it states what nothing measured;
-- evidence.raw.file_paths name only files the packet's diff or code file names;
+- evidence.raw.file_paths name only files the packet's diff or code file names (a capture's file under
+  profiles/ and a number glued to a word are ncu-attribution's and no-fabrication's to judge);
 - payload.trace.rediscovered is the number of times the run tried the lever (times_tried; 1 for a
   strategy), payload.trace.n_operators is 1.
 """
 
 from __future__ import annotations
+
+import re
 
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace.model import PacketEvidence, needs_packet
@@ -96,12 +99,16 @@ def _provenance_fields(record: dict, ev: PacketEvidence) -> list[str]:
         for i, metric in enumerate(gain.get(key) if isinstance(gain.get(key), list) else []):
             if not isinstance(metric, dict):
                 continue
-            if "source" in metric and metric["source"] != MINED_SOURCE:
+            # "profiler" without a usable capture is ncu-attribution's to refuse
+            profiler_elsewhere = metric.get("source") == "profiler" and capture_for_signals(ev.packet.data) is None
+            if "source" in metric and metric["source"] != MINED_SOURCE and not profiler_elsewhere:
                 out.append(
                     f"worth.gain.{key}[{i}].source: {metric['source']!r}, but a mined record's numbers are the "
                     f"trace's step records ({MINED_SOURCE!r})"
                 )
-            if "unit" in metric and metric["unit"] not in GAIN_UNITS:
+            unit = metric.get("unit")
+            # a number in it is no-fabrication's to judge; the words around it are this rule's
+            if unit is not None and unit not in GAIN_UNITS and not re.fullmatch(r"[\d.,]+\s*%", str(unit)):
                 out.append(
                     f"worth.gain.{key}[{i}].unit: {str(metric['unit'])[:60]!r} is not the unit of a gain's delta "
                     f"({', '.join(sorted(GAIN_UNITS))})"
@@ -114,7 +121,9 @@ def _provenance_fields(record: dict, ev: PacketEvidence) -> list[str]:
     paths = obj(record, "evidence", "raw").get("file_paths")
     named = _paths_named(ev.packet.code, ev.packet.code_file)
     for path in paths if isinstance(paths, list) else []:
-        if path not in named:
+        if str(path).startswith("profiles/"):
+            continue  # a capture's file: ncu-attribution judges whether the record may speak of it
+        if path not in named and not re.search(r"[a-z]\d|\d[a-z%]", str(path), re.I):  # glued numbers: no-fabrication's
             out.append(f"evidence.raw.file_paths: {str(path)[:60]!r} is not a file the packet's code names")
     return out
 
