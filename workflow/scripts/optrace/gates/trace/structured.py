@@ -96,7 +96,8 @@ def _provenance_fields(record: dict, ev: PacketEvidence) -> list[str]:
     out = []
     gain = obj(record, "worth", "gain")
     for key in ("metrics", "regressions"):
-        for i, metric in enumerate(gain.get(key) if isinstance(gain.get(key), list) else []):
+        items = gain.get(key)
+        for i, metric in enumerate(items if isinstance(items, list) else []):
             if not isinstance(metric, dict):
                 continue
             # "profiler" without a usable capture is ncu-attribution's to refuse
