@@ -100,9 +100,7 @@ def _provenance_fields(record: dict, ev: PacketEvidence) -> list[str]:
         for i, metric in enumerate(items if isinstance(items, list) else []):
             if not isinstance(metric, dict):
                 continue
-            # "profiler" without a usable capture is ncu-attribution's to refuse
-            profiler_elsewhere = metric.get("source") == "profiler" and capture_for_signals(ev.packet.data) is None
-            if "source" in metric and metric["source"] != MINED_SOURCE and not profiler_elsewhere:
+            if "source" in metric and metric["source"] != MINED_SOURCE:
                 out.append(
                     f"worth.gain.{key}[{i}].source: {metric['source']!r}, but a mined record's numbers are the "
                     f"trace's step records ({MINED_SOURCE!r})"
