@@ -48,7 +48,7 @@ STORE = dict(
     staged=rules.stage.output.summary,
     staging_readme=rules.readme.output.readme,
 )
-SUMMARY = "{params.optrace} run-summary {params.summary} --log {log}"
+SUMMARY = optrace_shell("run-summary {params.summary} --log {log}")
 TARGET_ENV = "workflow/envs/optrace.yaml"  # the rule files' ENV, named from the top
 
 
@@ -64,7 +64,6 @@ rule all:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args(
             CHAIN,
             "strict: true" if config["strict"] else "",
@@ -87,7 +86,6 @@ rule validate:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args(
             CHAIN,
             "strict: true" if config["strict"] else "`snakemake validate`",
@@ -107,7 +105,6 @@ rule ingest:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args(CHAIN[:1]),
     shell:
         SUMMARY
@@ -123,7 +120,6 @@ rule recon:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args(CHAIN[:2]),
     shell:
         SUMMARY
@@ -139,7 +135,6 @@ rule partition:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args(CHAIN[:1]),
     shell:
         SUMMARY
@@ -154,7 +149,6 @@ rule packets:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args([CHAIN[0], CHAIN[3]]),
     shell:
         SUMMARY
@@ -169,7 +163,6 @@ rule distill:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args([CHAIN[0], *CHAIN[3:5]]),
     shell:
         SUMMARY
@@ -185,7 +178,6 @@ rule staging:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args(CHAIN, **STORE),
     shell:
         SUMMARY
@@ -201,7 +193,6 @@ rule dataset:
     conda:
         TARGET_ENV
     params:
-        optrace=OPTRACE,
         summary=summary_args(CHAIN[:1], dataset=rules.dataset_build.output.readme),
     shell:
         SUMMARY

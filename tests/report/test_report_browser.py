@@ -1,15 +1,20 @@
 """`snakemake --report` in a real browser (#29): the report loads in headless Chromium, and every item it
 embeds is a page Chromium renders (no Markdown offered as a download), whose images are embedded and
 whose links lead somewhere on the page. Skipped cleanly where no Chromium is installed (.ci/run
-installs Debian's chromium)."""
+installs Debian's chromium). The "Job parameters" of each item hold nothing internal (read from the
+report itself, browser or not)."""
 
 from __future__ import annotations
 
 import base64
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from html.parser import HTMLParser
+from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
@@ -71,15 +76,24 @@ def parse(html: str) -> Dom:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    if CHROMIUM is None:
-        pytest.skip("no Chromium installed (Debian: apt-get install chromium)")
+def built(tmp_path_factory):
+    """(the workflow copy, its denylist, the report) of one run with a denylist named."""
     from tests.support.workflow import copy_workflow
 
     wd = copy_workflow(tmp_path_factory.mktemp("report") / "wf")
-    run_snakemake(wd)
-    run_snakemake(wd, "--report", "report.html")
-    return wd / "report.html"
+    denylist = wd.parent / "denylist.txt"
+    denylist.write_text("zz-private-term-r5\n")
+    env = {**os.environ, "ATREX_WIKI_DENYLIST": str(denylist)}
+    run_snakemake(wd, env=env)
+    run_snakemake(wd, "--report", "report.html", env=env)
+    return wd, denylist, wd / "report.html"
+
+
+@pytest.fixture(scope="module")
+def report(built):
+    if CHROMIUM is None:
+        pytest.skip("no Chromium installed (Debian: apt-get install chromium)")
+    return built[2]
 
 
 def test_the_report_opens_in_chromium(report, tmp_path):
@@ -118,3 +132,44 @@ def test_every_item_is_a_page_chromium_renders_with_its_images_and_links(report,
     assert pages == 4
     recon = next(body for name, _, body in items if name == "recon.html")
     assert b'<img id="img-ladder-svg"' in recon  # the recon page shows its ladder plot
+
+
+# An item's record in the report: its rule, wildcards and "Job parameters" (Snakemake formats job.params).
+JOB = re.compile(r'"job_properties": (\{"rule": "[^"]*", "wildcards": "[^"]*", "params": "(?:[^"\\]|\\.)*"\})')
+
+
+def internals(wd: Path, denylist: Path) -> dict[str, str]:
+    """What a reviewer has no use for, by the values this run used: the command prefix (PYTHONPATH, the
+    interpreter, `-m optrace`), the per-trace guard, every command's code digest, the package data digests
+    and the denylist's."""
+    from optrace.cli import MODULES
+    from optrace.example.embedded import source_digest
+    from optrace.run import codedigest
+
+    pkg = wd / "workflow" / "scripts" / "optrace"
+    found = {
+        "PYTHONPATH": "PYTHONPATH",
+        "package path": str(pkg.parent),
+        "interpreter": sys.executable,
+        "-m optrace": "-m optrace",
+        "guard": "pertrace",
+        "main digest": codedigest.digest(pkg, "__main__"),
+        "targets digest": codedigest.file_digest(pkg / "ingest" / "targets.yaml"),
+        "example digest": source_digest(pkg / "example" / "sources" / "trace.yaml"),
+        "denylist digest": codedigest.file_digest(denylist),
+    }
+    for command, module in MODULES.items():
+        found[f"{command} code digest"] = codedigest.digest(pkg, module.partition(".")[2])
+    return found
+
+
+def test_no_item_shows_an_internal_parameter(built):
+    wd, denylist, report = built
+    items = [json.loads(m) for m in JOB.findall(report.read_text())]
+    assert sorted(i["rule"] for i in items) == ["dataset_build", "partition_trace", "readme", "recon_trace", "recon_trace"]
+    hidden = internals(wd, denylist)
+    assert len(set(hidden.values())) == len(hidden)  # every digest computed, none empty or shared
+    shown = {(i["rule"], name) for i in items for name, value in hidden.items() if value and value in i["params"]}
+    assert shown == set(), shown
+    recon = next(i for i in items if i["rule"] == "recon_trace")
+    assert "ladder=--milestone-pct" in recon["params"]  # what means something to a reviewer stays

@@ -13,11 +13,11 @@ rule promote:
     conda:
         ENV
     params:
-        optrace=OPTRACE,
         staging=input_folder("index", 2),
         store=config["live_store"],
-        code=code_digest("gate"),
     shell:
         # exit 1 = a staged record the live store would refuse: listed in the proposals, not a failure
-        "{params.optrace} gate match --all {params.staging:q} --store {params.store:q} --out {output.proposals:q} "
-        "> {log} 2>&1 || [ $? -eq 1 ]"
+        optrace_shell(
+            "gate match --all {params.staging:q} --store {params.store:q} --out {output.proposals:q} "
+            "> {log} 2>&1 || [ $? -eq 1 ]"
+        )

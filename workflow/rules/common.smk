@@ -20,7 +20,7 @@ from optrace.run.lifecycle import Controller
 from optrace.run.settings import checked
 from optrace.run.sheet import fingerprint, select_traces
 from optrace.run.snakemake_shim import uses_conda
-from optrace.scrub.denylist_file import denylist_notice
+from optrace.scrub.denylist_file import STATED_NONE, denylist_notice
 
 
 def stop(exc):
@@ -105,6 +105,50 @@ def code_digest(command):
     return f"{codedigest.digest(PKG, entry)}-{codedigest.digest(PKG, '__main__')}"
 
 
+# A rule's shell command is written here, at parse time, with what it runs spelled out: the command
+# prefix, the per-trace guard, and a leading no-op `:` naming the code digest of each command (and the
+# package data it reads). Snakemake's `code` rerun trigger compares a rule's shell command as written
+# (Persistence._code in snakemake/persistence), so editing a module re-runs exactly the rules whose
+# commands import it; and none of it is a param, so the report's "Job parameters" of an item show only
+# what means something to a reviewer (#29).
+
+
+def template_text(value):
+    """A parse-time value inside a shell command: its braces are not Snakemake's placeholders."""
+    return str(value).replace("{", "{{").replace("}", "}}")
+
+
+OPTRACE_COMMAND = template_text(OPTRACE)
+
+
+def per_trace_guard(meta="{input.meta:q}", outputs="{output:q}", label=""):
+    """The command prefix of every per-trace stage: optrace.run.pertrace runs it, and a trace that
+    fails writes placeholders carrying its one-line reason, so the aggregates still run for the others;
+    a declared input missing in the job fails the job. A folder output is given as `{output.x:q}/`
+    (its placeholder goes inside it, DIR/manifest.json); ingest, which writes meta.json, names its
+    output and its trace's label (`--label={params.label:q}`: a label such as `-h` is a value, #28).
+    """
+    return (
+        f"{OPTRACE_COMMAND}.run.pertrace --slug {{wildcards.slug}} --meta {meta}{label} "
+        f"--inputs {{input:q}} --outputs {outputs} --"
+    )
+
+
+def optrace_shell(*commands, guard="", **data):
+    """The shell command of a rule running the `optrace` commands `commands` in turn (`&&`), the first
+    behind `guard` if given; its `:` names each command's code digest and the digests of `data`.
+    """
+    digests = {c.split()[0]: code_digest(c.split()[0]) for c in commands}
+    digests.update((name, value) for name, value in data.items() if value)
+    stamp = " ".join(f"{name}={shell_quote(value)}" for name, value in digests.items())
+    first, *then = commands
+    runs = [
+        f"{guard or OPTRACE_COMMAND} {first}",
+        *(f"{OPTRACE_COMMAND} {c}" for c in then),
+    ]
+    return f": digests {template_text(stamp)}; " + " && ".join(runs)
+
+
 def data_digest(path):
     """Package data travels as a param with its content digest (a job reads its own package's copy)."""
     return codedigest.file_digest(Path(path))
@@ -172,7 +216,7 @@ def live_store_arg(wildcards, input):
 def denylist_digest():
     """Content digest of the private denylist (never its terms): editing it re-scrubs packets."""
     path = os.environ.get(config["denylist_env"], "")
-    if not path:
+    if not path or path == STATED_NONE:
         return "none"
     try:
         return codedigest.file_digest(Path(path))
@@ -214,29 +258,6 @@ def per_trace_args(*names):
     return args
 
 
-def guarded(wildcards, input, output, folders=()):
-    """The command prefix of every per-trace stage: optrace.run.pertrace runs it, and a trace that
-    fails writes placeholders carrying its one-line reason, so the aggregates still run for the others;
-    a declared input missing in the job fails the job.
-    """
-    ins = " ".join(shell_quote(i) for i in input)
-    # a folder output is passed as DIR/: a failed trace's placeholder goes inside it (DIR/manifest.json)
-    folder_paths = {output[name] for name in folders}
-    outs = " ".join(shell_quote(f"{o}/" if o in folder_paths else o) for o in output)
-    meta = shell_quote(work(f"{wildcards.slug}/meta.json"))
-    label = shell_quote(TRACES[wildcards.slug].label)
-    # `--label=<value>`: a label such as `-h` or `--outputs` is a value, never an option (#28)
-    return (
-        f"{OPTRACE}.run.pertrace --slug {wildcards.slug} --meta {meta} --label={label} "
-        f"--inputs {ins} --outputs {outs} --"
-    )
-
-
-def guarded_folders(*names):
-    """`guarded` for a stage whose outputs `names` are directory() folders."""
-    return lambda wildcards, input, output: guarded(wildcards, input, output, names)
-
-
 def trace_path(wildcards):
     return TRACES[wildcards.slug].path
 
@@ -275,12 +296,14 @@ def trace_fingerprint(wildcards):
     return _fingerprint(wildcards.slug)
 
 
+def trace_label(wildcards):
+    return TRACES[wildcards.slug].label
+
+
 def ingest_args(wildcards):
-    t = TRACES[wildcards.slug]
-    # `=`: a value that starts with `-` stays a value
-    args = [f"--label={shell_quote(t.label)}"]
-    args += [f"--{k}={shell_quote(v)}" for k, v in sorted(t.overrides.items())]
-    return " ".join(args)
+    """The sheet's overrides of a trace (`=`: a value that starts with `-` stays a value)."""
+    overrides = TRACES[wildcards.slug].overrides
+    return " ".join(f"--{k}={shell_quote(v)}" for k, v in sorted(overrides.items()))
 
 
 def ladder_args():

@@ -12,6 +12,7 @@ rule dataset_build:
         meta=per_trace(rules.ingest_trace.output.meta),
         autotune=per_trace(rules.ingest_trace.output.autotune),
         traces=trace_sources,
+        denylist=DENYLIST,
     output:
         measurements=results("dataset/measurements.parquet"),
         autotune=results("dataset/autotune.parquet"),
@@ -34,20 +35,18 @@ rule dataset_build:
         mem_mb=4000,
         runtime=60,
     params:
-        optrace=OPTRACE,
         work_dirs=input_folders("meta"),
         out_dir=folder_of("runs"),
         ladder=ladder_args(),
         targets=targets_arg,
-        targets_digest=TARGETS_DIGEST,
         denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
-        code=code_digest("dataset"),
-        page_code=code_digest("report-page"),
     shell:
-        "{params.optrace} dataset build {params.work_dirs:q} --traces {input.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
-        "{params.targets} --denylist-env {params.denylist_env} > {log} 2>&1 && "
-        "{params.optrace} report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1"
+        optrace_shell(
+            "dataset build {params.work_dirs:q} --traces {input.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
+            "{params.targets} --denylist-env {params.denylist_env} > {log} 2>&1",
+            "report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1",
+            targets=TARGETS_DIGEST,
+        )
 
 
 # The split is its own job: a new fraction rewrites split.parquet and nothing else.
@@ -65,12 +64,12 @@ rule dataset_split:
     conda:
         ENV
     params:
-        optrace=OPTRACE,
         dataset_dir=folder_of("split"),
         test_fraction=config["dataset"]["test_fraction"],
-        code=code_digest("dataset"),
     shell:
-        "{params.optrace} dataset split {params.dataset_dir:q} --test-fraction {params.test_fraction} > {log} 2>&1"
+        optrace_shell(
+            "dataset split {params.dataset_dir:q} --test-fraction {params.test_fraction} > {log} 2>&1"
+        )
 
 
 # CSV copies are a separate job derived from the parquet files, so outputs stay static and flipping
@@ -88,11 +87,10 @@ rule dataset_csv:
         benchmarks("dataset/csv.tsv")
     conda:
         ENV
-    params:
-        optrace=OPTRACE,
-        code=code_digest("dataset"),
     shell:
-        "{params.optrace} dataset csv {input.measurements:q} {input.autotune:q} > {log} 2>&1"
+        optrace_shell(
+            "dataset csv {input.measurements:q} {input.autotune:q} > {log} 2>&1"
+        )
 
 
 DATASET_TARGETS = [*rules.dataset_build.output, *rules.dataset_split.output] + (

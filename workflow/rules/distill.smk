@@ -22,13 +22,14 @@ rule distill_trace:
     resources:
         runtime=120 if config["distill"]["mode"] == "agent" else 10,
     params:
-        guard=guarded,
         records_root=root_above("report", 4),  # records go to <root>/distilled/{slug}/ (never outputs)
         mode=config["distill"]["mode"],
         command=distill_command,
         batch_size=config["distill"]["batch_size"],
-        code=code_digest("distill"),
     shell:
-        "{params.guard} distill --packets {input.packets:q} --out {params.records_root:q} --report {output.report:q} "
-        "--mode {params.mode} --command={params.command:q} --batch-size {params.batch_size} --jobs {threads} "
-        "2>&1 | tee {log}"
+        optrace_shell(
+            "distill --packets {input.packets:q} --out {params.records_root:q} --report {output.report:q} "
+            "--mode {params.mode} --command={params.command:q} --batch-size {params.batch_size} --jobs {threads} "
+            "2>&1 | tee {log}",
+            guard=per_trace_guard(),
+        )

@@ -1,4 +1,24 @@
-# The embedded example, built from the package's own sources (their digest is a param).
+# The denylist's digest (never its terms) in a file of its own, rewritten only when the digest changes:
+# the rules that scrub take it as an input, so editing the denylist re-scrubs, and the digest stays out
+# of their params and their shell commands (both reach `snakemake --report`).
+rule denylist_stamp:
+    output:
+        stamp=work("denylist.digest"),
+    log:
+        logs("denylist_stamp.log"),
+    localrule: True
+    conda:
+        ENV
+    params:
+        digest=denylist_digest(),
+    shell:
+        "printf '%s\\n' {params.digest:q} > {output.stamp:q} 2> {log}"
+
+
+DENYLIST = rules.denylist_stamp.output.stamp
+
+
+# The embedded example, built from the package's own sources (their digest is in its shell command).
 rule example_trace:
     output:
         trace=directory(EXAMPLE_PATH),
@@ -8,18 +28,17 @@ rule example_trace:
         benchmarks("example_trace.tsv")
     conda:
         ENV
-    params:
-        optrace=OPTRACE,
-        sources=source_digest(),
-        code=code_digest("example-trace"),
     shell:
-        "{params.optrace} example-trace --out {output.trace} > {log} 2>&1"
+        optrace_shell(
+            "example-trace --out {output.trace} > {log} 2>&1", sources=source_digest()
+        )
 
 
 rule ingest_trace:
     input:
         unpack(trace_inputs),
         unpack(targets_inputs),
+        denylist=DENYLIST,
     output:
         versions=work("{slug}/versions.jsonl"),
         profiles=work("{slug}/profiles.jsonl"),
@@ -33,17 +52,21 @@ rule ingest_trace:
         mem_mb=1000,
         runtime=20,
     params:
-        guard=guarded,
         trace=trace_path,
+        label=trace_label,
         out_dir=folder_of("meta"),
         args=ingest_args,
         targets=targets_arg,
-        targets_digest=TARGETS_DIGEST,
         fingerprint=trace_fingerprint,
         non_target=",".join(config["non_target_kernels"]),
         denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
-        code=code_digest("ingest"),
     shell:
-        "{params.guard} ingest {params.trace:q} --out-dir {params.out_dir:q} {params.targets} "
-        "--non-target-kernels {params.non_target:q} {params.args} --denylist-env {params.denylist_env} > {log} 2>&1"
+        optrace_shell(
+            "ingest {params.trace:q} --out-dir {params.out_dir:q} {params.targets} "
+            "--non-target-kernels {params.non_target:q} --label={params.label:q} {params.args} "
+            "--denylist-env {params.denylist_env} > {log} 2>&1",
+            guard=per_trace_guard(
+                "{output.meta:q}", label=" --label={params.label:q}"
+            ),
+            targets=TARGETS_DIGEST,
+        )

@@ -3,6 +3,7 @@ rule partition_trace:
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
+        denylist=DENYLIST,
     output:
         segments=work("{slug}/segments.jsonl"),
         report=reports("{slug}/partition.md"),
@@ -18,15 +19,13 @@ rule partition_trace:
     conda:
         ENV
     params:
-        guard=guarded,
         work_dir=folder_of("segments"),
         ladder=ladder_args(),
         denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
-        code=code_digest("partition"),
-        optrace=OPTRACE,
-        page_code=code_digest("report-page"),
     shell:
-        "{params.guard} partition --work-dir {params.work_dir:q} --report {output.report:q} {params.ladder} "
-        "--denylist-env {params.denylist_env} > {log} 2>&1 && "
-        "{params.optrace} report-page {output.report:q} --out {output.html:q} >> {log} 2>&1"
+        optrace_shell(
+            "partition --work-dir {params.work_dir:q} --report {output.report:q} {params.ladder} "
+            "--denylist-env {params.denylist_env} > {log} 2>&1",
+            "report-page {output.report:q} --out {output.html:q} >> {log} 2>&1",
+            guard=per_trace_guard(),
+        )

@@ -4,6 +4,7 @@ rule recon_trace:
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
+        denylist=DENYLIST,
     output:
         md=reports("{slug}/recon.md"),
         html=report(
@@ -26,17 +27,15 @@ rule recon_trace:
     conda:
         ENV
     params:
-        guard=guarded,
         work_dir=input_folder("meta"),
         out_dir=folder_of("json"),
         ladder=ladder_args(),
         live_store=live_store_arg,
         denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
-        code=code_digest("recon"),
-        optrace=OPTRACE,
-        page_code=code_digest("report-page"),
     shell:
-        "{params.guard} recon --work-dir {params.work_dir:q} --out-dir {params.out_dir:q} {params.ladder} "
-        "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1 && "
-        "{params.optrace} report-page {output.md:q} --out {output.html:q} >> {log} 2>&1"
+        optrace_shell(
+            "recon --work-dir {params.work_dir:q} --out-dir {params.out_dir:q} {params.ladder} "
+            "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1",
+            "report-page {output.md:q} --out {output.html:q} >> {log} 2>&1",
+            guard=per_trace_guard(),
+        )

@@ -22,14 +22,14 @@ rule stage:
         mem_mb=2000,
         runtime=30,
     params:
-        optrace=OPTRACE,
         records_root=root_above("summary", 2),  # the summary names records as distilled/... under it
         staging=root_above("index", 2),
         traces=per_trace_args("versions", "packets"),
-        code=code_digest("stage"),
     shell:
-        "{params.optrace} stage --records-root {params.records_root:q} --staging {params.staging:q} "
-        "{params.traces} --validation {input.validation:q} --summary {output.summary:q} > {log} 2>&1"
+        optrace_shell(
+            "stage --records-root {params.records_root:q} --staging {params.staging:q} "
+            "{params.traces} --validation {input.validation:q} --summary {output.summary:q} > {log} 2>&1"
+        )
 
 
 rule readme:
@@ -44,6 +44,7 @@ rule readme:
         validations=per_trace(rules.validate_trace.output.report),
         recons=per_trace(rules.recon_trace.output.json),
         ladders=per_trace(rules.recon_trace.output.svg),  # linked from the README
+        denylist=DENYLIST,
     output:
         readme=results("staging/README.md"),
         html=report(
@@ -62,16 +63,14 @@ rule readme:
         mem_mb=1000,
         runtime=30,
     params:
-        optrace=OPTRACE,
         traces=per_trace_args(
             "metas", "versions", "segments", "distills", "validations", "recons"
         ),
         denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
         live_store=live_store_arg,
-        code=code_digest("readme"),
-        page_code=code_digest("report-page"),
     shell:
-        "{params.optrace} readme --index {input.index:q} --staged {input.summary:q} {params.traces} "
-        "--out {output.readme:q} --denylist-env {params.denylist_env} {params.live_store} > {log} 2>&1 && "
-        "{params.optrace} report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1"
+        optrace_shell(
+            "readme --index {input.index:q} --staged {input.summary:q} {params.traces} "
+            "--out {output.readme:q} --denylist-env {params.denylist_env} {params.live_store} > {log} 2>&1",
+            "report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1",
+        )

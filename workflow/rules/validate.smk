@@ -22,6 +22,7 @@ rule validate_trace:
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
+        denylist=DENYLIST,
     output:
         report=reports("{slug}/validation.json"),
     log:
@@ -32,18 +33,18 @@ rule validate_trace:
         mem_mb=1000,
         runtime=10,
     params:
-        guard=guarded,
         distilled=distilled_folder,
         records=distilled_digest,
         live_store=live_store_arg,
         denylist_env=config["denylist_env"],
-        denylist=denylist_digest(),
-        code=code_digest("validate"),
     shell:
-        "{params.guard} validate trace --slug {wildcards.slug} --distilled {params.distilled:q} "
-        "--packets {input.packets:q} --versions {input.versions:q} --profiles {input.profiles:q} "
-        "--meta {input.meta:q} --out {output.report:q} {params.live_store} --denylist-env {params.denylist_env} "
-        "> {log} 2>&1"
+        optrace_shell(
+            "validate trace --slug {wildcards.slug} --distilled {params.distilled:q} "
+            "--packets {input.packets:q} --versions {input.versions:q} --profiles {input.profiles:q} "
+            "--meta {input.meta:q} --out {output.report:q} {params.live_store} --denylist-env {params.denylist_env} "
+            "> {log} 2>&1",
+            guard=per_trace_guard(),
+        )
 
 
 rule validate_summary:
@@ -58,8 +59,7 @@ rule validate_summary:
     localrule: True
     conda:
         ENV
-    params:
-        optrace=OPTRACE,
-        code=code_digest("validate"),
     shell:
-        "{params.optrace} validate summary {input.reports:q} --out {output.summary:q} > {log} 2>&1"
+        optrace_shell(
+            "validate summary {input.reports:q} --out {output.summary:q} > {log} 2>&1"
+        )
