@@ -1,6 +1,7 @@
 """Only stale stages re-run: exact `snakemake -n` job lists on a two-trace sheet."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -28,9 +29,9 @@ AGGREGATES = {
 TARGETS = {"all", "validate", "ingest", "recon", "partition", "packets", "distill", "staging", "dataset"}
 
 
-def planned(wd, *args) -> set[tuple[str, str | None]]:
+def planned(wd, *args, env=None) -> set[tuple[str, str | None]]:
     """(rule, slug) of every job a dry run would execute."""
-    res = snakemake(wd, "-n", *args)
+    res = snakemake(wd, "-n", *args, env=env)
     jobs, current = set(), None
     for line in (res.stdout + res.stderr).splitlines():
         words = line.split()
@@ -136,3 +137,19 @@ def test_d_a_stage_code_change_reruns_that_stage_and_its_dependants(two_traces, 
     assert planned(wd, *cfg) == expected
     path.write_text(original)
     assert planned(wd, *cfg) == set()
+
+
+def test_f_editing_the_denylist_rescrubs_and_touching_it_does_not(two_traces):
+    wd, cfg, tmp = two_traces
+    denylist = tmp / "denylist.txt"
+    denylist.write_text("zz-first-term\n")
+    env = {**os.environ, "ATREX_WIKI_DENYLIST": str(denylist)}
+    # ingest scrubs, so a new denylist re-runs every trace's chain; its digest is the stamp job's alone
+    rescrub = {("denylist_stamp", None)} | chain(A) | chain(B) | AGGREGATES
+    assert planned(wd, *cfg, env=env) == rescrub
+    snakemake(wd, *cfg, env=env)
+    assert planned(wd, *cfg, env=env) == set()
+    os.utime(denylist)  # the same terms: its digest, not its mtime, decides
+    assert planned(wd, *cfg, env=env) == set()
+    denylist.write_text("zz-first-term\nzz-second-term\n")
+    assert planned(wd, *cfg, env=env) == rescrub
