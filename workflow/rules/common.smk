@@ -150,7 +150,8 @@ def optrace_shell(*commands, guard="", **data):
 
 
 def data_digest(path):
-    """Package data travels as a param with its content digest (a job reads its own package's copy)."""
+    """Package data's content digest, in the shell command of the rules reading it (a job reads its own
+    package's copy)."""
     return codedigest.file_digest(Path(path))
 
 

@@ -1,9 +1,10 @@
 """Which package modules a stage runs, read from its imports, and a digest of their source.
 
-Each rule carries the digest of its stage's module closure in `params`, so editing a module re-runs
-exactly the stages that import it (directly or not) and their dependants; a hand-kept list would
-drift as soon as a stage gained an import. Package data a module names by its file name (a schema,
-the brief) is part of that module's closure, so it travels to jobs as this param, never as an input.
+Each rule's shell command carries the digest of its commands' module closures (`optrace_shell` in
+common.smk), so Snakemake's code trigger re-runs exactly the stages that import an edited module
+(directly or not) and their dependants; a hand-kept list would drift as soon as a stage gained an
+import. Package data a module names by its file name (a schema, the brief) is part of that module's
+closure, so it reaches the digest, never an input.
 """
 
 from __future__ import annotations
