@@ -189,12 +189,12 @@ def run_failed(summary):
 
 
 def targets_inputs(wildcards):
-    """A hardware table of the user's is an input; the built-in one is package data (targets_param)."""
+    """A hardware table of the user's is an input; the built-in one is package data (TARGETS_DIGEST)."""
     return {"targets": config["targets"]} if config["targets"] else {}
 
 
-def targets_arg(wildcards, input):
-    return f"--targets {shell_quote(input.targets)}" if config["targets"] else ""
+# The flag naming a user's hardware table in a shell command (fixed at parse time, never a param).
+TARGETS_FLAG = "--targets {input.targets:q}" if config["targets"] else ""
 
 
 TARGETS_DIGEST = "" if config["targets"] else data_digest(DEFAULT_TARGETS)
@@ -210,8 +210,7 @@ def live_store_inputs(wildcards):
     return {"live_index": LIVE_INDEX} if LIVE_INDEX else {}
 
 
-def live_store_arg(wildcards, input):
-    return f"--live-store {shell_quote(input.live_index)}" if LIVE_INDEX else ""
+LIVE_STORE_FLAG = "--live-store {input.live_index:q}" if LIVE_INDEX else ""
 
 
 def denylist_digest():

@@ -38,12 +38,12 @@ rule dataset_build:
         work_dirs=input_folders("meta"),
         out_dir=folder_of("runs"),
         ladder=ladder_args(),
-        targets=targets_arg,
         denylist_env=config["denylist_env"],
     shell:
         optrace_shell(
             "dataset build {params.work_dirs:q} --traces {input.traces:q} --out-dir {params.out_dir:q} {params.ladder} "
-            "{params.targets} --denylist-env {params.denylist_env} > {log} 2>&1",
+            + TARGETS_FLAG
+            + " --denylist-env {params.denylist_env} > {log} 2>&1",
             "report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1",
             targets=TARGETS_DIGEST,
         )

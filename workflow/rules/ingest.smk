@@ -56,14 +56,14 @@ rule ingest_trace:
         label=trace_label,
         out_dir=folder_of("meta"),
         args=ingest_args,
-        targets=targets_arg,
         fingerprint=trace_fingerprint,
         non_target=",".join(config["non_target_kernels"]),
         denylist_env=config["denylist_env"],
     shell:
         optrace_shell(
-            "ingest {params.trace:q} --out-dir {params.out_dir:q} {params.targets} "
-            "--non-target-kernels {params.non_target:q} --label={params.label:q} {params.args} "
+            "ingest {params.trace:q} --out-dir {params.out_dir:q} "
+            + TARGETS_FLAG
+            + " --non-target-kernels {params.non_target:q} --label={params.label:q} {params.args} "
             "--denylist-env {params.denylist_env} > {log} 2>&1",
             guard=per_trace_guard(
                 "{output.meta:q}", label=" --label={params.label:q}"

@@ -30,12 +30,12 @@ rule recon_trace:
         work_dir=input_folder("meta"),
         out_dir=folder_of("json"),
         ladder=ladder_args(),
-        live_store=live_store_arg,
         denylist_env=config["denylist_env"],
     shell:
         optrace_shell(
             "recon --work-dir {params.work_dir:q} --out-dir {params.out_dir:q} {params.ladder} "
-            "{params.live_store} --denylist-env {params.denylist_env} > {log} 2>&1",
+            + LIVE_STORE_FLAG
+            + " --denylist-env {params.denylist_env} > {log} 2>&1",
             "report-page {output.md:q} --out {output.html:q} >> {log} 2>&1",
             guard=per_trace_guard(),
         )

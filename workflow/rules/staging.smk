@@ -67,10 +67,11 @@ rule readme:
             "metas", "versions", "segments", "distills", "validations", "recons"
         ),
         denylist_env=config["denylist_env"],
-        live_store=live_store_arg,
     shell:
         optrace_shell(
             "readme --index {input.index:q} --staged {input.summary:q} {params.traces} "
-            "--out {output.readme:q} --denylist-env {params.denylist_env} {params.live_store} > {log} 2>&1",
+            "--out {output.readme:q} --denylist-env {params.denylist_env} "
+            + LIVE_STORE_FLAG
+            + " > {log} 2>&1",
             "report-page {output.readme:q} --out {output.html:q} >> {log} 2>&1",
         )

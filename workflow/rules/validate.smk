@@ -35,14 +35,14 @@ rule validate_trace:
     params:
         distilled=distilled_folder,
         records=distilled_digest,
-        live_store=live_store_arg,
         denylist_env=config["denylist_env"],
     shell:
         optrace_shell(
             "validate trace --slug {wildcards.slug} --distilled {params.distilled:q} "
             "--packets {input.packets:q} --versions {input.versions:q} --profiles {input.profiles:q} "
-            "--meta {input.meta:q} --out {output.report:q} {params.live_store} --denylist-env {params.denylist_env} "
-            "> {log} 2>&1",
+            "--meta {input.meta:q} --out {output.report:q} "
+            + LIVE_STORE_FLAG
+            + " --denylist-env {params.denylist_env} > {log} 2>&1",
             guard=per_trace_guard(),
         )
 
