@@ -166,7 +166,8 @@ def internals(wd: Path, denylist: Path) -> dict[str, str]:
 def test_no_item_shows_an_internal_parameter(built):
     wd, denylist, report = built
     items = [json.loads(m) for m in JOB.findall(report.read_text())]
-    assert sorted(i["rule"] for i in items) == ["dataset_build", "partition_trace", "readme", "recon_trace", "recon_trace"]
+    rules = sorted(i["rule"] for i in items)  # recon: the page and the ladder plot
+    assert rules == ["dataset_build", "partition_trace", "readme", "recon_trace", "recon_trace"], rules
     hidden = internals(wd, denylist)
     assert len(set(hidden.values())) == len(hidden)  # every digest computed, none empty or shared
     shown = {(i["rule"], name) for i in items for name, value in hidden.items() if value and value in i["params"]}
