@@ -172,5 +172,7 @@ def test_no_item_shows_an_internal_parameter(built):
     assert len(set(hidden.values())) == len(hidden)  # every digest computed, none empty or shared
     shown = {(i["rule"], name) for i in items for name, value in hidden.items() if value and value in i["params"]}
     assert shown == set(), shown
+    # the denylist's digest is not in a rule's code either (the stamp file carries it): nowhere in the report
+    assert hidden["denylist digest"] not in report.read_text()
     recon = next(i for i in items if i["rule"] == "recon_trace")
     assert "ladder=--milestone-pct" in recon["params"]  # what means something to a reviewer stays
