@@ -3,7 +3,7 @@
 # of their params and their shell commands (both reach `snakemake --report`).
 rule denylist_stamp:
     output:
-        stamp=work("denylist.digest"),
+        stamp=results("denylist.digest"),
     log:
         logs("denylist_stamp.log"),
     localrule: True
