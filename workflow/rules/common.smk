@@ -18,7 +18,7 @@ from optrace.example.embedded import example_name, source_digest
 from optrace.run import codedigest
 from optrace.run.lifecycle import Controller
 from optrace.run.settings import checked
-from optrace.run.sheet import fingerprint, select_traces
+from optrace.run.sheet import fingerprint, is_url, select_traces
 from optrace.run.snakemake_shim import uses_conda
 from optrace.scrub.denylist_file import STATED_NONE, denylist_notice
 
@@ -81,7 +81,40 @@ SLUGS = sorted(TRACES)
 
 
 def per_trace(pattern):
-    return expand(pattern, slug=SLUGS)
+    """`pattern` (or each of a list) for every trace, in SLUGS order."""
+    if isinstance(pattern, list):
+        return expand([declared_pattern(p) for p in pattern], slug=SLUGS)
+    return expand(declared_pattern(pattern), slug=SLUGS)
+
+
+STORAGE_PREFIX = (workflow.storage_settings.default_storage_prefix or "").rstrip("/")
+if STORAGE_PREFIX and os.path.isabs(RESULTS):
+    stop(
+        InputError(
+            "config",
+            f"`results`: {RESULTS} is a local folder, but the results live under --default-storage-prefix "
+            f"{STORAGE_PREFIX}: give a relative `results` (a key below the prefix)",
+        )
+    )
+
+
+def controller_copy(path):
+    """Where the controller keeps its copy of result `path` (the path itself without storage)."""
+    if not STORAGE_PREFIX:
+        return path
+    provider = workflow.storage_registry.default_storage_provider
+    return str(
+        provider.object(f"{STORAGE_PREFIX}/{os.path.normpath(path)}").local_path()
+    )
+
+
+def declared_pattern(pattern):
+    """A declared output as written in its .smk file: under --default-storage-prefix it carries its storage
+    object, which expand() refuses; the files expanded from it get theirs again as inputs.
+    """
+    if not is_flagged(pattern, "storage_object"):
+        return pattern
+    return pattern.flags["storage_object"].query.removeprefix(f"{STORAGE_PREFIX}/")
 
 
 # Jobs run the package beside this Snakefile (a checkout), else the installed one, and the code digests
@@ -258,15 +291,22 @@ def per_trace_args(*names):
     return args
 
 
-def trace_path(wildcards):
-    return TRACES[wildcards.slug].path
+def trace_path(wildcards, input):
+    """What a job opens: its copy of a tracked trace (a bundle fetched from storage), else the path."""
+    return input.trace if "trace" in input.keys() else TRACES[wildcards.slug].path
+
+
+def trace_file(path):
+    """A trace file as an input: a storage URL through its plugin, a local file as itself (local():
+    never a key under --default-storage-prefix)."""
+    return storage(path) if is_url(path) else local(path)
 
 
 def tracked_trace(t):
     """The file Snakemake itself can track for a trace: the example's directory, a bundle file, or None."""
     if t.example:
         return EXAMPLE_PATH
-    return t.path if t.path.endswith(".bundle") else None
+    return trace_file(t.path) if t.path.endswith(".bundle") else None
 
 
 def trace_inputs(wildcards):
@@ -279,7 +319,7 @@ def trace_sources(wildcards):
     is given them, but ancient(): what a trace holds reaches the build through its ingest (fingerprint).
     """
     return [
-        ancient(EXAMPLE_PATH if t.example else t.path)
+        ancient(EXAMPLE_PATH if t.example else trace_file(t.path))
         for t in (TRACES[s] for s in SLUGS)
     ]
 
@@ -324,14 +364,25 @@ def deleted_records_marker(wildcards):
     the next run drafts exactly the packets without a record; a new record does not re-run distill.
     """
     marker = Path(work(f"{wildcards.slug}/deleted-records.txt"))
-    distill_report = Path(reports(f"{wildcards.slug}/distill.json"))
-    return str(mark_deleted(marker, distill_report, Path(RESULTS)))
+    distill_report = Path(controller_copy(reports(f"{wildcards.slug}/distill.json")))
+    return local(str(mark_deleted(marker, distill_report, Path(RECORDS_ROOT))))
+
+
+# The agent's records area, distilled/{slug}/ under the results folder: written by distill or an agent,
+# never a declared output (never deleted by Snakemake). When the results live in storage
+# (--default-storage-prefix) it stays in the controller's folder, where a user or an agent writes
+# records, so jobs reach it only through a shared file system (isolated jobs: #30 item 2, open).
+RECORDS_ROOT = RESULTS
+
+
+def records_root(wildcards):
+    """A param: the folder holding the agent's records area (distill writes it, stage reads it)."""
+    return RECORDS_ROOT
 
 
 def distilled_folder(wildcards):
-    """The agent's records of a trace: written by distill or an agent, never a declared output (never
-    deleted by Snakemake); their digest is the param below."""
-    return results(f"distilled/{wildcards.slug}")
+    """The agent's records of a trace; their digest is the param below."""
+    return f"{RECORDS_ROOT}/distilled/{wildcards.slug}"
 
 
 def distilled_digest(wildcards):
@@ -393,5 +444,7 @@ def summary_args(stages, exits_because="", need_records=False, **places):
     if config["strict"]:
         args.append("--strict")
     args += ["--denylist-env", config["denylist_env"]]
+    if STORAGE_PREFIX:  # the summary reads the job's copies and names them by their URL
+        args += ["--stored", f"{Path(controller_copy('x')).parent}={STORAGE_PREFIX}"]
     text = " ".join(map(shell_quote, args))
     return lambda wildcards: text

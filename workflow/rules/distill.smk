@@ -22,7 +22,7 @@ rule distill_trace:
     resources:
         runtime=120 if config["distill"]["mode"] == "agent" else 10,
     params:
-        records_root=root_above("report", 4),  # records go to <root>/distilled/{slug}/ (never outputs)
+        records_root=records_root,  # records go to <root>/distilled/{slug}/ (never outputs)
         mode=config["distill"]["mode"],
         command=distill_command,
         batch_size=config["distill"]["batch_size"],

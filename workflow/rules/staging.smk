@@ -22,7 +22,7 @@ rule stage:
         mem_mb=2000,
         runtime=30,
     params:
-        records_root=root_above("summary", 2),  # the summary names records as distilled/... under it
+        records_root=records_root,  # the summary names records as distilled/... under it
         staging=root_above("index", 2),
         traces=per_trace_args("versions", "packets"),
     shell:

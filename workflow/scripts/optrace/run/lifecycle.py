@@ -68,6 +68,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--strict", action="store_true", help="strict: true (a run without a denylist exits 1 too)")
     add_denylist_argument(ap)
     ap.add_argument("--log", type=Path, help="the target's log: the summary, or only why the run exits 1")
+    ap.add_argument(
+        "--stored",
+        metavar="COPY=URL",
+        help="results in storage: the job's copies below COPY are named by their URL below URL",
+    )
     args = ap.parse_args(argv)
     stages = [StageFiles(name, log, tuple(outputs)) for name, log, *outputs in args.stage if outputs]
     places = Places(
@@ -80,11 +85,19 @@ def main(argv: list[str]) -> int:
     notice = denylist_notice(os.environ, args.denylist_env) or ""
     result = replace(collect(args.slugs, stages, places), no_denylist=notice.removeprefix("warning: "))
     text = render(result, args.exits_because, need_records=args.need_records, strict=args.strict)
+    if args.stored:
+        text = as_stored(text, *args.stored.split("=", 1))
     status = exit_status(result, args.exits_because, need_records=args.need_records, strict=args.strict)
     print(text, flush=True)
     if args.log:
         args.log.write_text(log_text(text, status))
     return status
+
+
+def as_stored(text: str, copy: str, url: str) -> str:
+    """`text` with every path below `copy` (the job's copy of the results in storage) named by its URL:
+    the user looks for them there, and the copies are gone when the run ends."""
+    return text.replace(f"{copy.rstrip('/')}/", f"{url.rstrip('/')}/")
 
 
 def log_text(summary: str, status: int) -> str:

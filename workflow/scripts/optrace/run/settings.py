@@ -16,6 +16,7 @@ import yaml
 from optrace import SCHEMAS
 from optrace.errors import InputError
 from optrace.run.configcheck import coerce_numbers, config_problem, trace_problem
+from optrace.run.sheet import is_url, url_problem
 
 CONFIG_SCHEMA = SCHEMAS / "config.schema.yaml"
 
@@ -40,6 +41,7 @@ def checked(config: dict, schema_path: Path = CONFIG_SCHEMA) -> dict:
     if problem := config_problem(typed, schema):
         raise InputError("config", problem.removeprefix("config: "))
     full = with_defaults(typed, schema)
-    if full["trace"] and (problem := trace_problem(full["trace"])):
+    check = url_problem if is_url(full["trace"]) else trace_problem
+    if full["trace"] and (problem := check(full["trace"])):
         raise InputError("config", f"`trace`: {full['trace']}: {problem}")
     return dict(full)

@@ -13,6 +13,7 @@ import argparse
 import csv
 import hashlib
 import os
+import re
 import stat
 import unicodedata
 from collections.abc import Mapping
@@ -43,6 +44,26 @@ FINGERPRINT_FILES = (
 
 
 MAX_LABEL_CHARS = 200
+
+# `s3://bucket/key`, `gs://...`: a file of a Snakemake storage plugin, taken as written (never made
+# absolute, never stat'ed on the controller); the workflow declares it through `storage()`.
+URL_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(path: str) -> bool:
+    return URL_SCHEME.match(path) is not None
+
+
+def url_problem(url: str) -> str | None:
+    """Why a storage URL cannot be a trace, or None: storage holds files, so only a bundle travels."""
+    if "?" in url or "#" in url or "\\" in url:
+        return "a storage URL names an object: no query, fragment or backslash"
+    if not url.endswith(".bundle"):
+        return (
+            "a trace in storage must be a .bundle file (`git bundle create X.bundle --all`): a work tree "
+            "cannot travel through object storage"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -83,11 +104,11 @@ def safe_label(label: str, path: str, denied: Denylist | None, fallback: str | N
 
 
 def entry_for_path(path: str, hardware: str = "", denylist: tuple[str, ...] = ()) -> TraceEntry:
-    p = Path(path)
+    p = Path(path.rsplit("/", 1)[-1] if is_url(path) else path)
     label, note = safe_label(p.stem if p.suffix == ".bundle" else p.name, path, denylist_pattern(denylist))
     return TraceEntry(  # absolute: a path such as `-h` must never reach a command line as an option
         label,
-        os.path.abspath(path),
+        path if is_url(path) else os.path.abspath(path),
         trace_slug(label),
         {"product": hardware} if hardware else {},
         where="config trace",
@@ -175,7 +196,9 @@ def read_sheet(sheet: str | os.PathLike, denylist: tuple[str, ...] = ()) -> list
         if slug in seen:
             raise InputError(where, f"label {label!r} gives slug {slug!r}, already used by {seen[slug]!r}")
         seen[slug] = label
-        resolved = path if os.path.isabs(path) else str((sheet.parent / path).resolve())
+        if is_url(path) and (problem := url_problem(path)):
+            raise InputError(where, f"trace path {path}: {problem}")
+        resolved = path if is_url(path) or os.path.isabs(path) else str((sheet.parent / path).resolve())
         over = {k: row[k].strip() for k in OVERRIDE_COLUMNS if (row.get(k) or "").strip()}
         entries.append(TraceEntry(label, resolved, slug, over, where=where, note=note))
     return entries
@@ -190,8 +213,8 @@ def control_in(text: str) -> str | None:
 def check_paths_exist(entries: list[TraceEntry]) -> None:
     """A trace path that does not exist ends planning with one line, before any job runs. (A path
     that exists but is not a repository is the trace's own failure: its ingest says so, the rest run.)"""
-    for e in entries:
-        if not e.example and not os.path.lexists(e.path):
+    for e in entries:  # a storage URL is Snakemake's to find: a missing one is a missing input
+        if not e.example and not is_url(e.path) and not os.path.lexists(e.path):
             shown, hint = e.path, ""
             if e.path != e.path.strip():  # quoted, so the spaces show
                 shown = repr(e.path)
@@ -223,8 +246,11 @@ def select_traces(
 
 def fingerprint(path: str) -> str:
     """HEAD sha + (path, size, mtime) of what ingest reads outside git; no subprocess, no blocking open."""
-    p = Path(path)
     h = hashlib.sha256()
+    if is_url(path):  # Snakemake compares the object's own mtime: it is a declared input (storage())
+        h.update(f"url\0{path}".encode())
+        return h.hexdigest()[:16]
+    p = Path(path)
     try:
         st = os.stat(p)
     except OSError:
@@ -298,7 +324,7 @@ def main(argv: list[str]) -> int:
     entries = read_sheet(args.sheet, read_denylist(variable=args.denylist_env))
     bad = None
     for e in entries:
-        problem = trace_problem(e.path)
+        problem = url_problem(e.path) if is_url(e.path) else trace_problem(e.path)
         bad = bad or (problem and (e, problem))
         extra = " ".join(f"{k}={v}" for k, v in e.overrides.items())
         print(f"{e.slug}\t{e.label}\t{e.path}\t{'ok' if problem is None else 'BAD'}\t{extra}".rstrip())
