@@ -188,7 +188,7 @@ def test_cluster_profiles_name_only_rules_that_run_as_jobs(tmp_path):
     per_trace = {r for r, n in counts.items() if n == 2}
     assert {"dataset_build", "stage", "ingest_trace"} <= jobs and "dataset" not in jobs
     assert {"ingest_trace", "validate_trace"} <= per_trace and "stage" not in per_trace
-    for name in ("slurm", "fakecluster"):
+    for name in ("slurm", "fakecluster", "kubernetes"):
         p = profile(name)
         named = {*p.get("set-resources", {}), *p.get("set-threads", {}), *p.get("groups", {})}
         assert named <= jobs, (name, sorted(named - jobs))

@@ -3,6 +3,7 @@ holds one good trace as a bundle; the workflow runs with `--default-storage-prov
 the trace given as its `s3://` URL, and its results must be those of a local run of the same bundle, in
 the bucket, with the summary naming them by their URLs. Skips when moto or the S3 plugin is absent."""
 
+import importlib.util
 import io
 import json
 import os
@@ -50,7 +51,26 @@ def runs(tmp_path_factory):
             env=env,
             check=False,
         )
-        yield local, stored, keys(url, PREFIX), res, again, absolute
+        # the Kubernetes profile, planned as its pods would run (the dryrun executor stands in for the
+        # plugin, which is not installed here): every option it names is one snakemake accepts
+        profile = run_snakemake(
+            stored,
+            "--workflow-profile",
+            "none",
+            "--profile",
+            "profiles/kubernetes",
+            "--executor",
+            "dryrun",
+            "--default-storage-prefix",
+            f"s3://{BUCKET}/k8s",
+            "--storage-s3-endpoint-url",
+            url,
+            "--config",
+            f"trace=s3://{BUCKET}/traces/kernel_opt_011_iteration.bundle",
+            env=env,
+            check=False,
+        )
+        yield local, stored, keys(url, PREFIX), res, again, absolute, profile
 
 
 def storage_args(url):
@@ -65,7 +85,7 @@ def storage_args(url):
 
 
 def test_results_land_in_the_bucket_as_a_local_run_writes_them(runs):
-    local, _, bucket, _, _, _ = runs
+    local, _, bucket, *_ = runs
     for part in ("staging/records/index.json", "staging/staged.json", f"work/{SLUG}/segments.jsonl"):
         assert bucket[f"results/{part}"] == (local / "results" / part).read_bytes(), part
     index = json.loads(bucket["results/staging/records/index.json"])
@@ -80,7 +100,7 @@ def test_results_land_in_the_bucket_as_a_local_run_writes_them(runs):
 def test_dataset_tables_have_the_local_row_counts(runs):
     import pandas as pd
 
-    local, _, bucket, _, _, _ = runs
+    local, _, bucket, *_ = runs
     for table in ("measurements", "runs", "kernels", "autotune", "split"):
         stored = pd.read_parquet(io.BytesIO(bucket[f"results/dataset/{table}.parquet"]))
         assert len(stored) == len(pd.read_parquet(local / f"results/dataset/{table}.parquet")), table
@@ -88,7 +108,7 @@ def test_dataset_tables_have_the_local_row_counts(runs):
 
 
 def test_the_summary_names_results_by_their_urls(runs):
-    _, _, _, res, _, _ = runs
+    _, _, _, res, *_ = runs
     summary = res.stdout[res.stdout.rindex("Run summary") :]
     assert f"{SLUG}  " in summary and "(0 failed)" in summary
     assert f"staging README     s3://{BUCKET}/{PREFIX}/results/staging/README.md" in summary
@@ -99,7 +119,7 @@ def test_the_summary_names_results_by_their_urls(runs):
 def test_only_the_agent_area_and_its_marker_stay_on_the_controller(runs):
     """Everything else is in the bucket: the local results tree holds the agent's records area and the
     deleted-records marker the controller writes at planning time, nothing more."""
-    _, stored, bucket, _, _, _ = runs
+    _, stored, bucket, *_ = runs
     local_files = {p.relative_to(stored / "results").as_posix() for p in (stored / "results").rglob("*") if p.is_file()}
     assert local_files == {f"work/{SLUG}/deleted-records.txt"} | {
         f for f in local_files if f.startswith(f"distilled/{SLUG}/")
@@ -109,13 +129,34 @@ def test_only_the_agent_area_and_its_marker_stay_on_the_controller(runs):
 
 
 def test_a_second_run_only_prints_the_summary(runs):
-    _, _, _, _, again, _ = runs
+    *_, again, _, _ = runs
     assert only_the_target_ran(again), again.stdout[-2000:]
 
 
 def test_an_absolute_results_folder_with_storage_is_one_line_before_any_job(runs):
-    *_, absolute = runs
+    *_, absolute, _ = runs
     assert absolute.returncode == 1
     errors = [line for line in absolute.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "give a relative `results`" in errors[0], absolute.stderr[-2000:]
     assert "Traceback" not in absolute.stderr
+
+
+def test_the_kubernetes_profile_plans_the_run_in_storage_with_packed_traces(runs):
+    *_, profile = runs
+    assert profile.returncode == 0, profile.stderr[-3000:]
+    out = profile.stdout + profile.stderr
+    assert "Group job trace_chain" in out  # the per-trace stages travel as one pod
+    assert f"s3://{BUCKET}/k8s/results/staging/records/index.json" in out
+
+
+def test_without_its_plugin_the_kubernetes_profile_fails_only_on_the_executor(tmp_path):
+    """What a user without the plugin sees: one line naming the executor (the README says to install
+    it). The profile's other options are proved by the planned run above: with the dryrun executor a
+    misspelled option is `unrecognized arguments`."""
+    if importlib.util.find_spec("snakemake_executor_plugin_kubernetes"):
+        pytest.skip("the kubernetes executor plugin is installed here")
+    wd = copy_workflow(tmp_path / "wf")
+    res = run_snakemake(wd, "--workflow-profile", "none", "--profile", "profiles/kubernetes", "-n", check=False)
+    assert res.returncode != 0
+    errors = [line for line in res.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "--executor" in errors[0] and "'kubernetes'" in errors[0], res.stderr[-2000:]
