@@ -1,12 +1,15 @@
 """#30 item 2, on one machine: traces and results in object storage. A local S3 endpoint (moto's server)
-holds one good trace as a bundle; the workflow runs with `--default-storage-provider s3` and a prefix,
-the trace given as its `s3://` URL, and its results must be those of a local run of the same bundle, in
-the bucket, with the summary naming them by their URLs. Skips when moto or the S3 plugin is absent."""
+holds a good trace and a broken one as bundles; the workflow runs with `--default-storage-provider s3`
+and a prefix, a sheet naming the traces by their `s3://` URLs, and its results must be those of a
+local run of the same bundles, in the bucket, with the summary naming them (and the broken trace's
+reason) by their URLs. Skips when moto or the S3 plugin is absent."""
 
 import importlib.util
 import io
 import json
 import os
+import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -19,37 +22,36 @@ pytest.importorskip("moto.server")
 pytest.importorskip("snakemake_storage_plugin_s3")
 from tests.support.s3server import BUCKET, FAKE_AWS, client, keys, s3_endpoint  # noqa: E402
 
-SLUG = "011-iteration"
+SLUG, BROKEN = "011-iteration", "014-broken"
 PREFIX = "run1"
+TRACES = ("kernel_opt_011_iteration.bundle", "kernel_opt_014_broken.bundle")
+
+
+def sheet(path, folder):
+    rows = "".join(f"{name.removesuffix('.bundle')}\t{folder}/{name}\n" for name in TRACES)
+    path.write_text(f"label\tpath\n{rows}")
+    return path
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """(local working copy, storage working copy, endpoint, the storage run) after one run of each."""
+    """One local run and one run in storage of the same two bundles, and what the bucket holds after."""
     tmp = tmp_path_factory.mktemp("storage")
     tracekit.iteration_era(tmp / "kernel_opt_011_iteration")
-    bundle = make_bundle(tmp / "kernel_opt_011_iteration", tmp / "kernel_opt_011_iteration.bundle")
+    make_bundle(tmp / "kernel_opt_011_iteration", tmp / TRACES[0])
+    (tmp / TRACES[1]).write_bytes(b"not a git bundle\n")  # fails at ingest, the other trace goes on
     local, stored = copy_workflow(tmp / "local"), copy_workflow(tmp / "stored")
     env = {**os.environ, **FAKE_AWS}
-    run_snakemake(local, "--config", f"trace={bundle}", env=env)
+    run_snakemake(local, "--config", f"traces={sheet(tmp / 'local.tsv', tmp)}", env=env)
+    urls = f"traces={sheet(tmp / 'urls.tsv', f's3://{BUCKET}/traces')}"
     with s3_endpoint(tmp / "moto.log") as url:
-        client(url).upload_file(str(bundle), BUCKET, "traces/kernel_opt_011_iteration.bundle")
+        for name in TRACES:
+            client(url).upload_file(str(tmp / name), BUCKET, f"traces/{name}")
         storage = storage_args(url)
-        res = run_snakemake(
-            stored, *storage, "--config", f"trace=s3://{BUCKET}/traces/kernel_opt_011_iteration.bundle", env=env
-        )
-        again = run_snakemake(
-            stored, *storage, "--config", f"trace=s3://{BUCKET}/traces/kernel_opt_011_iteration.bundle", env=env
-        )
+        res = run_snakemake(stored, *storage, "--config", urls, env=env)
+        again = run_snakemake(stored, *storage, "--config", urls, env=env)
         absolute = run_snakemake(
-            stored,
-            *storage,
-            "-n",
-            "--config",
-            f"trace=s3://{BUCKET}/traces/kernel_opt_011_iteration.bundle",
-            f"results={tmp / 'abs'}",
-            env=env,
-            check=False,
+            stored, *storage, "-n", "--config", urls, f"results={tmp / 'abs'}", env=env, check=False
         )
         # the Kubernetes profile, planned as its pods would run (the dryrun executor stands in for the
         # plugin, which is not installed here): every option it names is one snakemake accepts
@@ -66,11 +68,19 @@ def runs(tmp_path_factory):
             "--storage-s3-endpoint-url",
             url,
             "--config",
-            f"trace=s3://{BUCKET}/traces/kernel_opt_011_iteration.bundle",
+            urls,
             env=env,
             check=False,
         )
-        yield local, stored, keys(url, PREFIX), res, again, absolute, profile
+        yield SimpleNamespace(
+            local=local,
+            stored=stored,
+            bucket=keys(url, PREFIX),
+            res=res,
+            again=again,
+            absolute=absolute,
+            profile=profile,
+        )
 
 
 def storage_args(url):
@@ -84,12 +94,24 @@ def storage_args(url):
     ]
 
 
+def without_folders(staged):
+    """staged.json with each failed trace's reason naming its bundle by file name alone."""
+    for failed in staged["failed_traces"]:
+        failed["reason"] = re.sub(r"\S*/(kernel_opt_\w+\.bundle)", r"\1", failed["reason"])
+    return staged
+
+
 def test_results_land_in_the_bucket_as_a_local_run_writes_them(runs):
-    local, _, bucket, *_ = runs
-    for part in ("staging/records/index.json", "staging/staged.json", f"work/{SLUG}/segments.jsonl"):
+    local, bucket = runs.local, runs.bucket
+    for part in ("staging/records/index.json", f"work/{SLUG}/segments.jsonl"):
         assert bucket[f"results/{part}"] == (local / "results" / part).read_bytes(), part
     index = json.loads(bucket["results/staging/records/index.json"])
-    assert index and json.loads(bucket["results/staging/staged.json"])  # records were mined and staged
+    staged = json.loads(bucket["results/staging/staged.json"])
+    assert index and staged["staged"]  # records were mined and staged
+    # the broken trace's reason names the bundle where its job read it: a storage copy, or the local file
+    expected = json.loads((local / "results/staging/staged.json").read_text())
+    assert [t["trace"] for t in staged["failed_traces"]] == [BROKEN]
+    assert without_folders(staged) == without_folders(expected)
     packets = {k for k in bucket if k.startswith(f"results/packets/{SLUG}/")} - {
         f"results/packets/{SLUG}/.snakemake_timestamp"
     }
@@ -100,7 +122,7 @@ def test_results_land_in_the_bucket_as_a_local_run_writes_them(runs):
 def test_dataset_tables_have_the_local_row_counts(runs):
     import pandas as pd
 
-    local, _, bucket, *_ = runs
+    local, bucket = runs.local, runs.bucket
     for table in ("measurements", "runs", "kernels", "autotune", "split"):
         stored = pd.read_parquet(io.BytesIO(bucket[f"results/dataset/{table}.parquet"]))
         assert len(stored) == len(pd.read_parquet(local / f"results/dataset/{table}.parquet")), table
@@ -108,9 +130,13 @@ def test_dataset_tables_have_the_local_row_counts(runs):
 
 
 def test_the_summary_names_results_by_their_urls(runs):
-    _, _, _, res, *_ = runs
+    res = runs.res
     summary = res.stdout[res.stdout.rindex("Run summary") :]
-    assert f"{SLUG}  " in summary and "(0 failed)" in summary
+    assert f"{SLUG}  " in summary and "(1 failed)" in summary
+    broken = next(line for line in summary.splitlines() if line.strip().startswith(BROKEN))
+    assert "FAILED at ingest" in broken and "bundle" in broken, broken
+    assert f"log: s3://{BUCKET}/{PREFIX}/results/logs/ingest/{BROKEN}.log" in summary
+    assert "strict is off: failed traces do not change the exit status" in summary  # so it exits 0
     assert f"staging README     s3://{BUCKET}/{PREFIX}/results/staging/README.md" in summary
     assert f"dataset            s3://{BUCKET}/{PREFIX}/results/dataset/README.md" in summary
     assert ".snakemake/storage" not in summary
@@ -119,22 +145,21 @@ def test_the_summary_names_results_by_their_urls(runs):
 def test_only_the_agent_area_and_its_marker_stay_on_the_controller(runs):
     """Everything else is in the bucket: the local results tree holds the agent's records area and the
     deleted-records marker the controller writes at planning time, nothing more."""
-    _, stored, bucket, *_ = runs
+    stored, bucket = runs.stored, runs.bucket
     local_files = {p.relative_to(stored / "results").as_posix() for p in (stored / "results").rglob("*") if p.is_file()}
-    assert local_files == {f"work/{SLUG}/deleted-records.txt"} | {
-        f for f in local_files if f.startswith(f"distilled/{SLUG}/")
-    }
+    markers = {f"work/{slug}/deleted-records.txt" for slug in (SLUG, BROKEN)}
+    assert local_files - markers == {f for f in local_files if f.startswith(f"distilled/{SLUG}/")}
     assert any(f.startswith("distilled/") for f in local_files)  # draft mode wrote its records there
-    assert f"results/logs/ingest/{SLUG}.log" in bucket
+    assert f"results/logs/ingest/{SLUG}.log" in bucket and f"results/logs/ingest/{BROKEN}.log" in bucket
 
 
 def test_a_second_run_only_prints_the_summary(runs):
-    *_, again, _, _ = runs
+    again = runs.again
     assert only_the_target_ran(again), again.stdout[-2000:]
 
 
 def test_an_absolute_results_folder_with_storage_is_one_line_before_any_job(runs):
-    *_, absolute, _ = runs
+    absolute = runs.absolute
     assert absolute.returncode == 1
     errors = [line for line in absolute.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "give a relative `results`" in errors[0], absolute.stderr[-2000:]
@@ -142,7 +167,7 @@ def test_an_absolute_results_folder_with_storage_is_one_line_before_any_job(runs
 
 
 def test_the_kubernetes_profile_plans_the_run_in_storage_with_packed_traces(runs):
-    *_, profile = runs
+    profile = runs.profile
     assert profile.returncode == 0, profile.stderr[-3000:]
     out = profile.stdout + profile.stderr
     assert "Group job trace_chain" in out  # the per-trace stages travel as one pod

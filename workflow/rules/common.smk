@@ -108,6 +108,20 @@ def controller_copy(path):
     )
 
 
+def storage_copies():
+    """`COPY=URL`: the folder where jobs keep their copies of the default provider's objects, and the
+    URL prefix those copies stand for (`.snakemake/storage/s3/=s3://`)."""
+    copy = os.path.dirname(controller_copy("x"))
+    bucket_and_key = STORAGE_PREFIX.partition("://")[2]
+    # a provider that renames its copies: the prefix's own folder
+    if not copy.endswith(bucket_and_key):
+        return f"{copy}/={STORAGE_PREFIX}/"
+    return f"{copy.removesuffix(bucket_and_key)}={STORAGE_PREFIX.removesuffix(bucket_and_key)}"
+
+
+STORAGE_COPIES = storage_copies() if STORAGE_PREFIX else ""
+
+
 def declared_pattern(pattern):
     """A declared output as written in its .smk file: under --default-storage-prefix it carries its storage
     object, which expand() refuses; the files expanded from it get theirs again as inputs.
@@ -445,6 +459,6 @@ def summary_args(stages, exits_because="", need_records=False, **places):
         args.append("--strict")
     args += ["--denylist-env", config["denylist_env"]]
     if STORAGE_PREFIX:  # the summary reads the job's copies and names them by their URL
-        args += ["--stored", f"{Path(controller_copy('x')).parent}={STORAGE_PREFIX}"]
+        args += ["--stored", STORAGE_COPIES]
     text = " ".join(map(shell_quote, args))
     return lambda wildcards: text

@@ -95,9 +95,9 @@ def main(argv: list[str]) -> int:
 
 
 def as_stored(text: str, copy: str, url: str) -> str:
-    """`text` with every path below `copy` (the job's copy of the results in storage) named by its URL:
-    the user looks for them there, and the copies are gone when the run ends."""
-    return text.replace(f"{copy.rstrip('/')}/", f"{url.rstrip('/')}/")
+    """`text` with every path below `copy` (where a job keeps its copies of storage objects) named by
+    its URL below `url`: the user looks for them there, and the copies are gone when the run ends."""
+    return text.replace(copy, url)
 
 
 def log_text(summary: str, status: int) -> str:
