@@ -10,7 +10,7 @@ import pytest
 from optrace.cli import main as optrace
 from optrace.distill.drafter import UNRANKED, draft_record, read_code
 from optrace.example.embedded import build_example, example_name
-from optrace.facts import ABSOLUTE_LATENCY, arch_bound, judge
+from optrace.facts import ABSOLUTE_LATENCY, cause_arch_bound, judge
 from optrace.gates.store.model import GateContext
 from optrace.gates.store.runner import check_record
 from optrace.mine.evidence import evidence_items
@@ -64,8 +64,12 @@ def restated(packet):
 
 
 def stated_bottlenecks(packet):
-    """The bottlenecks the step's commit subject states (`... (bottleneck: X)`): the trace's words."""
-    return [i["text"] for i in packet["agent_facing"]["evidence"] if i["kind"] == "stated-bottleneck"]
+    """The bottlenecks the trace states for the step: its commit subject's (`... (bottleneck: X)`) and, for
+    a strategy, its parent's step-record type or capture symptoms (the problem it fixed)."""
+    kinds = {"stated-bottleneck"} | (
+        {"parent-bottleneck-type", "parent-symptom"} if packet["record_type"] == "strategy" else set()
+    )
+    return [i["text"] for i in packet["agent_facing"]["evidence"] if i["kind"] in kinds]
 
 
 def drafts(items):
@@ -266,7 +270,7 @@ def test_anti_strategies_are_established_facts_copied_from_the_packet(packets):
         fact = record["payload"]["established_fact"]
         scope = packet["target"]["scope"]
         # the architecture only where the cause is bound to it, as the product's own ISA
-        if arch_bound(fact["mechanism"] + " " + record["payload"]["attempted"]):
+        if cause_arch_bound(fact["mechanism"], record["payload"]["attempted"]):
             assert fact["condition"]["sm_arch"] == packet["agent_facing"]["operator"]["isa"]
         else:
             assert "sm_arch" not in fact["condition"]

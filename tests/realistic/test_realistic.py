@@ -17,7 +17,7 @@ import pytest
 
 from optrace.cli import main as optrace
 from optrace.distill.common import lever_key, tag
-from optrace.facts import arch_bound
+from optrace.facts import cause_arch_bound
 from optrace.mine.ladder import CLAIMS
 from optrace.pipeline_facts import capture_for_signals
 from optrace.wording import sentences
@@ -291,7 +291,7 @@ def test_an_established_fact_has_a_causal_mechanism_and_a_distinct_lesson(mined)
             assert lever_key(pl["lesson"]) != lever_key(pl["established_fact"]["mechanism"])
             # the architecture is a condition only where the cause is bound to it (#26)
             condition = pl["established_fact"]["condition"]
-            if arch_bound(pl["attempted"] + " " + pl["established_fact"]["mechanism"]):
+            if cause_arch_bound(pl["established_fact"]["mechanism"], pl["attempted"]):
                 assert condition["sm_arch"] == packet["agent_facing"]["operator"]["isa"], pl["attempted"]
             else:
                 assert "sm_arch" not in condition, pl["attempted"]

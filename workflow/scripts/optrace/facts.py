@@ -469,3 +469,11 @@ def stated_condition(texts: list[str]) -> dict[str, str]:
 
 def arch_bound(text: str) -> bool:
     return bool(ARCH_BOUND.search(text or ""))
+
+
+def cause_arch_bound(cause: str, lever: str) -> bool:
+    """Whether a lever's failure holds only on the architecture it was seen on: its cause names the GPU,
+    its ISA or an architecture-bound resource beyond what the lever itself names (a cause that restates
+    "staging in shared memory" names the lever, not a limit of the architecture)."""
+    own = set(re.findall(r"[a-z0-9_.]+", (lever or "").lower()))
+    return any(not set(re.findall(r"[a-z0-9_.]+", m.group(0).lower())) <= own for m in ARCH_BOUND.finditer(cause or ""))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from optrace.distill.claims import Claims, Said, Sources, servable
-from optrace.distill.common import measured_effect, problem
+from optrace.distill.common import lever_key, measured_effect, problem
 from optrace.distill.draft import Draft
 from optrace.distill.strategy import DIFF_FORMAT
 from optrace.facts import (
@@ -23,7 +23,7 @@ from optrace.facts import (
     NAMES_THE_LEVER,
     SHAPE_RE,
     about_this_lever,
-    arch_bound,
+    cause_arch_bound,
     judge_sentence,
     pitfall_about,
     single_match,
@@ -34,6 +34,17 @@ from optrace.pipeline_facts import anti_verdict
 from optrace.wording import overlap, sentences
 
 PAYS_OFF = re.compile(r"\bonly (?:pays off|helps|works|wins|overlaps)\b|\bpays off only\b", re.I)
+# a sentence saying where a lever belongs or what must hold for it
+SCOPES = re.compile(r"\bbelongs? to\b|\bmust\b|\bonly (?:when|if|for|once)\b|\bunless\b", re.I)
+
+
+def restates(part: str, lever: str) -> bool:
+    """The lever's own text (its change description) is what was tried, never what to learn."""
+    return lever_key(part) == lever_key(lever)
+
+
+def advises(part: str, lever: str) -> bool:
+    return bool(PAYS_OFF.search(part)) or judge_sentence(part, lever).kind == "advice"
 
 
 def cause_sources(packet: dict, src: Sources, lever: str) -> list[tuple[str, str, str]]:
@@ -62,7 +73,12 @@ def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Sai
         out["toolchain"] = Said(scope["dsl"], (where[0]["id"],))
     stated = [(lever_item["text"], (lever_item["id"],))] + [(w.says, w.cites) for w in why]
     text = " ".join(t for t, _ in stated)
-    if isa and where and arch_bound(text) and isa in where[0]["text"]:
+    if (
+        isa
+        and where
+        and cause_arch_bound(" ".join(w.says for w in why), lever_item["text"])
+        and isa in where[0]["text"]
+    ):
         out["sm_arch"] = Said(isa, (where[0]["id"],))
     for key, pattern in (("shape_regime", SHAPE_RE), ("dtype", DTYPE_RE)):
         value = single_match(pattern, text)
@@ -92,10 +108,15 @@ def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_p
         for item in src.of(kind):
             for s in sentences(item["text"]):
                 part = s if own_prose or kind in ("cause", "lever-cause") else about_this_lever(s, lever)
-                if not part or part in mechanism or not servable(part):
+                if not part or part in mechanism or not servable(part) or restates(part, lever):
                     continue
-                if PAYS_OFF.search(part) or judge_sentence(part, lever).kind == "advice":
+                if advises(part, lever):
                     return [Said(part, (item["id"],))]
+    # a cause of several sentences whose later one says where the lever belongs or what must hold: that
+    # sentence is the trace's own lesson (the first states the cause)
+    for w in why[1:]:
+        if advises(w.says, lever) or SCOPES.search(w.says):
+            return [w]
     directions = [i for i in src.of("direction") if servable(i["text"])]
     if directions:
         return [Said(f"Try instead: {' '.join(directions[0]['text'].split())}", (directions[0]["id"],))]

@@ -53,7 +53,9 @@ def segment_item(src: Sources) -> list[dict]:
 
 def problem(packet: dict, src: Sources, claims: Claims) -> dict:
     """What the record is about. The bottleneck: the conclusion of the capture the record is entitled to
-    (a strategy's parent's), else the bottleneck its commit subject states, else null."""
+    (a strategy's parent's), else the bottleneck its commit subject states, else (a strategy) the
+    bottleneck type its parent's step record states or the first symptom of its parent's capture: the
+    problem the step fixed, never its own after-state. Null only when the trace states none."""
     op = packet["agent_facing"]["operator"]
     statement = said(src.of("operator")) or said(segment_item(src))
     assert statement is not None  # every packet states what its record is about
@@ -65,9 +67,8 @@ def problem(packet: dict, src: Sources, claims: Claims) -> dict:
         "dsl": op["dsl"],
     }
     kind = "parent-conclusion" if packet["record_type"] == "strategy" else "conclusion"
-    found = [i for i in src.of(kind) if servable(i["text"])][:1] or (
-        [i for i in src.of("stated-bottleneck") if servable(i["text"])] if packet["record_type"] == "strategy" else []
-    )
+    kinds = (kind, "stated-bottleneck", "parent-bottleneck-type", "parent-symptom")
+    found = src.first(*kinds if packet["record_type"] == "strategy" else (kind,))[:1]
     if found:
         out["bottleneck"] = claims.put("payload.problem.bottleneck", each(found))
     return out

@@ -99,7 +99,7 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^payload\.trace\.builds_on\.approach$", None, {"change", "subject", "body"}),
         (r"^payload\.trace\.techniques_applied_before\[\d+\]$", None, {"previous-approach"}),
         (r"^payload\.problem\.statement$", None, {"operator", "segment"}),
-        (r"^payload\.problem\.bottleneck$", ("strategy",), {"parent-conclusion", "stated-bottleneck"}),
+        (r"^payload\.problem\.bottleneck$", ("strategy",), {"stated-bottleneck"} | (_PARENT - {"bottleneck-type"})),
         (r"^payload\.problem\.bottleneck$", None, {"conclusion"}),
         (r"^evidence\.summary\.bottleneck_evidence\.note$", ("strategy",), {"parent-conclusion"}),
         (r"^evidence\.summary\.bottleneck_evidence\.note$", None, {"conclusion"}),

@@ -13,7 +13,8 @@ Without such a capture a record states nothing a profiler establishes:
 - evidence.summary.bottleneck_evidence: basis `bench-only` or `none`, no tool;
 - retrieval.signals.bottleneck and evidence.summary.mechanism_metrics are null or absent, and
   retrieval.signals.metrics is empty (its metrics are profiler counters); payload.problem.bottleneck is
-  null or whole clauses of the bottleneck the run's commit subject states (`(bottleneck: ...)`);
+  null or whole clauses of the bottleneck the run's commit subject states (`(bottleneck: ...)`) or,
+  for a strategy, the bottleneck type or a capture symptom of the version it builds on;
 - no string of the record, `goal` and every other (code quoted verbatim aside), names a profiler or a
   profiler metric (unless a strategy has its parent's capture to speak of): ncu, Nsight, nsys, rocprof,
   omniperf, CUPTI, a roofline, "profiler shows" / "(profiler-confirmed)" / "confirmed by profiling" /
@@ -109,12 +110,17 @@ def entitled_conclusion(ev: PacketEvidence) -> str | None:
 
 
 def stated_bottlenecks(ev: PacketEvidence) -> list[str]:
-    """The bottlenecks the run's own commit subject states (`(bottleneck: ...)`), as evidence items."""
+    """The bottlenecks the run itself states, as evidence items: its commit subject's (`(bottleneck: ...)`)
+    and, for a strategy, what the step record or capture of the version it builds on names (the problem the
+    step fixed; never the step's own after-state)."""
+    kinds = {"stated-bottleneck"}
+    if ev.packet.data.get("record_type") == "strategy":
+        kinds |= {"parent-bottleneck-type", "parent-symptom"}
     items = ev.packet.agent_facing.get("evidence")
     return [
         i["text"]
         for i in (items if isinstance(items, list) else [])
-        if isinstance(i, dict) and i.get("kind") == "stated-bottleneck" and isinstance(i.get("text"), str)
+        if isinstance(i, dict) and i.get("kind") in kinds and isinstance(i.get("text"), str)
     ]
 
 
