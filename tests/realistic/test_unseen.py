@@ -1,0 +1,137 @@
+"""Records mined from three traces the drafter was not built against (#26, tests/realistic/unseen_traces.py),
+checked against what a reader of each trace expects. Each trace is built and mined once per module."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.realistic import unseen_traces as ut
+from tests.realistic.test_realistic import Mined, mine_trace
+
+TRACES = list(ut.BUILDERS)
+BOILERPLATE = "Do not retry this lever"
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory) -> dict[str, Mined]:
+    out = {}
+    for name in TRACES:
+        root = tmp_path_factory.mktemp(name)
+        out[name] = mine_trace(name, ut.build(name, root), root)
+    return out
+
+
+def strategies(m: Mined) -> dict[str, dict]:
+    return {r["evidence"]["raw"]["version"]: r for r in m.records.values() if r["type"] == "strategy"}
+
+
+def antis_for(m: Mined, lever: str) -> list[dict]:
+    """The anti-strategies whose attempted lever is `lever` (the expected file names it as the trace does)."""
+    key = lever.lower()
+    return [
+        r
+        for r in m.records.values()
+        if r["type"] == "anti-strategy"
+        and (key in r["payload"]["attempted"].lower() or r["payload"]["attempted"].lower() in key)
+    ]
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_every_record_passes_every_gate_and_is_filed_under_the_traces_dsl_and_harness(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    assert m.records and m.validation["counts"]["failed"] == 0
+    for r in m.records.values():
+        assert r["retrieval"]["scope"]["dsl"] == e["dsl"]
+        assert r["retrieval"]["scope"]["product"] == e["product"]
+        assert r["evidence"]["summary"]["measured_on"]["harness"] == e["harness"]
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_milestones_carry_their_exact_gain_and_the_stated_causal_mechanism(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    found = strategies(m)
+    for version, (kind, pct) in e["claims"].items():
+        if name == "helion_softmax_h100" and version == "v6":
+            continue  # the declared re-baseline at v5 is not yet read as one: test_a_declared_rebaseline...
+        assert m.steps[version]["outcome"] == kind, version
+        assert found[version]["worth"]["gain"]["pct"] == pct, version
+        assert e["strategy_causes"][version].lower() in found[version]["payload"]["mechanism"].lower(), version
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_strategys_bottleneck_is_what_the_trace_states_for_the_floor_it_beat(mined, name):
+    """The parent's stated bottleneck (commit subject, step record, capture), never the step's own."""
+    m = mined[name]
+    for version, r in strategies(m).items():
+        packet = next(
+            p for p, _ in m.packets.values() if p["provenance"]["version"] == version and p["record_type"] == "strategy"
+        )
+        ev = packet["agent_facing"]["evidence"]
+        stated = [
+            i["text"] for i in ev if i["kind"] in ("stated-bottleneck", "parent-bottleneck-type", "parent-symptom")
+        ]
+        bottleneck = r["payload"]["problem"]["bottleneck"]
+        assert (bottleneck is None) == (not stated), version
+        assert bottleneck is None or bottleneck in stated, version
+    for version, said in ut.EXPECTED[name].get("stated_bottleneck", {}).items():
+        if version in strategies(m):
+            assert strategies(m)[version]["payload"]["problem"]["bottleneck"] == said
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_an_anti_strategy_for_every_failed_lever_and_pitfall_with_a_stated_cause_and_none_without(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    for table in (e["failed_levers"], e["pitfalls"]):
+        for lever, cause in table.items():
+            found = antis_for(m, lever)
+            if cause is None:
+                assert not found, lever
+            else:
+                assert len(found) == 1, lever
+                assert cause.lower() in found[0]["payload"]["established_fact"]["mechanism"].lower(), lever
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_lessons_are_the_traces_own_words_where_it_has_them(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    for lever, words in e["lessons"].items():
+        (record,) = antis_for(m, lever)
+        assert words.lower() in record["payload"]["lesson"].lower(), lever
+        assert BOILERPLATE not in record["payload"]["lesson"]
+    for r in m.records.values():
+        if r["type"] == "anti-strategy":
+            assert r["payload"]["lesson"] != r["payload"]["attempted"]
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_the_architecture_is_a_condition_only_where_the_cause_is_bound_to_it(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    for lever in e["arch_free"]:
+        for r in antis_for(m, lever):
+            assert "sm_arch" not in r["payload"]["established_fact"]["condition"], lever
+    for lever, isa in e.get("arch_range", {}).items():
+        (record,) = antis_for(m, lever)
+        assert record["payload"]["established_fact"]["condition"]["sm_arch"] == isa
+
+
+def test_the_final_kernel_is_the_last_kept_version(mined):
+    for name, m in mined.items():
+        version, kernel = ut.EXPECTED[name]["final"]
+        refs = [r for r in m.records.values() if r["type"] == "reference-kernel" and "final" in r["id"]]
+        assert [r["evidence"]["raw"]["version"] for r in refs] == [version], name
+        assert refs[0]["payload"]["implementation"]["core_kernel_name"] == kernel
+
+
+@pytest.mark.xfail(
+    strict=True, reason="ladder (mine/): a subject-declared re-baseline with the kernel unchanged is rejected"
+)
+def test_a_declared_rebaseline_moves_the_floor_and_the_next_win_is_claimed(mined):
+    m, e = mined["helion_softmax_h100"], ut.EXPECTED["helion_softmax_h100"]
+    assert m.steps["v5"]["outcome"] == "rebaseline"
+    assert strategies(m)["v6"]["worth"]["gain"]["pct"] == e["claims"]["v6"][1]
+
+
+@pytest.mark.xfail(strict=True, reason="packets (mine/): a commit writing two step records cites its lever at the last")
+def test_a_lever_is_cited_at_its_own_step_record(mined):
+    (record,) = antis_for(mined["int8_gemm_a100"], "int4 weights packed two per byte")
+    assert record["evidence"]["raw"]["version"] == "v8"
