@@ -146,8 +146,14 @@ def observed_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said
         text = f"The attempt measured {pct}% against the floor it was tried against" + (
             " (slower)." if pct < 0 else "."
         )
-        out.append(Said(text, (slot,), ((repr(abs(pct)) if isinstance(pct, float) else str(abs(pct)), slot),)))
+        measured = Said(text, (slot,), ((repr(abs(pct)) if isinstance(pct, float) else str(abs(pct)), slot),))
+        # a quoted verdict without its full stop ("geomean -2.8% vs HEAD") would run into the next sentence
+        out = [measured, *out] if out and not ends_sentence(out[-1].says) else [*out, measured]
     return out
+
+
+def ends_sentence(text: str) -> bool:
+    return text.rstrip().endswith((".", "!", "?", ";", ":", ")"))
 
 
 def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:

@@ -1,0 +1,68 @@
+"""The drafter's classes from #26, as pure functions: a lesson in the trace's own words, the architecture
+only where the cause is bound to it beyond the lever's own words, a strategy's bottleneck from what its
+parent states, sentence boundaries kept when a verdict without a full stop meets the measured change."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from optrace.distill.anti import lesson_claims, observed_claims
+from optrace.distill.claims import Said, Sources
+from optrace.facts import cause_arch_bound
+from optrace.gates.trace.ncu_attribution import stated_bottlenecks
+
+LEVER = "stage gamma and beta in shared memory at the start of each block"
+
+
+def packet(evidence: list[tuple[str, str]], record_type: str = "anti-strategy", pct=None) -> dict:
+    items = [{"id": f"e{i + 1}", "kind": k, "text": t} for i, (k, t) in enumerate(evidence)]
+    return {
+        "record_type": record_type,
+        "seg_kind": "deadend-prose",
+        "agent_facing": {
+            "evidence": items,
+            "pitfalls_recorded_here": [],
+            "measurements": {"improve_pct_vs_floor": pct},
+        },
+    }
+
+
+def test_the_levers_own_words_do_not_bind_its_cause_to_the_architecture():
+    cause = "Staging gamma and beta in shared memory only pays off when several rows share a block."
+    assert not cause_arch_bound(cause, LEVER)
+    assert not cause_arch_bound("200 threads leave a partial warp, so every block waits forever.", "200 threads")
+    # a resource the lever does not name, the ISA range, the GPU: bound
+    assert cause_arch_bound("the eight row addresses land in the same four banks", "ldmatrix.x4 loads of B")
+    assert cause_arch_bound("mma.sync with s8 operands exists only for __CUDA_ARCH__ >= 800", "int8 mma path")
+    assert cause_arch_bound("the H100 has 228 KB of shared memory per SM", "a deeper pipeline")
+
+
+def test_a_lesson_is_never_the_lever_itself_and_may_be_the_causes_scope_sentence():
+    p = packet([("segment", "a failed lever"), ("change", LEVER), ("body", "It was slower.")])
+    why = [
+        Said("a single warp cannot keep enough loads in flight to cover DRAM latency on an 8192-wide row", ("e3",)),
+        Said("The warp-per-row layout belongs to short rows (hidden <= 1024), not to this one.", ("e3",)),
+    ]
+    assert [s.says for s in lesson_claims(p, Sources(p), LEVER, why, True)] == [why[1].says]
+    # a one-sentence cause and nothing else to learn from: the pipeline's sentence, never the lever's text
+    lesson = lesson_claims(p, Sources(p), LEVER, why[:1], True)
+    assert [s.says for s in lesson] == ["Do not retry this lever while the cause above holds."]
+
+
+def test_a_verdict_without_a_full_stop_never_runs_into_the_next_sentence():
+    p = packet([("segment", "a failed lever"), ("gate-verdict", "geomean -2.8% vs HEAD")], pct=-3.19)
+    lever = {"id": "e9", "text": LEVER}
+    text = " ".join(s.says for s in observed_claims(p, Sources(p), lever, []))
+    assert text == "The attempt measured -3.19% against the floor it was tried against (slower). geomean -2.8% vs HEAD"
+
+
+def test_a_strategys_stated_bottleneck_is_its_parents_never_its_own_after_state():
+    evidence = [("stated-bottleneck", "three reads of every row"), ("bottleneck-type", "latency_bound")]
+    evidence += [("parent-bottleneck-type", "memory_bound"), ("parent-symptom", "issue-bound")]
+
+    def ev(record_type):
+        p = packet(evidence, record_type)
+        return SimpleNamespace(packet=SimpleNamespace(data=p, agent_facing=p["agent_facing"]))
+
+    assert stated_bottlenecks(ev("strategy")) == ["three reads of every row", "memory_bound", "issue-bound"]
+    assert stated_bottlenecks(ev("anti-strategy")) == ["three reads of every row"]
