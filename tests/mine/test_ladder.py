@@ -425,3 +425,38 @@ def test_a_thousandfold_win_the_speedup_confirms_is_no_unit_slip():
     # the reference stayed put (its implied latency 50 ms both times): the kernel really got 1000x faster
     steps = steps_of([row(0, 50_000.0, speedup_vs_ref=1.0), row(1, 50.0, speedup_vs_ref=1000.0)])
     assert steps["v1"].outcome == "mega" and steps["v1"].review  # a claim, flagged for review as any big jump
+
+
+# ---- a declared re-baseline of an unchanged kernel ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        {"subject": "V5: re-baseline: the harness now flushes L2 before each call"},
+        {"harness_files": ["bench/harness.py"]},
+    ],
+)
+@pytest.mark.parametrize("geo", [130.0, 90.0])  # the harness change made it slower, or faster
+def test_an_unchanged_kernel_under_a_declared_harness_change_is_the_rebaseline(evidence, geo):
+    # ingest gives an unchanged kernel with no verdict in its subject verdict "none"; the harness change it
+    # declares is what moved the numbers, so it sets the floor the next step is measured against
+    rows = [row(0, 100.0), row(1, 80.0), row(2, geo, "none", **evidence), row(3, geo * 0.9)]
+    steps = steps_of(rows)
+    assert steps["v2"].outcome == "rebaseline" and steps["v2"].improve_pct is not None
+    assert steps["v3"].outcome == "milestone" and steps["v3"].floor_before_us == geo
+    assert steps["v3"].improve_pct == 10.0 and steps["v3"].final
+
+
+def test_an_unchanged_kernel_without_harness_evidence_is_still_not_a_kept_change():
+    # faster numbers alone (noise, a warmer GPU) never make an unchanged kernel a claim or move the floor
+    steps = steps_of([row(0, 100.0), row(1, 80.0), row(2, 60.0, "none", subject="v2: retimed"), row(3, 76.0)])
+    assert steps["v2"].outcome == "rejected" and "not a kept change" in steps["v2"].reason
+    assert steps["v3"].outcome == "milestone" and steps["v3"].floor_before_us == 80.0
+
+
+def test_an_unchanged_kernel_is_never_a_claim_whatever_its_evidence():
+    for evidence in ({"subject": "v2: re-baseline"}, {"harness_files": ["bench/x.py"]}):
+        steps = steps_of([row(0, 100.0), row(1, 80.0), row(2, 40.0, "none", **evidence)])
+        # 2x faster with the kernel unchanged: the harness moved, so it sets the floor without a claim
+        assert steps["v2"].outcome == "rebaseline" and steps["v2"].final

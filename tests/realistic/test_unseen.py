@@ -51,8 +51,6 @@ def test_milestones_carry_their_exact_gain_and_the_stated_causal_mechanism(mined
     m, e = mined[name], ut.EXPECTED[name]
     found = strategies(m)
     for version, (kind, pct) in e["claims"].items():
-        if name == "helion_softmax_h100" and version == "v6":
-            continue  # the declared re-baseline at v5 is not yet read as one: test_a_declared_rebaseline...
         assert m.steps[version]["outcome"] == kind, version
         assert found[version]["worth"]["gain"]["pct"] == pct, version
         assert e["strategy_causes"][version].lower() in found[version]["payload"]["mechanism"].lower(), version
@@ -122,9 +120,6 @@ def test_the_final_kernel_is_the_last_kept_version(mined):
         assert refs[0]["payload"]["implementation"]["core_kernel_name"] == kernel
 
 
-@pytest.mark.xfail(
-    strict=True, reason="ladder (mine/): a subject-declared re-baseline with the kernel unchanged is rejected"
-)
 def test_a_declared_rebaseline_moves_the_floor_and_the_next_win_is_claimed(mined):
     m, e = mined["helion_softmax_h100"], ut.EXPECTED["helion_softmax_h100"]
     assert m.steps["v5"]["outcome"] == "rebaseline"

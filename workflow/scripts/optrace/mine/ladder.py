@@ -5,7 +5,10 @@ the floor; a version whose own subject says it changed nothing (NO_CHANGE, withi
 the floor but never claims a gain. A version is a harness re-baseline only when the evidence says so:
 the reference re-measured in the same run (`speedup_vs_ref_geomean`) moved with the latency, the
 commit changed harness/workload/definition files, or the run's own text says so. It moves the floor
-without a claim. A jump beyond the re-baseline factor with none of these is a claim like any other
+without a claim. A version whose kernel did not change (ingest's verdict "none") is let through only on
+harness evidence (files or text): a declared re-baseline of the unchanged kernel sets the floor the next
+step is measured against instead of being skipped. A jump beyond the re-baseline factor with none of
+these is a claim like any other
 (naive -> coalesced SGEMM, PyTorch wrapper -> fused kernel are real 6x steps), flagged for review.
 A jump of about 10^3 (a factor within UNIT_TOLERANCE of 1000 either way) with no harness evidence
 (files, text) is a unit slip: latencies written in ns or ms instead of µs. The reference's implied
@@ -95,7 +98,9 @@ def rejection(row: VersionRow) -> str | None:
     """Why a version can never move the floor, or None. Order: most fundamental first."""
     if row["verdict"] == "reverted":
         return "infrastructure failure" if row["infrastructure"] else f"reverted ({row['verdict_basis']})"
-    if row["verdict"] == "none":
+    if row["verdict"] == "none" and not harness_evidence(row):
+        # An unchanged kernel re-measured under a declared harness change is the re-baseline itself:
+        # run_ladder reads it as one (the evidence that lets it through is rebaseline evidence), never a claim.
         return f"not a kept change ({row['verdict_basis']})"
     if row["infrastructure"]:
         return "infrastructure failure"
