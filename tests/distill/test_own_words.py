@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from optrace.distill.anti import lesson_claims, observed_claims
 from optrace.distill.claims import Said, Sources
-from optrace.facts import cause_arch_bound
+from optrace.facts import cause_arch_bound, judge_sentence
 from optrace.gates.trace.ncu_attribution import stated_bottlenecks
 
 LEVER = "stage gamma and beta in shared memory at the start of each block"
@@ -66,3 +68,20 @@ def test_a_strategys_stated_bottleneck_is_its_parents_never_its_own_after_state(
 
     assert stated_bottlenecks(ev("strategy")) == ["three reads of every row", "memory_bound", "issue-bound"]
     assert stated_bottlenecks(ev("anti-strategy")) == ["three reads of every row"]
+
+
+@pytest.mark.parametrize(
+    "noun_phrase",
+    ["int4 weights (two per byte) unpacked in the K loop", "fp16 loads of the whole row, one per thread"],
+)
+def test_a_plural_after_an_identifier_that_ends_its_clause_is_no_verb(noun_phrase):
+    # a step record's change description names what was tried; read as "int4 weights" = subject + verb
+    # it became the failed lever's cause and hid the commit body's real one (#26, the int8 GEMM's v8)
+    assert not judge_sentence(noun_phrase, "int4 weights packed two per byte").states_cause
+
+
+@pytest.mark.parametrize(
+    "clause", ["x_ptr points past the row end for the last tile", "BLOCK_N rounds up to 224 barrier arrivals"]
+)
+def test_an_identifier_subject_with_a_verb_and_its_complement_is_still_a_clause(clause):
+    assert judge_sentence(clause, "200 threads per block").states_cause

@@ -621,6 +621,18 @@ def test_the_commit_of_another_version_fails_provenance_and_names_it(bench):
     assert list(found) == ["provenance"] and "is the commit of v1, not of 'v2'" in found["provenance"][0]
 
 
+def test_a_commit_recording_several_versions_is_the_commit_of_each_and_of_no_other(bench):
+    # one dead-end commit writing memory/v8.json and v9.json is the own commit of both (versions.jsonl)
+    own = bench.trace.commits["v2"]
+    assert "v99" not in bench.trace.commits
+    shared = dataclasses.replace(bench.trace, commits={**bench.trace.commits, "v99": own})
+    assert shared.versions_of[own] == ("v2", "v99")
+    assert failing_after(bench, seg("strategy-b1be26"), raw_edit(), trace=shared) == {}
+    found = failing_after(bench, seg("strategy-b1be26"), raw_edit(git_commit=own, version="v1"), trace=shared)
+    assert "provenance" in found
+    assert any(f"{own!r} is the commit of v2, v99, not of 'v1'" in m for m in found["provenance"])
+
+
 @pytest.mark.parametrize(
     "values, says",
     [

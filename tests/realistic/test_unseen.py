@@ -126,7 +126,6 @@ def test_a_declared_rebaseline_moves_the_floor_and_the_next_win_is_claimed(mined
     assert strategies(m)["v6"]["worth"]["gain"]["pct"] == e["claims"]["v6"][1]
 
 
-@pytest.mark.xfail(strict=True, reason="packets (mine/): a commit writing two step records cites its lever at the last")
 def test_a_lever_is_cited_at_its_own_step_record(mined):
     (record,) = antis_for(mined["int8_gemm_a100"], "int4 weights packed two per byte")
     assert record["evidence"]["raw"]["version"] == "v8"

@@ -183,7 +183,11 @@ def _has_finite_verb(toks: list[str]) -> bool:
         if not verbish or (i + 1 < len(low) and low[i + 1] in ("of", "and", "or")):
             continue
         before = low[max(0, i - 4) : i]
-        if any(b in DETERMINERS for b in before[:-1]) or _is_identifier(toks[i - 1]) or before[-1] in ("it", "they"):
+        if any(b in DETERMINERS for b in before[:-1]) or before[-1] in ("it", "they"):
+            return True
+        # after an identifier only with something following: "x_ptr points to ..." is a clause, while
+        # "int4 weights" or "fp16 loads" that end their clause are a noun phrase (a plural, not a verb)
+        if _is_identifier(toks[i - 1]) and i + 1 < len(low):
             return True
         if before[-1] in ("only", "also", "still", "always", "then", "now", "just") and i >= 2:
             return True

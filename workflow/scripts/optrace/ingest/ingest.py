@@ -89,6 +89,10 @@ def classify_commits(commits: list[Commit]) -> VersionIndex:
                 non_version.append(_non_version(commit, f"{claim.basis} adds no memory/v<N>.json"))
                 warnings.append(f"commit {commit.sha[:12]}: {claim.basis} adds no memory/v<N>.json; not a version")
                 continue
+            if len(carried := carried_versions(commit, claim)) > 1:
+                for m in carried:
+                    versions.setdefault(m, VersionCommits(m, [])).commits.append((commit, claim))
+                continue
             n = max(added)
         elif claim.kind != "version":
             why = (
@@ -272,7 +276,7 @@ def build_rows(
                 "carried_from": rec.carried_from if rec else None,
                 "no_change": grammar.has_no_change(subject_text),
                 "infrastructure": grammar.has_infra(subject_text),
-                "deadend_items": list(dict.fromkeys(i for cl in claims for i in cl.deadend_items)),
+                "deadend_items": own_levers(n, vc, memory) if vc else [],
                 "pitfalls": [{"text": p.text, "fix": p.fix, "cause": p.cause, "lesson": p.lesson} for p in rec.pitfalls]
                 if rec
                 else [],
@@ -294,6 +298,42 @@ def build_rows(
             }
         )
     return rows, warnings
+
+
+def _words(text: str | None) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", (text or "").lower()) if len(w) > 2}
+
+
+def own_levers(n: int, vc: VersionCommits, memory: dict[int, StepRecord]) -> list[str]:
+    """The dead-end levers version n's commits list that are its own. A commit carrying several versions
+    (classify_commits) lists one lever per step record: each lever goes to the version whose record's
+    description shares most of its words, the listed order breaking ties (the subject lists them in
+    version order), so a lever is cited at its own step, never at its neighbour's."""
+    mine: list[str] = []
+    for commit, claim in vc.commits:
+        carried = [m for m in carried_versions(commit, claim) if m in memory] or [n]
+        for i, item in enumerate(claim.deadend_items):
+            if len(carried) == 1:
+                owner = n
+            else:
+                words = _words(item)
+                by_order = carried[min(i, len(carried) - 1)]
+                owner = max(
+                    carried,
+                    key=lambda m: (len(words & _words(memory[m].action_description)), m == by_order),
+                )
+            if owner == n and item not in mine:
+                mine.append(item)
+    return mine
+
+
+def carried_versions(commit: Commit, claim: grammar.SubjectClaim) -> list[int]:
+    """The versions one untagged dead-end commit records (`dead-end recorded: A, B` adding memory/v8.json
+    and v9.json carries both, one lever each), or [] when it is an ordinary commit of one version."""
+    if claim.kind != "untagged" or not claim.deadend_items:
+        return []
+    added = {int(m.group(1)) for p in commit.added("memory/") if (m := re.match(MEMORY_VERSION_RE, p))}
+    return sorted(added) if len(added) > 1 else []
 
 
 def resolve_target(meta: Metadata, over: Overrides, table: HardwareTable, trace: str) -> tuple[Target, list[str]]:

@@ -88,8 +88,12 @@ class TraceContext:
     prose_peers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
-    def versions_of(self) -> dict[str, str]:
-        return {sha: version for version, sha in self.commits.items()}
+    def versions_of(self) -> dict[str, tuple[str, ...]]:
+        """sha -> the versions it is the commit of (one dead-end commit may record several)."""
+        out: dict[str, tuple[str, ...]] = {}
+        for version, sha in self.commits.items():
+            out[sha] = (*out.get(sha, ()), version)
+        return out
 
     @cached_property
     def name_of(self) -> dict[str, str]:
