@@ -90,8 +90,8 @@ def classify_commits(commits: list[Commit]) -> VersionIndex:
                 warnings.append(f"commit {commit.sha[:12]}: {claim.basis} adds no memory/v<N>.json; not a version")
                 continue
             if len(carried := carried_versions(commit, claim)) > 1:
-                for m in carried:
-                    versions.setdefault(m, VersionCommits(m, [])).commits.append((commit, claim))
+                for carried_n in carried:
+                    versions.setdefault(carried_n, VersionCommits(carried_n, [])).commits.append((commit, claim))
                 continue
             n = max(added)
         elif claim.kind != "version":

@@ -26,7 +26,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
         out.append(f"{rel}: evidence.raw.version: {version!r} is not the packet's version {prov.get('version')!r}")
     if not isinstance(commit, str) or commit not in trace.versions_of:
         out.append(f"{rel}: evidence.raw.git_commit: {commit!r} is not a commit of a version of this trace")
-    elif trace.commits.get(version) != commit:
+    elif not isinstance(version, str) or trace.commits.get(version) != commit:
         out.append(
             f"{rel}: evidence.raw.git_commit: {commit!r} is the commit of {', '.join(trace.versions_of[commit])}, "
             f"not of {version!r}"
