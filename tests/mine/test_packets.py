@@ -200,3 +200,50 @@ def test_stale_packets_are_removed(tmp_path):
 )
 def test_report_conclusion_anchors(text, expected):
     assert report_conclusion(text) == expected
+
+
+def _kernel_body(name: str, lines: int) -> str:
+    """A kernel of `lines` lines that share no line with a kernel of another name."""
+    body = "\n".join(f"    {name}_acc_{i} = tl.load(ptr + {i} * {name.upper()}_STRIDE)" for i in range(lines))
+    return f"import triton\nimport triton.language as tl\n\n@triton.jit\ndef {name}_kernel(ptr):\n{body}\n"
+
+
+def test_a_snapshot_repeating_a_neighbour_makes_no_reference_kernel_and_a_distinct_one_does(tmp_path):
+    """Reference kernels: the final one, and a mega-milestone snapshot only where it is materially different
+    from both its neighbours in the store (the kernel its step edited or the previous snapshot, and the next
+    snapshot or the final kernel); a skipped snapshot is named in the manifest with the side it repeats."""
+    tiled, warp = _kernel_body("tiled", 30), _kernel_body("warp", 30)
+    final = warp.replace("warp_acc_29 =", "warp_acc_29 = 2 *")  # one line of thirty changed
+    build_trace(
+        tmp_path / "t",
+        [
+            CommitSpec(
+                "V0: baseline",
+                {
+                    "kernel.py": _kernel_body("naive", 30),
+                    "memory/v0.json": tracekit.memory(0, 100.0),
+                    **tracekit.meta_files(),
+                },
+            ),
+            CommitSpec("v1: committed (+40%)", {"kernel.py": tiled, "memory/v1.json": tracekit.memory(1, 60.0)}),
+            CommitSpec("v2: committed (+30%)", {"kernel.py": warp, "memory/v2.json": tracekit.memory(2, 42.0)}),
+            CommitSpec("v3: committed (+5%)", {"kernel.py": final, "memory/v3.json": tracekit.memory(3, 40.0)}),
+        ],
+    )
+    work, out, res = mine(tmp_path / "t", tmp_path)
+    assert res.returncode == 0, res.stderr
+    segs = [json.loads(ln) for ln in (work / "segments.jsonl").read_text().splitlines()]
+    snaps = {s["version"]: s["seg_id"] for s in segs if s["seg_kind"] == "mega-snapshot"}
+    assert sorted(snaps) == ["v1", "v2"]  # both steps gained >= 20 %: both are snapshot candidates
+    packets = load_packets(out)
+    refs = {p["provenance"]["version"]: p for p in packets.values() if p["record_type"] == "reference-kernel"}
+    # v1 shares no line with v0 (the kernel it edited) nor with v2 (the next snapshot): kept, said what it is
+    # v2 is the final kernel but one line: skipped, so the store holds that code once
+    assert sorted(refs) == ["v1", "v3"]
+    assert (
+        "kept after a large measured gain and superseded by later steps"
+        in refs["v1"]["agent_facing"]["what_this_record_is"]
+    )
+    skipped = json.loads((out / "manifest.json").read_text())["skipped"]
+    assert [s["seg_id"] for s in skipped] == [snaps["v2"]]
+    assert skipped[0]["why"].endswith("of its lines are the kernel after it in the store: not materially different")
