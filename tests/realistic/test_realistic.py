@@ -634,3 +634,13 @@ def test_the_lineage_gate_checks_the_parent_against_the_trace_itself(mined):
     forged = copy.deepcopy(packet)
     forged["agent_facing"]["measurements"]["floor_before_us"] += 1.0
     assert lineage(forged)[0] == "FAIL"
+
+
+def test_a_failed_levers_goal_is_the_purpose_its_name_states(mined):
+    """`__launch_bounds__(512, 2) to keep two blocks resident per SM` was meant to keep two blocks resident;
+    a lever that names no purpose states what it was tried against, never one template for every lever."""
+    antis = [r for _, r in mined["fib_rmsnorm"].of_type("anti-strategy")]
+    (bounds,) = [r for r in antis if r["payload"]["attempted"].startswith("__launch_bounds__(512, 2)")]
+    assert bounds["payload"]["goal"] == "Keep two blocks resident per SM."
+    goals = [r["payload"]["goal"] for r in antis]
+    assert len(set(goals)) == len(goals) and not any(g.startswith("Avoid retrying") for g in goals)

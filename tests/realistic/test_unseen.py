@@ -3,8 +3,11 @@ checked against what a reader of each trace expects. Each trace is built and min
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from optrace.example.repo_builder import build_trace
 from tests.realistic import unseen_traces as ut
 from tests.realistic.test_realistic import Mined, mine_trace
 
@@ -129,3 +132,69 @@ def test_a_declared_rebaseline_moves_the_floor_and_the_next_win_is_claimed(mined
 def test_a_lever_is_cited_at_its_own_step_record(mined):
     (record,) = antis_for(mined["int8_gemm_a100"], "int4 weights packed two per byte")
     assert record["evidence"]["raw"]["version"] == "v8"
+
+
+def template_goal(record: dict) -> bool:
+    """A goal that is the change restated, a sentence about no intent, or the one lever template."""
+    goal, p = record["payload"]["goal"], record["payload"]
+    return goal in (p.get("change"), p.get("attempted"), "Nothing else changed.") or goal.startswith(
+        "Avoid retrying on"
+    )
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_goals_are_the_steps_own_aim_never_the_change_and_never_repeated(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    for version, words in e["goals"].items():
+        assert words.lower() in strategies(m)[version]["payload"]["goal"].lower(), version
+    goals = [r["payload"]["goal"] for r in m.records.values() if r["type"] != "reference-kernel"]
+    assert len(goals) == len(set(goals)), goals
+    for r in m.records.values():
+        if r["type"] != "reference-kernel":
+            assert not template_goal(r), (r["id"], r["payload"]["goal"])
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_pitfall_carries_its_own_verdict_and_no_borrowed_symptoms_or_numbers(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    for pitfall, verdict in e["pitfall_verdicts"].items():
+        (record,) = antis_for(m, pitfall)
+        assert record["payload"]["verdict"] == verdict, pitfall
+    for seg, r in m.records.items():
+        if m.packets[seg][0]["seg_kind"] != "curated-pitfall":
+            continue
+        cited = r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]
+        kinds = {i["id"]: i["kind"] for i in m.packets[seg][0]["agent_facing"]["evidence"]}
+        for path, claims in cited.items():
+            for c in claims:
+                assert all(kinds.get(i, "slot") not in ("change", "body", "subject") for i in c["cites"]), path
+        assert set(r["evidence"]["raw"]["effect"]) == {"basis"}, seg  # no geomean of the kept version
+
+
+# The run-wide list of open directions, copied into every kept step's record (as agents do): v4 then takes
+# the shuffle reductions and v7 the uint4 loads; two rows per block stays open to the end.
+RUN_WIDE_DIRECTIONS = [
+    {"direction": "__shfl_xor_sync reductions inside each warp", "rationale": "a barrier per tree level"},
+    {"direction": "uint4 loads, eight bf16 values per thread", "rationale": "2-byte loads bound the issue rate"},
+    {"direction": "two rows per block for short rows", "rationale": "one row per block idles warps"},
+]
+
+
+def test_next_steps_are_what_is_still_open_after_each_step_never_the_run_wide_list_again(tmp_path):
+    commits, untracked = ut.layernorm_commits()
+    for c in commits:
+        for path in [p for p in c.files if p in ("memory/v2.json", "memory/v4.json", "memory/v7.json")]:
+            record = json.loads(c.files[path])
+            record["open_directions"] = RUN_WIDE_DIRECTIONS
+            c.files[path] = json.dumps(record, indent=1)
+    trace = tmp_path / ut.LABELS["layernorm_h20"]
+    build_trace(trace, commits, untracked)
+    m = mine_trace("layernorm_h20", trace, tmp_path)
+    assert m.validation["counts"]["failed"] == 0
+    steps = {v: r["payload"]["next_steps"] for v, r in strategies(m).items()}
+    shuffle, uint4, rows = (d["direction"] for d in RUN_WIDE_DIRECTIONS)
+    assert steps["v2"] == [shuffle, uint4, rows]  # all three are open after v2
+    assert shuffle not in steps["v4"] + steps["v7"]  # v4 took it
+    assert uint4 not in steps["v7"]  # v7 took it
+    offered = [d for s in steps.values() for d in s]
+    assert len(offered) == len(set(offered)), steps  # no direction offered by two records

@@ -41,7 +41,9 @@ ACCURACY_RE = re.compile(r"mismatch|max_(?:abs|rel)_err|accuracy|precision|numer
 API_RE = re.compile(
     r"unsupported|not supported|does not support|not implemented|cannot (?:express|be expressed|lower|compile)"
     r"|can not (?:express|be expressed|lower|compile)|compile error|COMPILE_ERROR|do(?:es)? not compile"
-    r"|fails to compile",
+    r"|fail(?:s|ed)? to (?:compile|build)|d(?:id|oes|o) not (?:compile|build)"
+    # an instruction the toolchain emits only for other architectures (`only emitted for sm_80 and newer`)
+    r"|only (?:emitted|available|exists?) for|exists? only for",
     re.I,
 )
 

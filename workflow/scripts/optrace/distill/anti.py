@@ -3,7 +3,9 @@
 Its cause is read from the trace's own statements in order of authority: the lever's own stated cause (a
 pitfall's explanation, an experiment's evidence, a revert's reason), the reason written beside the lever,
 its fix, then the version's gate verdict, commit body and evidence summary (where one version lists
-several levers, only what it says about this one: the sentence or bracket that names it). The one judge
+several levers, only what it says about this one: the sentence or bracket that names it). The goal is what
+the lever was meant to achieve: the purpose its name states, its own step record's expected impact or a
+sentence of intent, else a plain statement of the lever against the floor (a pitfall: what it recorded). The one judge
 of a cause is optrace.facts. The condition is what the statements scope it to: the toolchain, the
 architecture only when the cause is bound to it, a shape regime or dtype they state. The lesson is the
 trace's: its lesson, its fix, a sentence saying when the lever pays off, else the run's next direction.
@@ -14,7 +16,15 @@ from __future__ import annotations
 import re
 
 from optrace.distill.claims import Claims, Said, Sources, servable
-from optrace.distill.common import lever_key, measured_effect, problem
+from optrace.distill.common import (
+    intent_sentences,
+    lever_key,
+    measured_effect,
+    operator_name,
+    problem,
+    purpose_of,
+    symptom_claims,
+)
 from optrace.distill.draft import Draft
 from optrace.distill.strategy import DIFF_FORMAT
 from optrace.facts import (
@@ -156,10 +166,34 @@ def ends_sentence(text: str) -> bool:
     return text.rstrip().endswith((".", "!", "?", ";", ":", ")"))
 
 
+def goal_claims(packet: dict, src: Sources, lever_item: dict, own_prose: bool) -> list[Said]:
+    """What the lever was meant to achieve (see the module doc); the version's prose only where it is this
+    lever's alone."""
+    lever = " ".join(lever_item["text"].split())
+    pitfall = packet["seg_kind"] == "curated-pitfall"
+    purpose = None if pitfall else purpose_of(lever_item)  # a pitfall names what went wrong, not an aim
+    if purpose:
+        return [purpose]
+    if own_prose:
+        aims = [
+            Said(s, (i["id"],))
+            for i in src.of("expected-impact")
+            for s in sentences(i["text"])
+            if servable(s) and not restates(s, lever)
+        ]
+        aims = aims or intent_sentences(src.of("body"), lever)
+        if aims:
+            return aims[:2]
+    gpu, op = packet["agent_facing"]["operator"]["gpu"], operator_name(packet)
+    cites = (lever_item["id"],) + tuple(i["id"] for i in src.of("segment")[:1])
+    if pitfall:
+        return [Said(f"A pitfall this run recorded on {gpu}: {lever}", cites)]
+    return [Said(f"Beat the floor of the {op} operator on {gpu}: {lever}", cites)]
+
+
 def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:
     """An established fact or nothing. The packet's precheck is a hint: the drafter judges the cause and
     the condition itself, from the packet's statements."""
-    a = packet["agent_facing"]
     levers = [i for i in src.of("lever") if servable(i["text"])]
     if not levers:
         return "the failed lever is absent or states absolute latencies"
@@ -172,14 +206,10 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     condition = condition_claims(packet, src, lever_item, why)
     if not condition:
         return "no checkable condition (arch, shape regime, dtype or toolchain)"
-    where = src.of("segment")[:1]
-    goal = Said(
-        f"Avoid retrying on {a['operator']['gpu']}: {lever}", (lever_item["id"],) + tuple(i["id"] for i in where)
-    )
     mechanism = " ".join(w.says for w in why)
     observed = observed_claims(packet, src, lever_item, why)
     payload: dict = {
-        "goal": claims.put("payload.goal", [goal]),
+        "goal": claims.put("payload.goal", goal_claims(packet, src, lever_item, own)),
         "problem": problem(packet, src, claims),
         "attempted": claims.put("payload.attempted", [Said(lever, (lever_item["id"],))]),
         "verdict": anti_verdict(packet),
@@ -196,4 +226,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     }
     assert payload["established_fact"]["mechanism"] == mechanism
     gain: dict = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
-    return Draft(payload, gain, measured_effect(packet), [] if observed else ["observed"])
+    thin = [] if observed else ["observed"]
+    if packet["seg_kind"] == "curated-pitfall" and not symptom_claims(packet, src):
+        thin.append("signals.symptoms")  # a pitfall's symptoms are its own or none, never its version's capture
+    return Draft(payload, gain, measured_effect(packet), thin)

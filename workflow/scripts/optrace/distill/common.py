@@ -18,6 +18,17 @@ SCOPE_KEYS = ("vendor", "arch", "product", "dsl", "operator_family")
 PROCESS_CATEGORIES = {"baseline", "exhaustive_search", "long_horizon_episode", "fast_long_horizon_episode"}
 # the segment kinds whose version prose is about this record's change alone (its category is its own)
 OWN_CHANGE_KINDS = ("milestone", "mega", "deadend-prose", "final-kernel", "mega-snapshot")
+# a sentence that says what a step meant to do (`to keep two blocks resident`, `so that the sum ...`)
+INTENT = re.compile(
+    r"\b(?:in order to|so as to|so that|aims? to|meant to|intended to|expected to|should|the (?:idea|aim|goal) is)\b",
+    re.I,
+)
+# a purpose clause inside a lever's name: `__launch_bounds__(512, 2) to keep two blocks resident per SM`
+# (not `failed to compile`, `up to 224`: what happened or a bound)
+PURPOSE = re.compile(
+    r"(?<!\bfailed)(?<!\bfails)(?<!\bunable)(?<!\bup)(?<!\bclose)\s(?:in order to|so as to|to)\s+(?!(?:the|a|an|be)\b)(?=[a-z])",
+    re.I,
+)
 _NOT_A_SYMPTOM = re.compile(r"^(?:episode[-_ ]derived|not[-_ ]profiled\w*|unknown|none|n/?a)$", re.I)
 _WORD = re.compile(r"[a-z0-9_]+")
 
@@ -179,6 +190,27 @@ def correctness(measurements: dict) -> dict:
     if type(c.get("max_abs_err")) in (int, float):
         out["max_diff"] = c["max_abs_err"]
     return {"correctness": out} if out else {}
+
+
+def intent_sentences(items: list[dict], not_this: str) -> list[Said]:
+    """The sentences of the items that say what was meant (INTENT), each citing its item; never a restatement
+    of `not_this` (the change or lever)."""
+    return [
+        Said(s, (i["id"],))
+        for i in items
+        for s in sentences(i["text"])
+        if servable(s) and INTENT.search(s) and lever_key(s) != lever_key(not_this)
+    ]
+
+
+def purpose_of(lever_item: dict) -> Said | None:
+    """The purpose a lever's own name states (`X to keep two blocks resident per SM`), as a sentence."""
+    text = " ".join(lever_item["text"].split())
+    m = PURPOSE.search(text)
+    if not m or m.start() == 0:
+        return None
+    aim = text[m.end() :].rstrip(".")
+    return Said(aim[0].upper() + aim[1:] + ".", (lever_item["id"],)) if servable(aim) else None
 
 
 def first_sentences(items: list[dict], n: int = 1) -> list[Said]:

@@ -1,8 +1,9 @@
 """A strategy: a measured milestone, in the trace's own words.
 
 - change: the step record's description of the change, else the commit subject's;
-- goal: what the step set out to do (its expected impact), else a sentence of its commit body the mechanism
-  does not already say, else the change;
+- goal: what the step set out to do: its expected impact, else a sentence of intent of its own prose, else
+  the floor it set out to beat and the bottleneck its subject states (or its category): never the change
+  restated, never a sentence about no intent ("Nothing else changed.");
 - mechanism: why it is faster, the causal sentences of its own statements in order of authority (the
   commit body, what its experiments found, the step record's evidence summary and expected impact, the
   bottleneck its subject states),
@@ -14,10 +15,20 @@
 from __future__ import annotations
 
 from optrace.distill.claims import Claims, Said, Sources, each, said, servable
-from optrace.distill.common import correctness, first_sentences, measured_effect, problem, technique_claims
+from optrace.distill.common import (
+    PROCESS_CATEGORIES,
+    correctness,
+    intent_sentences,
+    lever_key,
+    measured_effect,
+    operator_name,
+    problem,
+    technique_claims,
+)
 from optrace.distill.draft import Draft
 from optrace.facts import causal_sentences
 from optrace.kernelcode import cost_of, diff_snippet
+from optrace.wording import sentences
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 MECHANISM_KINDS = ("body", "experiment", "evidence-summary", "expected-impact", "stated-bottleneck", "subject")
@@ -35,6 +46,32 @@ def mechanism(src: Sources, change: str) -> list[Said]:
         if found:
             return found
     return []
+
+
+def goal_claims(packet: dict, src: Sources, change: str) -> tuple[list[Said], bool]:
+    """(the goal's sentences, whether the trace states none of its own: see the module doc)."""
+    aims = [
+        Said(s, (i["id"],))
+        for i in src.of("expected-impact")
+        for s in sentences(i["text"])
+        if servable(s) and lever_key(s) != lever_key(change)
+    ]
+    aims = aims or intent_sentences(src.of("body", "subject", "experiment"), change)
+    if aims:
+        return aims[:2], False
+    where = src.of("segment")[:1]
+    gpu = packet["agent_facing"]["operator"]["gpu"]
+    base = f"Beat the floor of the {operator_name(packet)} operator on {gpu}"
+    stated = [i for i in src.of("stated-bottleneck") if servable(i["text"])][:1]
+    category = [i for i in src.of("category") if i["text"].lower() not in PROCESS_CATEGORIES][:1]
+    if stated:
+        text, cites = f"{base}: {' '.join(stated[0]['text'].split())}.", stated
+    elif category:
+        kind = category[0]["text"].replace("_", " ")
+        text, cites = f"{base} with {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} change.", category
+    else:
+        text, cites = f"{base}.", []
+    return [Said(text, tuple(i["id"] for i in where + cites))], True
 
 
 def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:
@@ -67,12 +104,9 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     why = mechanism(src, change)
     if not why:
         thin.append("mechanism")
-    # the goal: what the step expected, else a sentence of its body the mechanism does not already say
-    explained = {w.says for w in why}
-    goal_said = next(
-        (s for s in first_sentences(src.of("expected-impact") + src.of("body"), n=99) if s.says not in explained),
-        change_said,
-    )
+    goal, goal_thin = goal_claims(packet, src, change)
+    if goal_thin:
+        thin.append("goal")
     directions = each(src.of("direction"))
     if not directions:
         thin.append("next_steps")
@@ -89,7 +123,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     )
     technique_here = [t for t in technique_claims(packet, src)[:1]]
     payload = {
-        "goal": claims.put("payload.goal", [goal_said]),
+        "goal": claims.put("payload.goal", goal),
         "problem": problem(packet, src, claims),
         "trace": {
             "builds_on": {"approach": approach, "is_baseline": bool(base.get("was_the_untouched_baseline"))},

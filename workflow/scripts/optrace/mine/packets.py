@@ -89,8 +89,8 @@ SEGMENT_KINDS = {
     "retry this lever while that cause holds",
     "strategy": "a change this run kept because it beat the floor (the previous best kept version, before it) by "
     "the measured gain",
-    "anti-strategy": "a lever (a change) this run attempted and did not keep, for the cause its evidence states: do "
-    "not retry this lever while that cause holds",
+    "anti-strategy": "a lever (a change) this run attempted to beat the floor and did not keep, for the cause its "
+    "evidence states: do not retry this lever while that cause holds",
 }
 STEP_RECORD_FIELDS = {
     "change": "optimization.action_description",

@@ -104,7 +104,8 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^evidence\.summary\.bottleneck_evidence\.note$", ("strategy",), {"parent-conclusion"}),
         (r"^evidence\.summary\.bottleneck_evidence\.note$", None, {"conclusion"}),
         (r"^payload\.(?:change|goal)$", ("strategy",), _OWN),
-        (r"^payload\.goal$", None, {"lever", "segment", "change", "subject", "body", "correctness"}),
+        # what a lever was meant to achieve: its name's purpose, its step record's expected impact, its body
+        (r"^payload\.goal$", None, {"lever", "segment", "change", "subject", "body", "expected-impact", "correctness"}),
         (r"^payload\.mechanism$", ("strategy",), _OWN | {"conclusion", "parent-conclusion"}),
         (r"^payload\.attempted$", None, {"lever", "change", "subject"}),
         (r"^payload\.lesson$", None, _CAUSE | {"direction", "segment"}),
