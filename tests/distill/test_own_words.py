@@ -1,6 +1,7 @@
 """The drafter's classes from #26, as pure functions: a lesson in the trace's own words, the architecture
 only where the cause is bound to it beyond the lever's own words, a strategy's bottleneck from what its
-parent states, sentence boundaries kept when a verdict without a full stop meets the measured change."""
+parent states, sentence boundaries kept when a verdict without a full stop meets the measured change, a
+goal from a lever's purpose clause or a sentence of intent."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from optrace.distill.anti import lesson_claims, observed_claims
 from optrace.distill.claims import Said, Sources
+from optrace.distill.common import intent_sentences, purpose_of
 from optrace.facts import cause_arch_bound, judge_sentence
 from optrace.gates.trace.ncu_attribution import stated_bottlenecks
 
@@ -85,3 +87,31 @@ def test_a_plural_after_an_identifier_that_ends_its_clause_is_no_verb(noun_phras
 )
 def test_an_identifier_subject_with_a_verb_and_its_complement_is_still_a_clause(clause):
     assert judge_sentence(clause, "200 threads per block").states_cause
+
+
+@pytest.mark.parametrize(
+    "lever,aim",
+    [
+        ("__launch_bounds__(512, 2) to keep two blocks resident per SM", "Keep two blocks resident per SM."),
+        ("pad each row by 8 bf16 in order to break the bank conflicts", "Break the bank conflicts."),
+        ("block_sizes=[256] failed to compile", None),  # what happened, not an aim
+        ("the barrier counts THREADS rounded up to 224 arrivals", None),  # a bound
+        ("tcgen05 MMA over 256x256 tiles, B multicast to the pair", None),  # a destination
+        ("to keep two blocks resident", None),  # the whole name: no lever before the aim
+    ],
+)
+def test_a_lever_states_its_purpose_only_in_a_purpose_clause(lever, aim):
+    found = purpose_of({"id": "e1", "text": lever})
+    assert (found.says if found else None) == aim
+
+
+@pytest.mark.parametrize(
+    "text,intent",
+    [
+        ("Nothing else changed.", False),
+        ("Pin the config so that the first timed call no longer autotunes.", True),
+        ("The two-pass kernel fetched every row twice.", False),
+    ],
+)
+def test_a_sentence_of_intent_says_what_was_meant(text, intent):
+    assert bool(intent_sentences([{"id": "e1", "kind": "body", "text": text}], LEVER)) == intent
