@@ -3,10 +3,10 @@
 Its cause is read from the trace's own statements in order of authority: the lever's own stated cause (a
 pitfall's explanation, an experiment's evidence, a revert's reason), the reason written beside the lever,
 its fix, then the version's gate verdict, commit body and evidence summary (where one version lists
-several levers, only what it says about this one: the sentence or bracket that names it). The goal is what
-the lever was meant to achieve: the purpose its name states, its own step record's expected impact or a
-sentence of intent, else a plain statement of the lever against the floor (a pitfall: what it recorded). The one judge
-of a cause is optrace.facts. The condition is what the statements scope it to: the toolchain, the
+several levers, only what it says about this one: the sentence or bracket that names it). The one judge
+of a cause is optrace.facts. The goal is what the lever was meant to achieve: the purpose its name states,
+its own step record's expected impact or a sentence of intent, else the lever against the floor (a
+pitfall: what the run recorded). The condition is what the statements scope it to: the toolchain, the
 architecture only when the cause is bound to it, a shape regime or dtype they state. The lesson is the
 trace's: its lesson, its fix, a sentence saying when the lever pays off, else the run's next direction.
 """
@@ -17,12 +17,12 @@ import re
 
 from optrace.distill.claims import Claims, Said, Sources, servable
 from optrace.distill.common import (
-    intent_sentences,
     lever_key,
     measured_effect,
     operator_name,
     problem,
     purpose_of,
+    stated_aims,
     symptom_claims,
 )
 from optrace.distill.draft import Draft
@@ -174,16 +174,9 @@ def goal_claims(packet: dict, src: Sources, lever_item: dict, own_prose: bool) -
     purpose = None if pitfall else purpose_of(lever_item)  # a pitfall names what went wrong, not an aim
     if purpose:
         return [purpose]
-    if own_prose:
-        aims = [
-            Said(s, (i["id"],))
-            for i in src.of("expected-impact")
-            for s in sentences(i["text"])
-            if servable(s) and not restates(s, lever)
-        ]
-        aims = aims or intent_sentences(src.of("body"), lever)
-        if aims:
-            return aims[:2]
+    aims = stated_aims(src, lever, ("body",)) if own_prose else []
+    if aims:
+        return aims
     gpu, op = packet["agent_facing"]["operator"]["gpu"], operator_name(packet)
     cites = (lever_item["id"],) + tuple(i["id"] for i in src.of("segment")[:1])
     if pitfall:

@@ -203,6 +203,18 @@ def intent_sentences(items: list[dict], not_this: str) -> list[Said]:
     ]
 
 
+def stated_aims(src: Sources, not_this: str, prose_kinds: tuple[str, ...]) -> list[Said]:
+    """What the step record expected the change to do, else the sentences of intent of its prose: at most
+    two sentences, never a restatement of `not_this`."""
+    aims = [
+        Said(s, (i["id"],))
+        for i in src.of("expected-impact")
+        for s in sentences(i["text"])
+        if servable(s) and lever_key(s) != lever_key(not_this)
+    ]
+    return (aims or intent_sentences(src.of(*prose_kinds), not_this))[:2]
+
+
 def purpose_of(lever_item: dict) -> Said | None:
     """The purpose a lever's own name states (`X to keep two blocks resident per SM`), as a sentence."""
     text = " ".join(lever_item["text"].split())

@@ -18,17 +18,15 @@ from optrace.distill.claims import Claims, Said, Sources, each, said, servable
 from optrace.distill.common import (
     PROCESS_CATEGORIES,
     correctness,
-    intent_sentences,
-    lever_key,
     measured_effect,
     operator_name,
     problem,
+    stated_aims,
     technique_claims,
 )
 from optrace.distill.draft import Draft
 from optrace.facts import causal_sentences
 from optrace.kernelcode import cost_of, diff_snippet
-from optrace.wording import sentences
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
 MECHANISM_KINDS = ("body", "experiment", "evidence-summary", "expected-impact", "stated-bottleneck", "subject")
@@ -50,15 +48,9 @@ def mechanism(src: Sources, change: str) -> list[Said]:
 
 def goal_claims(packet: dict, src: Sources, change: str) -> tuple[list[Said], bool]:
     """(the goal's sentences, whether the trace states none of its own: see the module doc)."""
-    aims = [
-        Said(s, (i["id"],))
-        for i in src.of("expected-impact")
-        for s in sentences(i["text"])
-        if servable(s) and lever_key(s) != lever_key(change)
-    ]
-    aims = aims or intent_sentences(src.of("body", "subject", "experiment"), change)
+    aims = stated_aims(src, change, ("body", "subject", "experiment"))
     if aims:
-        return aims[:2], False
+        return aims, False
     where = src.of("segment")[:1]
     gpu = packet["agent_facing"]["operator"]["gpu"]
     base = f"Beat the floor of the {operator_name(packet)} operator on {gpu}"
