@@ -152,6 +152,12 @@ def test_goals_are_the_steps_own_aim_never_the_change_and_never_repeated(mined, 
     for r in m.records.values():
         if r["type"] != "reference-kernel":
             assert not template_goal(r), (r["id"], r["payload"]["goal"])
+    # a goal the trace does not state (the floor every step has) is reported thin, one it states is not
+    thin = {p["seg_id"]: p.get("reason", "").partition("too thin for: ")[2].split(", ") for p in m.distill["packets"]}
+    for seg, r in m.records.items():
+        if r["type"] != "reference-kernel":
+            derived = r["payload"]["goal"].startswith("Beat the floor of the ")
+            assert derived == ("goal" in thin[seg]), (seg, r["payload"]["goal"])
 
 
 @pytest.mark.parametrize("name", TRACES)

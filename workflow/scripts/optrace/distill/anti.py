@@ -17,9 +17,9 @@ import re
 
 from optrace.distill.claims import Claims, Said, Sources, servable
 from optrace.distill.common import (
+    floor_goal,
     lever_key,
     measured_effect,
-    operator_name,
     problem,
     purpose_of,
     stated_aims,
@@ -166,22 +166,22 @@ def ends_sentence(text: str) -> bool:
     return text.rstrip().endswith((".", "!", "?", ";", ":", ")"))
 
 
-def goal_claims(packet: dict, src: Sources, lever_item: dict, own_prose: bool) -> list[Said]:
-    """What the lever was meant to achieve (see the module doc); the version's prose only where it is this
-    lever's alone."""
+def goal_claims(packet: dict, src: Sources, lever_item: dict, own_prose: bool) -> tuple[list[Said], bool]:
+    """(what the lever was meant to achieve, whether the trace states none of it: see the module doc); the
+    version's prose only where it is this lever's alone."""
     lever = " ".join(lever_item["text"].split())
     pitfall = packet["seg_kind"] == "curated-pitfall"
     purpose = None if pitfall else purpose_of(lever_item)  # a pitfall names what went wrong, not an aim
     if purpose:
-        return [purpose]
+        return [purpose], False
     aims = stated_aims(src, lever, ("body",)) if own_prose else []
     if aims:
-        return aims
-    gpu, op = packet["agent_facing"]["operator"]["gpu"], operator_name(packet)
+        return aims, False
     cites = (lever_item["id"],) + tuple(i["id"] for i in src.of("segment")[:1])
-    if pitfall:
-        return [Said(f"A pitfall this run recorded on {gpu}: {lever}", cites)]
-    return [Said(f"Beat the floor of the {op} operator on {gpu}: {lever}", cites)]
+    if pitfall:  # what the run recorded is the pitfall's own statement
+        gpu = packet["agent_facing"]["operator"]["gpu"]
+        return [Said(f"A pitfall this run recorded on {gpu}: {lever}", cites)], False
+    return [Said(f"{floor_goal(packet)}: {lever}", cites)], True
 
 
 def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:
@@ -200,9 +200,10 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     if not condition:
         return "no checkable condition (arch, shape regime, dtype or toolchain)"
     mechanism = " ".join(w.says for w in why)
+    goal, goal_thin = goal_claims(packet, src, lever_item, own)
     observed = observed_claims(packet, src, lever_item, why)
     payload: dict = {
-        "goal": claims.put("payload.goal", goal_claims(packet, src, lever_item, own)),
+        "goal": claims.put("payload.goal", goal),
         "problem": problem(packet, src, claims),
         "attempted": claims.put("payload.attempted", [Said(lever, (lever_item["id"],))]),
         "verdict": anti_verdict(packet),
@@ -219,7 +220,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     }
     assert payload["established_fact"]["mechanism"] == mechanism
     gain: dict = {"basis": "qualitative", "kind": "none", "pct": None, "metrics": []}
-    thin = [] if observed else ["observed"]
+    thin = ([] if observed else ["observed"]) + (["goal"] if goal_thin else [])
     if packet["seg_kind"] == "curated-pitfall" and not symptom_claims(packet, src):
         thin.append("signals.symptoms")  # a pitfall's symptoms are its own or none, never its version's capture
     return Draft(payload, gain, measured_effect(packet), thin)

@@ -215,6 +215,11 @@ def stated_aims(src: Sources, not_this: str, prose_kinds: tuple[str, ...]) -> li
     return (aims or intent_sentences(src.of(*prose_kinds), not_this))[:2]
 
 
+def floor_goal(packet: dict) -> str:
+    """The goal every step of a ladder has when its trace states none of its own (reported thin)."""
+    return f"Beat the floor of the {operator_name(packet)} operator on {packet['agent_facing']['operator']['gpu']}"
+
+
 def purpose_of(lever_item: dict) -> Said | None:
     """The purpose a lever's own name states (`X to keep two blocks resident per SM`), as a sentence."""
     text = " ".join(lever_item["text"].split())

@@ -18,8 +18,8 @@ from optrace.distill.claims import Claims, Said, Sources, each, said, servable
 from optrace.distill.common import (
     PROCESS_CATEGORIES,
     correctness,
+    floor_goal,
     measured_effect,
-    operator_name,
     problem,
     stated_aims,
     technique_claims,
@@ -52,8 +52,7 @@ def goal_claims(packet: dict, src: Sources, change: str) -> tuple[list[Said], bo
     if aims:
         return aims, False
     where = src.of("segment")[:1]
-    gpu = packet["agent_facing"]["operator"]["gpu"]
-    base = f"Beat the floor of the {operator_name(packet)} operator on {gpu}"
+    base = floor_goal(packet)
     stated = [i for i in src.of("stated-bottleneck") if servable(i["text"])][:1]
     category = [i for i in src.of("category") if i["text"].lower() not in PROCESS_CATEGORIES][:1]
     if stated:
