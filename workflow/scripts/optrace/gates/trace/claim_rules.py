@@ -433,6 +433,8 @@ _NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
 
 def foreign_words(text: str) -> set[str]:
     """The word runs of a text (NFKC-folded) that hold a letter outside ASCII ("ոоt", "Норрег")."""
+    if text.isascii():  # NFKC keeps ASCII text ASCII: no such run
+        return set()
     # the micro sign is the unit's own letter ("µs" is "us"), not a look-alike of a Latin one
     plain = unicodedata.normalize("NFKC", text).lower().replace("\u03bc", "u")
     return {w for w in _NON_ASCII_WORD.findall(plain) if any(c.isalpha() for c in w)}

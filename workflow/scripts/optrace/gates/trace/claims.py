@@ -40,7 +40,7 @@ from decimal import Decimal
 from functools import cached_property, lru_cache
 
 from optrace.facts import judge
-from optrace.gates.store.model import Gate, RecordView, format_loc, obj
+from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 from optrace.gates.trace.numbers import normalize
@@ -151,21 +151,31 @@ def kinds_for(path: str, record_type: object) -> set[str] | None:
     return ALL_KINDS
 
 
+@lru_cache(maxsize=1 << 14)
+def exempt(loc: str) -> bool:
+    """EXEMPT on one location; records of a trace share their locations, so each is matched once."""
+    return EXEMPT.match(loc) is not None
+
+
 def claim_strings(record: dict) -> Iterator[tuple[str, str]]:
     """(path, text) of every claim string of the record (rule 1)."""
-    stack: list[tuple[tuple, object]] = [((), record)]
+    # each node carries its location as format_loc writes it before the strip of leading dots, built
+    # from its parent's: no path is formatted again for each node
+    stack: list[tuple[str, object]] = [("", record)]
+    root = True
     while stack:
-        path, node = stack.pop()
-        loc = format_loc(path)
-        if EXEMPT.match(loc) and path:
+        raw, node = stack.pop()
+        loc = raw.lstrip(".")
+        if not root and exempt(loc):
             continue
+        root = False
         if isinstance(node, dict):
             known = OPEN_MAPS.get(loc)
             if known is not None:
                 yield from ((f"{loc}.{key}<key>", str(key)) for key in node if key not in known)
-            stack.extend((path + (k,), v) for k, v in node.items())
+            stack.extend((f"{raw}[{k}]" if isinstance(k, int) else f"{raw}.{k}", v) for k, v in node.items())
         elif isinstance(node, list):
-            stack.extend((path + (i,), v) for i, v in enumerate(node))
+            stack.extend((f"{raw}[{i}]", v) for i, v in enumerate(node))
         elif isinstance(node, str) and node.strip():
             yield loc, node
 
@@ -399,7 +409,8 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     pc = PacketClaims(ev)
     strings = dict(claim_strings(record))
     for path, text in strings.items():
-        out += [f"{rel}: {path}: {p}" for p in rules.look_alikes(text, pc.foreign_words)]
+        if not text.isascii():  # an ASCII string writes no letter outside ASCII: nothing to look alike
+            out += [f"{rel}: {path}: {p}" for p in rules.look_alikes(text, pc.foreign_words)]
         entries = fields.get(path)
         if not isinstance(entries, list) or not entries:
             out.append(f"{rel}: {path}: {collapsed(text)[:60]!r} cites no evidence (no claim for it)")
