@@ -34,6 +34,9 @@ PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
 # Values under these keys are code: only their comments and string literals are prose.
 CODE_KEYS = frozenset({"snippet", "dispatch_snippet", "attempted_code"})
+# where a mined record carries its claims' citations: the claims gate reads it; the walk every other
+# trace gate shares (RecordView.leaves) leaves it out, since it repeats the record's own strings
+CLAIMS_AT = ("evidence", "raw", "evidence_extra", "claims")
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,26 @@ def keys_named(value: Any, names: tuple[str, ...], path: tuple = ()) -> list[tup
     return found
 
 
+def json_leaves(value: Any, skip: tuple = CLAIMS_AT) -> list[tuple[tuple, Any, bool]]:
+    """(where, leaf, is a key) for every object key, string and JSON number (int or float, not bool) of a
+    JSON value, in the order of one stack walk; a key's `where` is the path of its object, any other
+    leaf's its own path. The subtree at path `skip` is left out (its key is a leaf)."""
+    out: list[tuple[tuple, Any, bool]] = []
+    stack: list[tuple[tuple, Any]] = [((), value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, dict):
+            for key, item in node.items():
+                out.append((where, key, True))
+                if where + (key,) != skip:
+                    stack.append((where + (key,), item))
+        elif isinstance(node, list):
+            stack.extend((where + (i,), item) for i, item in enumerate(node))
+        elif isinstance(node, str) or type(node) in (int, float):
+            out.append((where, node, False))
+    return out
+
+
 class TextBlob:
     """The strings of some JSON parts joined into one text, so each pattern runs once per record.
 
@@ -171,6 +194,11 @@ class RecordView:
         """Payload and gain with code left out entirely (code may legitimately contain paths and dots)."""
         r = self.record
         return TextBlob(((("payload",), r.get("payload")), (("worth", "gain"), obj(r, "worth").get("gain"))))
+
+    @cached_property
+    def leaves(self) -> list[tuple[tuple, Any, bool]]:
+        """json_leaves of the record: the one walk the gates that read every string or number share."""
+        return json_leaves(self.record)
 
     @cached_property
     def raw(self) -> dict:

@@ -52,7 +52,7 @@ from typing import Any
 
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.store.schema import CONTRACT
-from optrace.gates.trace.model import CLAIMS_AT, Packet, PacketEvidence, needs_packet
+from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
 from optrace.gates.trace.ncu_attribution import QUOTED_CODE
 from optrace.gates.trace.numbers import BIDI_CONTROL, magnitude, number_tokens, unit_tokens
 from optrace.gates.trace.pool import Pool, suffix_unit
@@ -89,22 +89,12 @@ def enum_strings() -> frozenset[str]:
     return frozenset(found)
 
 
-def leaves(value: Any, path: tuple, out: list) -> list:
-    """(path, leaf) for every string, number and object key of a JSON value; a key's path ends in
-    `(key,)` plus the marker "<key>" so a message can say that a key was read."""
-    stack = [(path, value)]
-    while stack:
-        where, node = stack.pop()
-        if isinstance(node, dict):
-            for key, item in node.items():
-                out.append((where + (key, "<key>"), key))
-                if where + (key,) != CLAIMS_AT:  # the claims gate reads it: each number by the slot it names
-                    stack.append((where + (key,), item))
-        elif isinstance(node, list):
-            stack.extend((where + (i,), item) for i, item in enumerate(node))
-        elif isinstance(node, str) or type(node) in (int, float):
-            out.append((where, node))
-    return out
+def leaves(view: RecordView) -> Iterator[tuple[tuple, Any]]:
+    """(path, leaf) for every string, number and object key of the record but its claims block (the
+    claims gate reads it: each number by the slot it names); a key's path ends in `(key,)` plus the
+    marker "<key>" so a message can say that a key was read."""
+    for where, value, is_key in view.leaves:
+        yield (where + (value, "<key>") if is_key else where), value
 
 
 def key_unit(path: tuple) -> str | None:
@@ -163,7 +153,7 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
     bound = bound_fields(pool.packet)
     staged = view.relpath.startswith("records/")
     out = []
-    for path, value in leaves(view.record, (), []):
+    for path, value in leaves(view):
         if is_exempt(path, value, bound, staged):
             continue
         if isinstance(value, str) and BIDI_CONTROL.search(value):

@@ -43,7 +43,7 @@ from optrace.facts import ARCH_ISA  # the ISA of an arch: the drafter's fallback
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.store.store import store_path
 from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
-from optrace.gates.trace.ncu_attribution import collapsed, folded, strings
+from optrace.gates.trace.ncu_attribution import collapsed, folded, record_strings, strings
 from optrace.gates.trace.numbers import normalize, number_tokens
 from optrace.kernelcode import edit_scope
 
@@ -179,8 +179,9 @@ class PacketFacts:
         return set(widening - self._whole()[1])
 
 
-def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
+def fact_mismatches(view: RecordView, packet: Packet, meta: dict) -> list[str]:
     """What the record says about hardware, shapes, dtype and scope that the packet and meta.json do not."""
+    record = view.record
     target, scope_t = packet.target, obj(packet.target, "scope")
     op = obj(packet.agent_facing, "operator")
     scope = obj(record, "retrieval", "scope")
@@ -232,7 +233,7 @@ def fact_mismatches(record: dict, packet: Packet, meta: dict) -> list[str]:
         if key not in MEASURED_ON_KEYS or value != wanted[key]:
             out.append(f"evidence.summary.measured_on.{key}: {value!r} is not the packet's {wanted.get(key)!r}")
     facts = PacketFacts(packet)
-    for path, text in strings(record):
+    for path, text in record_strings(view):
         if path in PROVENANCE_BOUND:
             continue
         stated, widening = text_facts(text)  # most strings name nothing: two empty sets, no set arithmetic
@@ -321,7 +322,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
         f"{rel}: {name}: {got!r} is not the packet's target {want!r}"
         for name, got, want in field_mismatches(view.record, ev.packet)
     ]
-    out += [f"{rel}: {m}" for m in fact_mismatches(view.record, ev.packet, dict(ev.trace.meta))]
+    out += [f"{rel}: {m}" for m in fact_mismatches(view, ev.packet, dict(ev.trace.meta))]
     return out
 
 

@@ -13,13 +13,11 @@ from functools import cached_property, wraps
 from typing import Any
 
 from optrace import SCHEMAS
+from optrace.gates.store.model import CLAIMS_AT as CLAIMS_AT  # where a mined record carries its claims' citations
 from optrace.gates.store.model import RecordView, obj
 from optrace.gates.store.store import parse_json_bytes
 
 PROFILE = SCHEMAS / "opt-trace-1.0.schema.json"
-# where a mined record carries its claims' citations (the claims gate reads it; the other gates skip it:
-# it repeats the record's own strings)
-CLAIMS_AT = ("evidence", "raw", "evidence_extra", "claims")
 
 # Run order after the 9 store gates; every gate has an injection case (gates.trace.injection).
 TRACE_GATES = (

@@ -159,6 +159,11 @@ def strings(value: object, path: tuple = ()) -> Iterator[tuple[tuple, str]]:
             yield where, node
 
 
+def record_strings(view: RecordView) -> list[tuple[tuple, str]]:
+    """strings(view.record), read off the walk of the record the gates share (RecordView.leaves)."""
+    return [(w, v) for w, v, key in view.leaves if key or (isinstance(v, str) and w not in QUOTED_CODE)]
+
+
 # every match of PROFILER_TEXT holds one of these (lower-cased): a text with none of them has no hit,
 # which one substring scan each tells faster than the pattern's alternation
 PROFILER_MARKS = (
@@ -180,7 +185,8 @@ def profiler_hit(text: str) -> re.Match | None:
     return m
 
 
-def without_capture(record: dict, stated: list[str], any_capture: bool) -> list[str]:
+def without_capture(view: RecordView, stated: list[str], any_capture: bool) -> list[str]:
+    record = view.record
     summary, signals = obj(record, "evidence", "summary"), obj(record, "retrieval", "signals")
     be = obj(summary, "bottleneck_evidence")
     out = []
@@ -214,7 +220,7 @@ def without_capture(record: dict, stated: list[str], any_capture: bool) -> list[
         out.append("evidence.summary.mechanism_metrics: set without a usable capture of this version")
     if any_capture:  # a strategy's parent capture: profiler words may speak of it, the fields above may not
         return out
-    judged = [(path, text) for path, text in strings(record) if path[:3] != ("evidence", "raw", "git_commit")]
+    judged = [(path, text) for path, text in record_strings(view) if path[:3] != ("evidence", "raw", "git_commit")]
     joined = "\0".join(text for _, text in judged)  # NUL is a boundary no part of PROFILER_TEXT matches
     if not profiler_hit(joined):
         judged = []  # one scan says no string has a hit; only a hit needs the per-string scan that says where
@@ -281,7 +287,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     if conclusion is not None:
         out += with_capture(record, conclusion, [collapsed(s) for s in stated_bottlenecks(ev)])
     else:
-        out += without_capture(record, stated_bottlenecks(ev), has_usable_capture(ev))
+        out += without_capture(view, stated_bottlenecks(ev), has_usable_capture(ev))
     return [f"{view.relpath}: {m}" for m in out]
 
 
