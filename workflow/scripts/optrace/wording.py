@@ -332,7 +332,9 @@ class Reading:
         """ "kept" / "not-kept" for every verdict word ("not committed" reads as not kept)."""
         out = set()
         for i, t in enumerate(self.tokens):
-            about_the_step = any(u.raw in STEP_WORDS for u in self.tokens[max(0, i - 3) : i])
+            # only a maybe-verdict word turns on the words before it
+            maybe = t.raw in MAYBE_KEPT or t.raw in MAYBE_NOT_KEPT
+            about_the_step = maybe and any(u.raw in STEP_WORDS for u in self.tokens[max(0, i - 3) : i])
             if t.raw in KEPT or (t.raw in MAYBE_KEPT and about_the_step):
                 out.add("not-kept" if t.negated else "kept")
             elif t.raw in NOT_KEPT or (t.raw in MAYBE_NOT_KEPT and about_the_step):

@@ -126,6 +126,31 @@ class Cited:
             out |= read(m).all_words
         return frozenset(out)
 
+    # what the rules below read of the cited texts, read once per Cited (claims of one trace share it)
+    @cached_property
+    def speeds(self) -> frozenset[str]:
+        return frozenset(s for r in self.readings for s in r.speed())
+
+    @cached_property
+    def verdicts(self) -> frozenset[str]:
+        return frozenset(v for r in self.readings for v in r.verdicts())
+
+    @cached_property
+    def scope_words(self) -> frozenset[str]:
+        return frozenset(w for r in self.readings for w in r.scope_words())
+
+    @cached_property
+    def raw_words(self) -> frozenset[str]:
+        return frozenset(t.raw for r in self.readings for t in r.tokens)
+
+    @cached_property
+    def plain_words(self) -> tuple[set[str], ...]:
+        return tuple(_plain_words(t) for t in self.texts)
+
+    @cached_property
+    def joins(self) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+        return tuple(j for s in self.sentence_texts for j in _joins(s))
+
     @cached_property
     def runs(self) -> frozenset[str]:
         found = set(self.identity_runs)
@@ -165,8 +190,7 @@ def polarity(says: Reading, cited: Cited) -> list[str]:
 
 def negators(says: Reading, cited: Cited) -> list[str]:
     """A slug's negation words (`no-`, `not-`, `without-`) are its cited items' too."""
-    theirs = {t.raw for r in cited.readings for t in r.tokens}
-    extra = sorted({t.raw for t in says.tokens if t.raw in NEGATORS} - theirs)
+    extra = sorted({t.raw for t in says.tokens if t.raw in NEGATORS} - cited.raw_words)
     return [f"negation {w!r} is not in the evidence it cites" for w in extra[:1]]
 
 
@@ -181,12 +205,9 @@ def direction(says: Reading, cited: Cited) -> list[str]:
 
 
 def speed(says: Reading, cited: Cited) -> list[str]:
-    supported: set[str] = set()
-    for r in cited.readings:
-        supported |= r.speed()
     m = cited.measured_change
     out = []
-    for sense in sorted(says.speed() - supported):
+    for sense in sorted(says.speed() - cited.speeds):
         contradicts = (
             m is None
             or (sense == "+" and m <= 0)
@@ -202,21 +223,15 @@ def speed(says: Reading, cited: Cited) -> list[str]:
 
 
 def verdict(says: Reading, cited: Cited, record_type: str) -> list[str]:
-    supported: set[str] = set()
-    for r in cited.readings:
-        supported |= r.verdicts()
     wrong = "not-kept" if record_type == "strategy" else "kept"
-    if wrong in says.verdicts() and wrong not in supported:
+    if wrong in says.verdicts() and wrong not in cited.verdicts:
         what = "reverted or not kept" if wrong == "not-kept" else "kept or committed"
         return [f"calls the step {what}, against the record's verdict, and no evidence it cites says so"]
     return []
 
 
 def scope(says: Reading, cited: Cited) -> list[str]:
-    theirs: set[str] = set()
-    for r in cited.readings:
-        theirs |= r.scope_words()
-    extra = sorted(says.scope_words() - theirs)
+    extra = sorted(says.scope_words() - cited.scope_words)
     return [f"scope word {w!r} is not in the evidence it cites" for w in extra[:2]]
 
 
@@ -238,7 +253,7 @@ def correctness(text: str, cited: Cited) -> list[str]:
     """Exact, passed (or matched the reference) and failed as the packet's correctness check says, or as
     a cited sentence says it in as many words."""
     ws = _plain_words(text)
-    theirs = [_plain_words(t) for t in cited.texts]
+    theirs = cited.plain_words
     check = dict(cited.correctness)
     status, err = check.get("status"), check.get("max_abs_err")
     out = []
@@ -280,8 +295,9 @@ def cause_order(text: str, cited: Cited) -> list[str]:
     """Every causal join a claim makes rests on a cited sentence that makes it: the claim's cause side
     shares words with that join's cause side and its effect side with the effect side (two true
     statements the trace makes apart are no causal story it told), never the other way round."""
-    theirs = [j for s in cited.sentence_texts for j in _joins(s)]
-    for cause, effect in _joins(text):
+    joins = _joins(text)
+    theirs = cited.joins if joins else ()
+    for cause, effect in joins:
         if any(len(cause & e) >= 2 and len(effect & c) >= 1 and len(cause & e) > len(cause & c) for c, e in theirs):
             return ["puts the cited sentence's effect as the cause (cause and effect swapped)"]
         if not any(_most(cause, c) and _most(effect, e) for c, e in theirs):
