@@ -149,6 +149,12 @@ def is_exempt(path: tuple, value: Any, bound: dict[tuple, Any], staged: bool) ->
     return isinstance(value, str) and value in enum_strings()
 
 
+@lru_cache(maxsize=1 << 15)  # a trace's records repeat their keys and many of their strings
+def string_numbers(text: str) -> tuple[bool, tuple[tuple[str, bool], ...], tuple[tuple[str, str], ...]]:
+    """(holds a bidirectional control, its number tokens, its numbers written with a unit) of a string."""
+    return BIDI_CONTROL.search(text) is not None, number_tokens(text), unit_tokens(text)
+
+
 def number_problems(view: RecordView, pool: Pool) -> list[str]:
     bound = bound_fields(pool.packet)
     staged = view.relpath.startswith("records/")
@@ -156,12 +162,18 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
     for path, value in leaves(view):
         if is_exempt(path, value, bound, staged):
             continue
-        if isinstance(value, str) and BIDI_CONTROL.search(value):
+        if isinstance(value, str):
+            bidi, found, with_units = string_numbers(value)
+            if not (bidi or found or with_units):  # most strings state no number: nothing to judge
+                continue
+        else:
+            bidi, found, with_units = False, tuple(leaf_tokens(path, value)), tuple(leaf_units(path, value))
+        if bidi:
             out.append(
                 f"{format_loc(path)}: holds a bidirectional control character, which shows a reader other "
                 "text than the gates read"
             )
-        for token, is_pct in leaf_tokens(path, value):
+        for token, is_pct in found:
             number = magnitude(token)
             if number is None:
                 out.append(f"{format_loc(path)}: {token!r} is not a finite number")
@@ -169,7 +181,7 @@ def number_problems(view: RecordView, pool: Pool) -> list[str]:
             if pool.supports(number) or (is_pct and pool.is_improvement_magnitude(number)):
                 continue
             out.append(f"{format_loc(path)}: {token!r} is not a number of the packet")
-        for token, unit in leaf_units(path, value):
+        for token, unit in with_units:
             number = magnitude(token)
             if number is not None and not pool.supports_unit(number, unit):
                 out.append(
