@@ -136,6 +136,25 @@ def _too_deep(value: Any, max_depth: int) -> str | None:
     return None
 
 
+_AS_BRACKETS = bytes.maketrans(b"{}", b"[]")
+_NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nests_under(raw: bytes, levels: int) -> bool:
+    """The JSON text `raw` (parsed without error) nests fewer than `levels` containers, told from its bytes:
+    True only when sure. With no NUL (UTF-16 and UTF-32 text holds one) and no backslash before a quote,
+    every quote byte opens or closes a string, so the bytes between strings are the document's structure;
+    each pass drops the innermost (empty) pairs of brackets. False (unsure) sends the caller to the walk."""
+    if b'\\"' in raw or b"\x00" in raw:
+        return False
+    structure = b"".join(raw.split(b'"')[0::2]).translate(_AS_BRACKETS, _NOT_A_BRACKET)
+    for _ in range(levels - 1):
+        if not structure:
+            return True
+        structure = structure.replace(b"[]", b"")
+    return not structure
+
+
 def parse_json_bytes(data: bytes, max_string: int | None = MAX_STRING_CHARS) -> tuple[Any, str | None]:
     """(value, None) or (None, why not): any bytes at all give one of the two, never an exception."""
     try:
@@ -153,7 +172,10 @@ def parse_json_bytes(data: bytes, max_string: int | None = MAX_STRING_CHARS) -> 
     if max_string is not None and len(data) <= max_string:
         max_string = None
     raw = data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass")
-    problem = shape_problem(value, max_string, surrogates=SURROGATE_ESCAPE.search(raw) is not None)
+    surrogates = SURROGATE_ESCAPE.search(raw) is not None
+    if max_string is None and not surrogates and nests_under(raw, MAX_DEPTH):
+        return value, None  # only the depth was left to check, and the bytes show it is within the limit
+    problem = shape_problem(value, max_string, surrogates=surrogates)
     return (None, f"not a record: {problem}") if problem else (value, None)
 
 

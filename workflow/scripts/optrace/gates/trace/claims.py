@@ -145,6 +145,17 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
 
 
 def kinds_for(path: str, record_type: object) -> set[str] | None:
+    if record_type is None or isinstance(record_type, str):  # hashable: one scan of KINDS_FOR per field and type
+        return _kinds_for(path, record_type)
+    return _scan_kinds(path, record_type)
+
+
+@lru_cache(maxsize=1 << 12)
+def _kinds_for(path: str, record_type: str | None) -> set[str] | None:
+    return _scan_kinds(path, record_type)
+
+
+def _scan_kinds(path: str, record_type: object) -> set[str] | None:
     for pattern, types, kinds in KINDS_FOR:
         if pattern.match(path) and (types is None or record_type in types):
             return kinds
