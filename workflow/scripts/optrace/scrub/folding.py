@@ -87,11 +87,23 @@ def compat(text: str) -> tuple[str, list[int] | None, list[int] | None]:
     return (text, None, None) if view == text else (view, starts, ends)
 
 
+def _holds_escape(text: str) -> bool:
+    """_ENCODED_UNIT finds a unit in an ASCII text: every unit it can find there starts at a `&`, `%`, `\\`
+    or `<`, so only those places are tried, not every place of the text."""
+    for mark in "&%\\<":
+        at = text.find(mark)
+        while at != -1:
+            if _ENCODED_UNIT.match(text, at):
+                return True
+            at = text.find(mark, at + 1)
+    return False
+
+
 def _view(
     text: str, char: Callable[[str], str], case: Callable[[str], str], _depth: int = 0
 ) -> tuple[str, list[int] | None, list[int] | None]:
     if text.isascii() and (
-        ("&" not in text and "%" not in text and "\\" not in text and "<" not in text) or not _ENCODED_UNIT.search(text)
+        ("&" not in text and "%" not in text and "\\" not in text and "<" not in text) or not _holds_escape(text)
     ):
         return case(text), None, None
     out: list[str] = []
