@@ -107,12 +107,22 @@ class Pool:
         return texts, numbers
 
     @cached_property
+    def _text_tokens(self) -> tuple[set[str], dict[str, set[str]]]:
+        """(number tokens, unit -> the tokens written with it) of the layer's texts, in one pass over them
+        (a record with a number asks for both)."""
+        numbers: set[str] = set()
+        units: dict[str, set[str]] = {}
+        for text in self._texts[0]:
+            for token, _ in number_tokens(text):
+                numbers.add(token)
+            for token, unit in unit_tokens(text):
+                units.setdefault(unit, set()).add(token)
+        return numbers, units
+
+    @cached_property
     def stated(self) -> frozenset[Decimal]:
-        texts, numbers = self._texts
-        found = {repr(value) for _, value in numbers}
-        for t in texts:
-            found.update(tok for tok, _ in number_tokens(t))
-        return magnitudes(found)
+        _, numbers = self._texts
+        return magnitudes({repr(value) for _, value in numbers} | self._text_tokens[0])
 
     @cached_property
     def code(self) -> str:
@@ -124,12 +134,8 @@ class Pool:
     @cached_property
     def with_unit(self) -> dict[str, frozenset[Decimal]]:
         """unit -> the numbers the packet writes with that unit (text, code, keys ending pct/_us/...)."""
-        found: dict[str, set[str]] = {}
-        texts, numbers = self._texts
-        for text in texts:
-            for token, unit in unit_tokens(text):
-                found.setdefault(unit, set()).add(token)
-        for key, value in numbers:
+        found = {unit: set(tokens) for unit, tokens in self._text_tokens[1].items()}
+        for key, value in self._texts[1]:
             if (key_unit := suffix_unit(key)) is not None:
                 found.setdefault(key_unit, set()).add(repr(value))
         for token, unit in unit_tokens(self.code):
