@@ -86,9 +86,10 @@ class Pool:
 
     @cached_property
     def _texts(self) -> tuple[list[str], list[tuple[str, int | float]]]:
-        """Every string and object key of the agent-facing layer (the leaves the no-fabrication gate reads of a record), and every
-        JSON number with the nearest object key above it (which says its unit); no paths are built. The
-        evidence list is left out: its texts are the layer's own sentences, and its ids (`e19`) no number."""
+        """Every string and object key of the agent-facing layer (the leaves no-fabrication reads of a
+        record), and every JSON number with the nearest object key above it (which says its unit); no paths
+        are built. The evidence list is left out: its texts are the layer's own sentences, and its ids
+        (`e19`) no number."""
         texts: list[str] = []
         numbers: list[tuple[str, int | float]] = []
         stack = [("", {k: v for k, v in self.packet.agent_facing.items() if k != "evidence"})]
