@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from optrace.gates.trace.claim_injections import unstated_symptom
 from tests.adversarial.claim_attacks import (
     CLM,
     EST,
@@ -289,6 +290,20 @@ F2 = [
 ]
 
 F3 = [
+    Case(
+        "3 a symptom the pitfall does not state",
+        3,
+        A,
+        lambda r, c: (
+            push("retrieval.signals.symptoms", unstated_symptom(c.agent))(r, c),
+            push(
+                "retrieval.triggers",
+                f"{unstated_symptom(c.agent)} {c.packet.data['target']['scope']['operator_family']} kernel",
+            )(r, c),
+        ),
+        (CLM,),
+        lambda c: c.packet.data["seg_kind"] == "curated-pitfall" and bool(c.record["retrieval"]["signals"]["symptoms"]),
+    ),
     Case(
         "3 an invented mechanism in the goal",
         3,

@@ -139,6 +139,7 @@ EXPECTED = {
         },
         "no_record": {"store the residual sum before the normalisation": "no causal sentence"},
         "pitfalls": ["misaligned address on a sliced hidden_states tensor"],
+        "pitfall_symptoms": {"misaligned address on a sliced hidden_states tensor": ["misaligned-address"]},
         "shape_regimes": {
             "two rows per block with 256 threads each": "batch_size >= 1024",
             "__launch_bounds__(512, 2) to keep two blocks resident per SM": "batch_size = 7",
@@ -168,6 +169,7 @@ EXPECTED = {
         },
         "no_record": {},
         "pitfalls": ["misaligned address. CUDA error: misaligned address in the wmma fragment load"],
+        "pitfall_symptoms": {"misaligned address. CUDA error": ["misaligned-address"]},
         "shape_regimes": {"split-KV with a separate combine kernel for seq_len <= 512": "seq_len <= 512"},
     },
     "sgemm_ladder": {
@@ -183,6 +185,11 @@ EXPECTED = {
             "64x64 tiles with one thread per element launch 4096 threads per block",
             "register spills at TM=TN=16",
         ],
+        # the first states its failure in its explanation ("the launch fails with an invalid configuration")
+        "pitfall_symptoms": {
+            "64x64 tiles with one thread per element": ["launch-failure"],
+            "register spills at TM=TN=16": ["register-spill"],
+        },
         "shape_regimes": {},
     },
 }
@@ -270,6 +277,31 @@ def test_the_curated_pitfalls(mined, name):
     assert len(pits) == len(EXPECTED[name]["pitfalls"])
     for start in EXPECTED[name]["pitfalls"]:
         assert any(p.startswith(start) for p in pits), (start, pits)
+
+
+def assert_pitfall_symptoms(m: Mined, want: dict[str, list[str]]) -> None:
+    """Every curated pitfall's record carries the symptoms its expected file lists (by the pitfall's start:
+    the failures its own name and explanation state, none where they state none), each citing only the
+    pitfall's name or explanation, and a trigger for each; a pitfall the file does not list has no record."""
+    found = {}
+    for packet, record in m.of_type("anti-strategy"):
+        if packet["seg_kind"] != "curated-pitfall":
+            continue
+        (start,) = [s for s in want if record["payload"]["attempted"].startswith(s)]
+        symptoms = record["retrieval"]["signals"]["symptoms"]
+        found[start] = symptoms
+        kinds = {i["id"]: i["kind"] for i in packet["agent_facing"]["evidence"]}
+        cited = record["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]
+        for k in range(len(symptoms)):
+            for claim in cited[f"retrieval.signals.symptoms[{k}]"]:
+                assert {kinds[c] for c in claim["cites"]} <= {"lever", "cause"}, (start, claim)
+        assert [t.split(" ", 1)[0] for t in record["retrieval"]["triggers"]] == symptoms, start
+    assert found == want
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_pitfall_carries_the_symptoms_its_own_statements_name(mined, name):
+    assert_pitfall_symptoms(mined[name], EXPECTED[name]["pitfall_symptoms"])
 
 
 def test_revert_pairs_are_one_lever_whose_cause_is_the_revert_reason(mined):

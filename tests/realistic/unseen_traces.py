@@ -425,6 +425,8 @@ LN_EXPECTED = {
     "goals": {},
     # a pitfall's verdict from its own statements (NaN: a numerical failure)
     "pitfall_verdicts": {"NaN rows when every element of a row is equal": "accuracy-gate/ceiling"},
+    # the failures a pitfall's own name and explanation state, as symptom tags
+    "pitfall_symptoms": {"NaN rows when every element of a row is equal": ["nan-output"]},
 }
 
 
@@ -732,6 +734,7 @@ Q8_EXPECTED = {
     "goals": {"v2": "one mma.sync.m16n8k32 does the work of 1024 dp4a instructions"},
     # the tensor-core instruction the kernel needs is not emitted for the runner's architecture
     "pitfall_verdicts": {"illegal instruction on the T4 CI runner": "api-limitation"},
+    "pitfall_symptoms": {"illegal instruction on the T4 CI runner": ["illegal-instruction"]},
 }
 
 
@@ -1022,6 +1025,7 @@ HS_EXPECTED = {
         "v6": "the TMA engine computes the row addresses",
     },
     "pitfall_verdicts": {"block_sizes=[256] failed to compile": "api-limitation"},
+    "pitfall_symptoms": {"block_sizes=[256] failed to compile": ["compile-failure"]},
 }
 
 

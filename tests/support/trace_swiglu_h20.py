@@ -434,5 +434,6 @@ EXPECTED = {
         "the fused kernel did not build on the sm_75 CI runner": "exist only for __CUDA_ARCH__ >= 800",
         "keep the autotune key to M only": None,
     },
+    "pitfall_symptoms": {"the fused kernel did not build on the sm_75 CI runner": ["compile-failure"]},
     "version_refs": {"v11": {"v4": "an earlier step", "v11": "this step"}},
 }

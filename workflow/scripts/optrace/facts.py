@@ -481,3 +481,52 @@ def cause_arch_bound(cause: str, lever: str) -> bool:
     "staging in shared memory" names the lever, not a limit of the architecture)."""
     own = set(re.findall(r"[a-z0-9_.]+", (lever or "").lower()))
     return any(not set(re.findall(r"[a-z0-9_.]+", m.group(0).lower())) <= own for m in ARCH_BOUND.finditer(cause or ""))
+
+
+# --- symptoms ---------------------------------------------------------------------------------------
+
+# The failure a text states, as a symptom tag spelled as a capture's SYMPTOMS line spells its own
+# (`memory-bound`, `tail-effect`: pipeline_facts): a capture names profiler findings, a pitfall states an
+# error. A tag is a name for what its phrases say: the claims gate reads a tag as the phrase of
+# the cited text that states it, and a tag no cited phrase states as its own words.
+SYMPTOM_PHRASES: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (tag, re.compile(p, re.I))
+    for tag, p in (
+        ("misaligned-address", r"\bmisaligned (?:address|access|loads?|stores?)\b"),
+        ("illegal-memory-access", r"\billegal memory access\b|\bout[- ]of[- ]bounds (?:access|reads?|writes?)\b"),
+        ("illegal-instruction", r"\billegal instruction\b"),
+        (
+            "compile-failure",
+            r"\bfail(?:s|ed)? to (?:compile|build)\b|\b(?:did|does|do) not (?:compile|build)\b"
+            r"|\bcompil(?:e|ation|er) (?:error|fail\w*)|\bbuild (?:error|fail\w*)",
+        ),
+        (
+            "launch-failure",
+            r"\blaunch (?:fails|failed|failure|error)\b|\binvalid (?:launch )?(?:configuration|argument)\b"
+            r"|\btoo many resources requested\b",
+        ),
+        ("hang", r"\bhang(?:s|ed|ing)?\b|\bdeadlock(?:s|ed)?\b"),
+        ("nan-output", r"\bNaNs?\b"),
+        (
+            "wrong-results",
+            r"\b(?:wrong|incorrect) (?:results?|outputs?|values|answers?)\b|\bmismatch(?:es|ed)?\b"
+            r"|\bdiffers? from the reference\b",
+        ),
+        ("register-spill", r"\bspill(?:s|ed|ing)?\b"),
+    )
+)
+# a phrase the words just before deny ("does not hang", "to avoid NaN") states no symptom
+_DENIED = re.compile(r"\b(?:no|not|never|without|avoids?|prevents?)\W+(?:\w+\W+)?$", re.I)
+
+
+@lru_cache(maxsize=1 << 12)
+def stated_symptoms(text: str) -> tuple[tuple[str, str], ...]:
+    """(tag, the phrase as written) of each symptom (SYMPTOM_PHRASES) the text states, in the order it
+    states them, each tag once."""
+    found: dict[str, tuple[int, str]] = {}
+    for tag, pattern in SYMPTOM_PHRASES:
+        for m in pattern.finditer(text or ""):
+            if not _DENIED.search(text[: m.start()]):
+                found[tag] = (m.start(), m.group(0))
+                break
+    return tuple((tag, phrase) for tag, (_, phrase) in sorted(found.items(), key=lambda kv: kv[1][0]))

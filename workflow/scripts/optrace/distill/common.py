@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from optrace.distill.claims import Claims, Said, Sources, each, said, servable
+from optrace.facts import stated_symptoms
 from optrace.pipeline_facts import bottleneck_label, capture_for_signals, confidence, signal_metrics
 from optrace.rows import episode_technique
 from optrace.wording import sentences
@@ -98,14 +99,17 @@ def bottleneck_evidence(packet: dict, src: Sources, claims: Claims) -> dict:
 
 def symptom_claims(packet: dict, src: Sources) -> list[Said]:
     """Symptom tags: the bottleneck type the step record states, and the symptoms and top stalls of the
-    capture the record is entitled to (a strategy's parent's: the problem it fixed)."""
-    prefix = "parent-" if packet["record_type"] == "strategy" else "capture-"
-    kinds = ("bottleneck-type",) if packet["seg_kind"] != "curated-pitfall" else ()
-    items = [i for k in kinds for i in src.of(k)] + src.of(f"{prefix}symptom") + src.of(f"{prefix}stall")
+    capture the record is entitled to (a strategy's parent's: the problem it fixed). A pitfall's are the
+    failures its own name and explanation state (facts.stated_symptoms), never its version's."""
+    if packet["seg_kind"] == "curated-pitfall":
+        found = [(t, i) for i in src.of("lever") + src.of("cause") for t, _ in stated_symptoms(i["text"])]
+    else:
+        prefix = "parent-" if packet["record_type"] == "strategy" else "capture-"
+        items = src.of("bottleneck-type") + src.of(f"{prefix}symptom") + src.of(f"{prefix}stall")
+        found = [(tag(i["text"]), i) for i in items if not _NOT_A_SYMPTOM.match(i["text"])]
     out: dict[str, Said] = {}
-    for i in items:
-        t = tag(i["text"])
-        if t and not _NOT_A_SYMPTOM.match(i["text"]) and t not in out:
+    for t, i in found:
+        if t and t not in out:
             out[t] = Said(t, (i["id"],))
     return list(out.values())
 

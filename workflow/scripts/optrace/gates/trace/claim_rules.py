@@ -4,7 +4,8 @@ A `Cited` is what a claim rests on: the texts of the items it cites, the meaning
 and the packet's measured change and correctness. Each rule returns problems (empty: satisfied):
 
 - content:   every content word of the claim is a word of its cited items, of its cited slots' meanings
-             or of the record's identity (operator, GPU, DSL, harness);
+             or of the record's identity (operator, GPU, DSL, harness); a symptom tag a cited item states
+             (optrace.facts.stated_symptoms) is read as the phrase that states it (`as_stated`);
 - numbers:   a number inside a word (bf16, sm_90) is that word's, which the cited items or identity hold;
              any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
              and unit, in a clause whose words fit what the slot measures and when) or quoted from a cited
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cached_property
 
+from optrace.facts import stated_symptoms
 from optrace.gates.trace.numbers import decimals, normalize
 from optrace.slots import SlotKind, kind_of
 from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, sentences, stem
@@ -127,11 +129,29 @@ class Cited:
         return frozenset(out)
 
     @cached_property
+    def symptoms(self) -> tuple[tuple[str, str], ...]:
+        """(tag, phrase) of each symptom the cited texts state (optrace.facts), the first phrase of a tag."""
+        found: dict[str, str] = {}
+        for t in self.texts:
+            for tag, phrase in stated_symptoms(t):
+                found.setdefault(tag, phrase)
+        return tuple(found.items())
+
+    @cached_property
     def runs(self) -> frozenset[str]:
         found = set(self.identity_runs)
         for t in self.texts:
             found.update(w.lower().strip(".") for w in GLUED.findall(normalize(t)))
         return frozenset(found)
+
+
+def as_stated(says: str, cited: Cited) -> str:
+    """The claim with each symptom tag its cited texts state read as the phrase that states it (a
+    `compile-failure` citing "block_sizes=[256] failed to compile" says "failed to compile"); a tag no
+    cited phrase states stays its own words, which the rules then judge."""
+    for tag, phrase in cited.symptoms:
+        says = re.sub(rf"(?<![\w-]){re.escape(tag)}(?![\w-])", phrase, says)
+    return says
 
 
 def content(says: Reading, cited: Cited) -> list[str]:

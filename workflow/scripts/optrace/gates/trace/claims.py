@@ -363,7 +363,9 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         problems = list(said_against(field, says, (), cited, pc.exact, str(record_type), stated, quoted=True))
     else:
         resolved = tuple(sorted((token, name, resolve(pc.agent, name)) for token, name in slots.items()))
-        problems = list(said_against(field, says, resolved, cited, pc.exact, str(record_type), stated))
+        problems = list(
+            said_against(field, rules.as_stated(says, cited), resolved, cited, pc.exact, str(record_type), stated)
+        )
     if where == "payload.would_retry_if" and restates_what_rules_it_out(says, cites, pc):
         problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
     if pc.lever is not None and LEVER_FIELDS.match(where):
