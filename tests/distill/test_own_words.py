@@ -11,7 +11,7 @@ import pytest
 
 from optrace.distill.anti import lesson_claims, observed_claims
 from optrace.distill.claims import Said, Sources
-from optrace.distill.common import intent_sentences, purpose_of
+from optrace.distill.common import aim_sentences, purpose_of
 from optrace.facts import cause_arch_bound, judge_sentence
 from optrace.gates.trace.ncu_attribution import stated_bottlenecks
 
@@ -114,4 +114,4 @@ def test_a_lever_states_its_purpose_only_in_a_purpose_clause(lever, aim):
     ],
 )
 def test_a_sentence_of_intent_says_what_was_meant(text, intent):
-    assert bool(intent_sentences([{"id": "e1", "kind": "body", "text": text}], LEVER)) == intent
+    assert bool(aim_sentences([{"id": "e1", "kind": "body", "text": text}], LEVER, (), intent=True)) == intent

@@ -299,6 +299,25 @@ def assert_pitfall_symptoms(m: Mined, want: dict[str, list[str]]) -> None:
     assert found == want
 
 
+def assert_goal_apart_from_mechanism(m: Mined, types: tuple[str, ...]) -> None:
+    """No record's goal is, holds or is part of a sentence of its mechanism (a strategy's mechanism, an
+    anti-strategy's established fact): the goal says what the step set out to do, the mechanism why."""
+    for seg, r in m.records.items():
+        if r["type"] not in types:
+            continue
+        p = r["payload"]
+        mechanism = p["mechanism"] if r["type"] == "strategy" else p["established_fact"]["mechanism"]
+        goal = norm(p["goal"]).lower()
+        for s in sentences(mechanism):
+            said = norm(s).rstrip(".").lower()
+            assert said not in goal and goal.rstrip(".") not in said, (seg, p["goal"], mechanism)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_goal_never_repeats_the_mechanism(mined, name):
+    assert_goal_apart_from_mechanism(mined[name], ("strategy",))
+
+
 @pytest.mark.parametrize("name", TRACES)
 def test_a_pitfall_carries_the_symptoms_its_own_statements_name(mined, name):
     assert_pitfall_symptoms(mined[name], EXPECTED[name]["pitfall_symptoms"])

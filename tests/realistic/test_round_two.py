@@ -15,7 +15,13 @@ import pytest
 from optrace.ingest.dsl import store_dsl
 from optrace.mine.ladder import CLAIMS
 from optrace.scrub.anonymize import Scrubber, Step
-from tests.realistic.test_realistic import Mined, assert_pitfall_symptoms, mine_trace, norm
+from tests.realistic.test_realistic import (
+    Mined,
+    assert_goal_apart_from_mechanism,
+    assert_pitfall_symptoms,
+    mine_trace,
+    norm,
+)
 from tests.support import more_traces as mt
 
 NAMES = list(mt.BUILDERS)
@@ -236,6 +242,12 @@ def test_an_anti_strategy_for_every_curated_pitfall_with_a_stated_cause_and_none
         assert (record is not None) == (cause is not None), start
         if record is not None:
             assert norm(cause) in norm(json.dumps(record["payload"]["established_fact"])), start
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_goal_never_repeats_the_mechanism(mined, name):
+    m, _ = one(mined, name)
+    assert_goal_apart_from_mechanism(m, ("strategy",))
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -9,7 +9,7 @@ import pytest
 
 from optrace.example.repo_builder import build_trace
 from tests.realistic import unseen_traces as ut
-from tests.realistic.test_realistic import Mined, assert_pitfall_symptoms, mine_trace
+from tests.realistic.test_realistic import Mined, assert_goal_apart_from_mechanism, assert_pitfall_symptoms, mine_trace
 
 TRACES = list(ut.BUILDERS)
 BOILERPLATE = "Do not retry this lever"
@@ -175,6 +175,11 @@ def test_a_pitfall_carries_its_own_verdict_and_no_borrowed_symptoms_or_numbers(m
             for c in claims:
                 assert all(kinds.get(i, "slot") not in ("change", "body", "subject") for i in c["cites"]), path
         assert set(r["evidence"]["raw"]["effect"]) == {"basis"}, seg  # no geomean of the kept version
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_goal_never_repeats_the_mechanism(mined, name):
+    assert_goal_apart_from_mechanism(mined[name], ("strategy",))
 
 
 @pytest.mark.parametrize("name", TRACES)

@@ -166,15 +166,17 @@ def ends_sentence(text: str) -> bool:
     return text.rstrip().endswith((".", "!", "?", ";", ":", ")"))
 
 
-def goal_claims(packet: dict, src: Sources, lever_item: dict, own_prose: bool) -> tuple[list[Said], bool]:
+def goal_claims(
+    packet: dict, src: Sources, lever_item: dict, own_prose: bool, why: list[Said]
+) -> tuple[list[Said], bool]:
     """(what the lever was meant to achieve, whether the trace states none of it: see the module doc); the
-    version's prose only where it is this lever's alone."""
+    version's prose only where it is this lever's alone, never a sentence of the cause `why` again."""
     lever = " ".join(lever_item["text"].split())
     pitfall = packet["seg_kind"] == "curated-pitfall"
     purpose = None if pitfall else purpose_of(lever_item)  # a pitfall names what went wrong, not an aim
     if purpose:
         return [purpose], False
-    aims = stated_aims(src, lever, ("body",)) if own_prose else []
+    aims = stated_aims(src, lever, ("body",), [w.says for w in why]) if own_prose else []
     if aims:
         return aims, False
     cites = (lever_item["id"],) + tuple(i["id"] for i in src.of("segment")[:1])
@@ -200,7 +202,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     if not condition:
         return "no checkable condition (arch, shape regime, dtype or toolchain)"
     mechanism = " ".join(w.says for w in why)
-    goal, goal_thin = goal_claims(packet, src, lever_item, own)
+    goal, goal_thin = goal_claims(packet, src, lever_item, own, why)
     observed = observed_claims(packet, src, lever_item, why)
     payload: dict = {
         "goal": claims.put("payload.goal", goal),

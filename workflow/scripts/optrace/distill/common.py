@@ -6,6 +6,7 @@ cites; the structured facts (signals.metrics, the bottleneck label, confidence) 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from optrace.distill.claims import Claims, Said, Sources, each, said, servable
@@ -196,27 +197,35 @@ def correctness(measurements: dict) -> dict:
     return {"correctness": out} if out else {}
 
 
-def intent_sentences(items: list[dict], not_this: str) -> list[Said]:
-    """The sentences of the items that say what was meant (INTENT), each citing its item; never a restatement
-    of `not_this` (the change or lever)."""
+def repeats(text: str, mechanism: Sequence[str]) -> bool:
+    """The text says a mechanism sentence again (is one, holds one or is part of one): a goal that repeats
+    the record's mechanism says nothing of its own."""
+    mine = " ".join(text.split()).rstrip(".").lower()
+    theirs = (" ".join(m.split()).rstrip(".").lower() for m in mechanism)
+    return bool(mine) and any(t and (t in mine or mine in t) for t in theirs)
+
+
+def aim_sentences(items: list[dict], not_this: str, mechanism: Sequence[str], intent: bool) -> list[Said]:
+    """The sentences of the items (with `intent`, only those that say what was meant: INTENT), each citing
+    its item; never a restatement of `not_this` (the change or lever) nor a repeat of the mechanism."""
     return [
         Said(s, (i["id"],))
         for i in items
         for s in sentences(i["text"])
-        if servable(s) and INTENT.search(s) and lever_key(s) != lever_key(not_this)
+        if servable(s)
+        and (INTENT.search(s) or not intent)
+        and lever_key(s) != lever_key(not_this)
+        and not repeats(s, mechanism)
     ]
 
 
-def stated_aims(src: Sources, not_this: str, prose_kinds: tuple[str, ...]) -> list[Said]:
+def stated_aims(src: Sources, not_this: str, prose_kinds: tuple[str, ...], mechanism: Sequence[str] = ()) -> list[Said]:
     """What the step record expected the change to do, else the sentences of intent of its prose: at most
-    two sentences, never a restatement of `not_this`."""
-    aims = [
-        Said(s, (i["id"],))
-        for i in src.of("expected-impact")
-        for s in sentences(i["text"])
-        if servable(s) and lever_key(s) != lever_key(not_this)
-    ]
-    return (aims or intent_sentences(src.of(*prose_kinds), not_this))[:2]
+    two sentences, never a restatement of `not_this` and never a sentence the record's mechanism already
+    says (when the expected impact is the step's only causal text it is the mechanism, and the goal falls
+    to the next source)."""
+    aims = aim_sentences(src.of("expected-impact"), not_this, mechanism, intent=False)
+    return (aims or aim_sentences(src.of(*prose_kinds), not_this, mechanism, intent=True))[:2]
 
 
 def floor_goal(packet: dict) -> str:
