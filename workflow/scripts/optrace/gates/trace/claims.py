@@ -20,7 +20,8 @@ The rule, for records mined from a trace:
    another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
-   its words, numbers, negators and scope words).
+   its words, numbers, negators and scope words). A symptom tag a cited item states (optrace.facts:
+   `compile-failure` for "failed to compile") is read as that item's phrase; any other is its own words.
 4. In a failed lever's record, a cause, observation or established fact that names another lever its
    version's prose also names (the packets manifest names every segment's lever) must name its own
    lever too: one version's prose about several levers, each record keeps the sentence about its own. (A
