@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import re
+
+from optrace.facts import failure_regimes, other_side
 from tests.adversarial.claim_attacks import (
     CLM,
     EST,
@@ -285,6 +288,43 @@ F2 = [
         ),
         (CLM,),
         lever_named,
+    ),
+]
+
+REGIME = "payload.established_fact.condition.shape_regime"
+
+
+def _regime(c) -> str | None:
+    return c.pl.get("established_fact", {}).get("condition", {}).get("shape_regime")
+
+
+def _across(regime: str, c) -> str:
+    """The regime on the other side of the failure's (an equality: the values above it)."""
+    return other_side(regime) or regime.replace("=", ">", 1)
+
+
+def _payoff_regime(c) -> str | None:
+    """A regime the record's cited evidence names as where the lever pays off (facts.failure_regimes)."""
+    texts = [i["text"] for i in c.agent.get("evidence") or [] if isinstance(i.get("text"), str)]
+    return next((w for t in texts for w, r in failure_regimes(t).items() if r != w), None)
+
+
+F2 += [
+    Case(
+        "2 a failed lever's shape regime on the other side of where it fails",
+        2,
+        A,
+        edit(REGIME, _across),
+        (CLM,),
+        lambda c: _regime(c) is not None,
+    ),
+    Case(
+        "2 the regime the trace says the lever pays off in, as where it fails",
+        2,
+        A,
+        lambda r, c: r["payload"]["established_fact"]["condition"].update(shape_regime=_payoff_regime(c)),
+        (CLM,),
+        lambda c: _regime(c) is not None and _payoff_regime(c) is not None,
     ),
 ]
 
@@ -776,6 +816,14 @@ F7 = [
         (CLM,),
     ),
     Case("7 always in applies_when", 7, S, setto("payload.applies_when", ["always"]), (CLM,)),
+    Case(
+        "7 a failed lever's shape regime widened past what its cause states",
+        7,
+        A,
+        edit(REGIME, lambda t, c: re.sub(r"\d+", lambda m: str(int(m.group(0)) * 8), t, count=1)),
+        (CLM,),
+        lambda c: _regime(c) is not None,
+    ),
     Case("7 never on any GPU", 7, A, add("payload.lesson", "Never retry it on any GPU."), (CLM, LAY)),
     Case(
         "7 universally in a root cause",

@@ -12,7 +12,7 @@ import pytest
 from optrace.distill.anti import lesson_claims, observed_claims
 from optrace.distill.claims import Said, Sources
 from optrace.distill.common import intent_sentences, purpose_of
-from optrace.facts import cause_arch_bound, judge_sentence
+from optrace.facts import cause_arch_bound, failure_regime, judge_sentence
 from optrace.gates.trace.ncu_attribution import stated_bottlenecks
 
 LEVER = "stage gamma and beta in shared memory at the start of each block"
@@ -115,3 +115,23 @@ def test_a_lever_states_its_purpose_only_in_a_purpose_clause(lever, aim):
 )
 def test_a_sentence_of_intent_says_what_was_meant(text, intent):
     assert bool(intent_sentences([{"id": "e1", "kind": "body", "text": text}], LEVER)) == intent
+
+
+@pytest.mark.parametrize(
+    "text, regime",
+    [
+        ("At batch_size = 7 the grid is only 7 blocks on 108 SMs.", "batch_size = 7"),
+        ("the combine kernel costs more than the extra CTAs save when seq_len <= 512.", "seq_len <= 512"),
+        # where the trace says the lever pays off, the failure is on the other side
+        ("Packing two rows into one block only helps batch_size >= 1024: the grid halves", "batch_size < 1024"),
+        ("The warp-per-row layout belongs to short rows (hidden <= 1024), not to this one.", "hidden > 1024"),
+        ("It pays off when M > 2048; here the tiles idle.", "M <= 2048"),
+        # an equality named as where it pays off states no failure regime; two regimes state none
+        ("It only pays off at batch = 1.", None),
+        ("slower at batch_size = 7 and at batch_size = 4096", None),
+        # a payoff clause ends at the sentence or a colon: a later regime is the failure's own
+        ("Only helps long rows. At hidden = 8192 it waits on loads.", "hidden = 8192"),
+    ],
+)
+def test_a_failed_levers_regime_is_where_it_fails(text, regime):
+    assert failure_regime(text) == regime

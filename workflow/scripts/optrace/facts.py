@@ -25,7 +25,8 @@ kept kernel"), advice (a sentence that starts by saying what to do: "run the tes
 only") or a restatement of the lever (most of its words are the lever's, the reason beside it aside). What none of these
 decides is `unjudged`: partition flags it for the agent instead of guessing.
 
-Conditions (`stated_condition`): a shape regime or dtype the text states once; whether a cause is bound
+Conditions (`stated_condition`): a shape regime or dtype the text states once (a failed lever's regime is
+where it fails: the other side of one the text says it pays off in, `failure_regime`); whether a cause is bound
 to the architecture (`arch_bound`: it names the GPU, its ISA or a resource whose size or presence differs
 between architectures) -- an architecture goes into an established fact's condition only then.
 """
@@ -458,6 +459,44 @@ ARCH_ISA = {
 }
 
 
+# a clause saying where a lever pays off: the regime it names is where the lever works, so the regime
+# where it fails is the other side ("only helps batch_size >= 1024" fails below 1024)
+PAYOFF = re.compile(
+    r"\b(?:only (?:helps|pays off|wins|works|makes sense)|(?:helps|pays off|wins|works) only|pays off"
+    r"|belongs to|is worth it|only worth it|is meant for)\b",
+    re.I,
+)
+_SEGMENT = re.compile(r"[^.;:!?]+")
+_REGIME_PARTS = re.compile(r"(.*?)\s*(<=|>=|==|<|>|=|≤|≥)\s*(\d+)$")
+OTHER_SIDE = {"<=": ">", "≤": ">", ">=": "<", "≥": "<", "<": ">=", ">": "<="}
+
+
+def other_side(regime: str) -> str | None:
+    """The regime on the other side of a bound ("hidden <= 1024" -> "hidden > 1024"); an equality has none."""
+    m = _REGIME_PARTS.match(regime)
+    if not m or m.group(2) not in OTHER_SIDE:
+        return None
+    return f"{m.group(1)} {OTHER_SIDE[m.group(2)]} {m.group(3)}"
+
+
+def failure_regimes(text: str) -> dict[str, str | None]:
+    """Each shape regime the text names, as written -> the regime where a failed lever fails by that
+    statement: the regime itself, or the other side of one named where the text says the lever pays off
+    (None: an equality named as where it pays off states no failure regime)."""
+    out: dict[str, str | None] = {}
+    for seg in _SEGMENT.finditer(text or ""):
+        for m in SHAPE_RE.finditer(seg.group(0)):
+            pays_off = PAYOFF.search(seg.group(0)[: m.start()])
+            out.setdefault(m.group(0), other_side(m.group(0)) if pays_off else m.group(0))
+    return out
+
+
+def failure_regime(text: str) -> str | None:
+    """The one regime where a failed lever fails by what the text states (two different ones state none)."""
+    found = set(failure_regimes(text).values())
+    return found.pop() if len(found) == 1 else None
+
+
 def single_match(pattern: re.Pattern, text: str) -> str | None:
     """The one value the text states (two different dtypes, say, state no single condition)."""
     found = {m.group(0) for m in pattern.finditer(text)}
@@ -467,7 +506,7 @@ def single_match(pattern: re.Pattern, text: str) -> str | None:
 def stated_condition(texts: list[str]) -> dict[str, str]:
     """The shape regime and dtype the texts state (each once), as written."""
     joined = " ".join(t for t in texts if t)
-    found = {"shape_regime": single_match(SHAPE_RE, joined), "dtype": single_match(DTYPE_RE, joined)}
+    found = {"shape_regime": failure_regime(joined), "dtype": single_match(DTYPE_RE, joined)}
     return {k: v for k, v in found.items() if v}
 
 

@@ -31,9 +31,10 @@ from optrace.facts import (
     DTYPE_RE,
     MIN_MECHANISM_CHARS,
     NAMES_THE_LEVER,
-    SHAPE_RE,
     about_this_lever,
     cause_arch_bound,
+    failure_regime,
+    failure_regimes,
     judge_sentence,
     pitfall_about,
     single_match,
@@ -73,8 +74,9 @@ def cause_claims(packet: dict, src: Sources, lever: str, own_prose: bool) -> lis
 
 
 def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said]) -> dict[str, Said]:
-    """The toolchain, the ISA when the cause is bound to the architecture, and a shape regime or dtype
-    the lever or its cause states once, each citing where it is stated."""
+    """The toolchain, the ISA when the cause is bound to the architecture, and a shape regime (where the
+    lever fails: facts.failure_regime) or dtype the lever or its cause states once, each citing where it
+    is stated."""
     scope = packet["target"]["scope"]
     isa = packet["agent_facing"]["operator"].get("isa")
     where = src.of("segment")[:1]
@@ -90,11 +92,15 @@ def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Sai
         and isa in where[0]["text"]
     ):
         out["sm_arch"] = Said(isa, (where[0]["id"],))
-    for key, pattern in (("shape_regime", SHAPE_RE), ("dtype", DTYPE_RE)):
-        value = single_match(pattern, text)
-        if value:
-            cites = tuple(dict.fromkeys(c for t, cs in stated if value in t for c in cs))
-            out[key] = Said(value, cites)
+    regime = failure_regime(text)
+    if regime:  # cited where the regime it derives from is written
+        written = {w for w, r in failure_regimes(text).items() if r == regime}
+        out["shape_regime"] = Said(
+            regime, tuple(dict.fromkeys(c for t, cs in stated if any(w in t for w in written) for c in cs))
+        )
+    dtype = single_match(DTYPE_RE, text)
+    if dtype:
+        out["dtype"] = Said(dtype, tuple(dict.fromkeys(c for t, cs in stated if dtype in t for c in cs)))
     return out
 
 

@@ -20,7 +20,8 @@ The rule, for records mined from a trace:
    another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
-   its words, numbers, negators and scope words).
+   its words, numbers, negators and scope words); an established fact's shape regime is exactly where the
+   cited items say the lever fails (the other side of one they say it pays off in).
 4. In a failed lever's record, a cause, observation or established fact that names another lever its
    version's prose also names (the packets manifest names every segment's lever) must name its own
    lever too: one version's prose about several levers, each record keeps the sentence about its own. (A
@@ -332,6 +333,7 @@ def restates_what_rules_it_out(says: str, cites: list[str], pc: PacketClaims) ->
 
 
 ENTRY_KEYS = frozenset({"says", "cites", "slots"})
+REGIME_PATH = "payload.established_fact.condition.shape_regime"
 BLOCK_KEYS = frozenset({"packet", "fields"})
 
 
@@ -357,7 +359,11 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
     cited = pc.cited(cites)
     field = "tag" if TAG_FIELDS.match(where) else "cause" if where.split("[")[0] in CAUSE_FIELDS else "prose"
     stated = field == "cause" and pc.rewords_a_stated_cause(says, cites)
-    if not slots and collapsed(says) in cited.quotable:
+    if where == REGIME_PATH:
+        # a regime derived from what the cited items state, held to that derivation exactly (its
+        # number is then the cited one, on the side the rule puts it)
+        problems = rules.failure_regime(says, cited)
+    elif not slots and collapsed(says) in cited.quotable:
         # a whole cited item or sentence, as written: what it says is what its evidence says (only a
         # cause field's judgement is left to make)
         problems = list(said_against(field, says, (), cited, pc.exact, str(record_type), stated, quoted=True))
