@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re
 
-from optrace.facts import failure_regimes, other_side
+from optrace.facts import about_this_lever, failure_regimes, other_side
+from optrace.wording import sentences
 from tests.adversarial.claim_attacks import (
     CLM,
     EST,
@@ -41,6 +42,7 @@ from tests.adversarial.claim_attacks import (
     kernel_spans,
     lever_named,
     many_removed,
+    multi_lever,
     multi_shape,
     negated,
     no_capture,
@@ -468,7 +470,39 @@ F3 = [
 ]
 
 
+VERSION_PROSE = ("body", "expected-impact", "change", "subject")
+
+
+def _prose_about_another_lever(c) -> tuple[str, str] | None:
+    """(id, sentence) of the version's prose that is about another lever of the version, not this one."""
+    if not multi_lever(c):
+        return None
+    lever = c.pl["attempted"]
+    others = [rec["payload"]["attempted"] for rel, rec in c.others(A) if rec["payload"]["attempted"] != lever]
+    for item in c.agent.get("evidence") or []:
+        if item.get("kind") in VERSION_PROSE:
+            for s in sentences(item["text"]):
+                if about_this_lever(s, lever) is None and any(about_this_lever(s, o) for o in others):
+                    return item["id"], s
+    return None
+
+
+def _goal_of_another_lever(r, c) -> None:
+    item, sentence = _prose_about_another_lever(c) or ("", "")
+    r["payload"]["goal"] = sentence
+    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.goal"] = [{"says": sentence, "cites": [item]}]
+
+
 F4 = [
+    Case(
+        "4 a failed lever's goal taken from its version's prose about another lever",
+        4,
+        A,
+        _goal_of_another_lever,
+        (CLM,),
+        lambda c: _prose_about_another_lever(c) is not None,
+        cite=False,
+    ),
     Case(
         "4 a mechanism from another strategy of the trace",
         4,
