@@ -644,3 +644,13 @@ def test_a_failed_levers_goal_is_the_purpose_its_name_states(mined):
     assert bounds["payload"]["goal"] == "Keep two blocks resident per SM."
     goals = [r["payload"]["goal"] for r in antis]
     assert len(set(goals)) == len(goals) and not any(g.startswith("Avoid retrying") for g in goals)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_change_and_an_approach_carry_no_episode_label(mined, name):
+    """A long-horizon step record opens its description with its episode ("episode 3: tensor-core QK^T
+    ..."); the record says what changed, without the label that means nothing outside the trace."""
+    for r in mined[name].records.values():
+        pl = r["payload"]
+        for text in (pl.get("change"), pl.get("trace", {}).get("builds_on", {}).get("approach")):
+            assert not re.match(r"\s*episode \d+\s*:", text or "", re.I), (r["id"], text)
