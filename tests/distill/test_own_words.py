@@ -54,10 +54,20 @@ def test_a_lesson_is_never_the_lever_itself_and_may_be_the_causes_scope_sentence
 
 
 def test_a_verdict_without_a_full_stop_never_runs_into_the_next_sentence():
-    p = packet([("segment", "a failed lever"), ("gate-verdict", "geomean -2.8% vs HEAD")], pct=-3.19)
+    p = packet([("segment", "a failed lever"), ("gate-verdict", "register spills of 96 bytes per thread")], pct=-3.19)
     lever = {"id": "e9", "text": LEVER}
     text = " ".join(s.says for s in observed_claims(p, Sources(p), lever, []))
-    assert text == "The attempt measured -3.19% against the floor it was tried against (slower). geomean -2.8% vs HEAD"
+    assert text == (
+        "The attempt measured -3.19% against the floor it was tried against (slower). "
+        "register spills of 96 bytes per thread"
+    )
+
+
+@pytest.mark.parametrize("verdict", ["geomean -2.8% vs HEAD", "geomean +0.0% vs HEAD, within noise", "3.1% slower"])
+def test_the_measured_change_is_said_once_from_its_slot_never_again_as_a_verdict_restates_it(verdict):
+    p = packet([("segment", "a failed lever"), ("gate-verdict", verdict)], pct=-3.19)
+    said = observed_claims(p, Sources(p), {"id": "e9", "text": LEVER}, [])
+    assert [s.says for s in said] == ["The attempt measured -3.19% against the floor it was tried against (slower)."]
 
 
 def test_a_strategys_stated_bottleneck_is_its_parents_never_its_own_after_state():
@@ -135,3 +145,19 @@ def test_a_sentence_of_intent_says_what_was_meant(text, intent):
 )
 def test_a_failed_levers_regime_is_where_it_fails(text, regime):
     assert failure_regime(text) == regime
+
+
+@pytest.mark.parametrize(
+    "sentence, kind",
+    [
+        # an imperative read by its shape, whatever its verb
+        ("Convert explicitly with __bfloat162float and __float2bfloat16 instead.", "advice"),
+        ("Unroll every K step of the inner loop by hand.", "advice"),
+        # noun phrases, prepositions and quantities that open like one are not
+        ("Explicit conversions with __bfloat162float and __float2bfloat16", "unjudged"),
+        ("Half the threads of the block", "unjudged"),
+        ("Vector loads of 16 bytes per thread", "unjudged"),
+    ],
+)
+def test_an_imperative_is_advice_by_its_shape(sentence, kind):
+    assert judge_sentence(sentence, "one-pass CUDA kernel using bf16 operator overloads").kind == kind

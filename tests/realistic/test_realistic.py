@@ -139,6 +139,11 @@ EXPECTED = {
         },
         "no_record": {"store the residual sum before the normalisation": "no causal sentence"},
         "pitfalls": ["misaligned address on a sliced hidden_states tensor"],
+        # the lesson the trace writes for a failed lever, in its own words (an imperative after the cause)
+        "lessons": {
+            "one-pass CUDA kernel using bf16 operator overloads (x + r on __nv_bfloat16)": "Convert explicitly with "
+            "__bfloat162float and __float2bfloat16 instead."
+        },
         "shape_regimes": {
             "two rows per block with 256 threads each": "batch_size < 1024",  # "only helps batch_size >= 1024"
             "__launch_bounds__(512, 2) to keep two blocks resident per SM": "batch_size = 7",
@@ -654,3 +659,10 @@ def test_a_change_and_an_approach_carry_no_episode_label(mined, name):
         pl = r["payload"]
         for text in (pl.get("change"), pl.get("trace", {}).get("builds_on", {}).get("approach")):
             assert not re.match(r"\s*episode \d+\s*:", text or "", re.I), (r["id"], text)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_lesson_the_trace_writes_is_the_records_lesson(mined, name):
+    antis = {r["payload"]["attempted"]: r for _, r in mined[name].of_type("anti-strategy")}
+    for lever, lesson in EXPECTED[name].get("lessons", {}).items():
+        assert antis[lever]["payload"]["lesson"] == lesson, lever

@@ -40,7 +40,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from optrace.rows import Precheck
-from optrace.wording import overlap, read, sentences, word_set, words
+from optrace.wording import FUNCTION_WORDS, NEGATORS, overlap, read, sentences, word_set, words
 
 T = TypeVar("T")
 
@@ -308,7 +308,38 @@ def judge_sentence(sentence: str, lever: str | None = None, labelled: bool = Fal
         return Judgement("outcome", "reports what happened (an error, a mismatch), not why", s)
     if any(_has_finite_verb(_tokens(c)) for c in clauses):
         return Judgement("cause", "a clause with a subject and a verb about the kernel", s)
+    if _opens_with_a_bare_verb(toks):
+        return Judgement("advice", "says what to do (a fix or a lesson), not why", s)
     return Judgement("unjudged", "no structure the judge can read (a noun phrase?): the agent decides", s)
+
+
+# words a sentence may open with that are no verb: prepositions, conjunctions and quantities
+# ("Inside the K loop ...", "Half the threads ...")
+NOT_A_VERB = word_set(
+    """
+    inside outside behind beyond during despite around against among toward towards near past like unlike
+    beside besides except until since because although though unless whether whenever half most much many
+    few several some twice thrice every
+    """
+)
+
+
+def _opens_with_a_bare_verb(toks: list[str]) -> bool:
+    """An imperative read by its shape, not its verb: a plain word that is no function word and none of
+    the forms a subject or a participle takes (-s, -ed, -ing), then what a verb's object or manner starts
+    with -- a determiner, an adverb in -ly, an object pronoun, or code ("Convert explicitly with
+    __bfloat162float ...", "Hoist x_ptr out of the loop")."""
+    if len(toks) < 3 or not re.fullmatch(r"[A-Za-z][a-z]+", toks[0]):
+        return False
+    first, second = toks[0].lower(), toks[1]
+    closed = FUNCTION_WORDS | DETERMINERS | AUXILIARIES | FIRST_PERSON | NEGATORS | NOT_A_VERB
+    if first in closed or re.search(r"(?:s|ed|ing)$", first):
+        return False
+    return (
+        second.lower() in DETERMINERS | {"it", "them", "every", "each"}
+        or bool(re.fullmatch(r"[a-z]+ly", second))
+        or _is_identifier(second)
+    )
 
 
 # what a text that states no cause says, best first: the most useful reason for the agent

@@ -140,6 +140,14 @@ def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_p
     return [Said("Do not retry this lever while the cause above holds.", tuple(i["id"] for i in where))]
 
 
+# a percentage change of the kernel's time, as a verdict states it ("geomean -2.8% vs HEAD", "3% slower")
+MEASURED_CHANGE = re.compile(
+    r"\b(?:geomean|latency|speedup|faster|slower)\b[^.;]*?[-+]?\d+(?:\.\d+)?\s?%"
+    r"|[-+]?\d+(?:\.\d+)?\s?%[^.;]*?\b(?:geomean|latency|faster|slower|vs)\b",
+    re.I,
+)
+
+
 def observed_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said]) -> list[Said]:
     """What was seen when the lever was tried: a pitfall's own name (the error it is); else the lever's own
     gate verdict or cause where it states numbers, then its change against the floor it was tried
@@ -150,14 +158,18 @@ def observed_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said
     mechanism = {w.says for w in why}
     own = packet["seg_kind"] in ("deadend-prose", "deadend-experiment")
     kinds = ("observed", "gate-verdict", "cause") if own else ("observed", "cause")
+    pct = packet["agent_facing"]["measurements"].get("improve_pct_vs_floor")
+    measured_here = type(pct) in (int, float)
     for item in [i for kind in kinds for i in src.of(kind)]:
         for s in sentences(item["text"]):
-            if re.search(r"\d", s) and servable(s) and s not in mechanism and len(out) < 2:
+            # the change the pipeline measured is said once, from its slot: a verdict restating it
+            # ("geomean -2.8% vs HEAD") adds only a second, differently rounded number
+            restates_the_change = measured_here and MEASURED_CHANGE.search(s)
+            if re.search(r"\d", s) and servable(s) and s not in mechanism and not restates_the_change and len(out) < 2:
                 out.append(Said(s, (item["id"],)))
         if out:
             break
-    pct = packet["agent_facing"]["measurements"].get("improve_pct_vs_floor")
-    if type(pct) in (int, float):
+    if measured_here:
         slot = "measurements.improve_pct_vs_floor"
         text = f"The attempt measured {pct}% against the floor it was tried against" + (
             " (slower)." if pct < 0 else "."
