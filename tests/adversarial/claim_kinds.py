@@ -5,7 +5,11 @@
 
 from __future__ import annotations
 
+import re
+
+from optrace.facts import about_this_lever, failure_regimes, other_side
 from optrace.gates.trace.claim_injections import unstated_symptom
+from optrace.wording import sentences
 from tests.adversarial.claim_attacks import (
     CLM,
     EST,
@@ -39,6 +43,7 @@ from tests.adversarial.claim_attacks import (
     kernel_spans,
     lever_named,
     many_removed,
+    multi_lever,
     multi_shape,
     negated,
     no_capture,
@@ -289,6 +294,43 @@ F2 = [
     ),
 ]
 
+REGIME = "payload.established_fact.condition.shape_regime"
+
+
+def _regime(c) -> str | None:
+    return c.pl.get("established_fact", {}).get("condition", {}).get("shape_regime")
+
+
+def _across(regime: str, c) -> str:
+    """The regime on the other side of the failure's (an equality: the values above it)."""
+    return other_side(regime) or regime.replace("=", ">", 1)
+
+
+def _payoff_regime(c) -> str | None:
+    """A regime the record's cited evidence names as where the lever pays off (facts.failure_regimes)."""
+    texts = [i["text"] for i in c.agent.get("evidence") or [] if isinstance(i.get("text"), str)]
+    return next((w for t in texts for w, r in failure_regimes(t).items() if r != w), None)
+
+
+F2 += [
+    Case(
+        "2 a failed lever's shape regime on the other side of where it fails",
+        2,
+        A,
+        edit(REGIME, _across),
+        (CLM,),
+        lambda c: _regime(c) is not None,
+    ),
+    Case(
+        "2 the regime the trace says the lever pays off in, as where it fails",
+        2,
+        A,
+        lambda r, c: r["payload"]["established_fact"]["condition"].update(shape_regime=_payoff_regime(c)),
+        (CLM,),
+        lambda c: _regime(c) is not None and _payoff_regime(c) is not None,
+    ),
+]
+
 F3 = [
     Case(
         "3 a symptom the pitfall does not state",
@@ -443,7 +485,39 @@ F3 = [
 ]
 
 
+VERSION_PROSE = ("body", "expected-impact", "change", "subject")
+
+
+def _prose_about_another_lever(c) -> tuple[str, str] | None:
+    """(id, sentence) of the version's prose that is about another lever of the version, not this one."""
+    if not multi_lever(c):
+        return None
+    lever = c.pl["attempted"]
+    others = [rec["payload"]["attempted"] for rel, rec in c.others(A) if rec["payload"]["attempted"] != lever]
+    for item in c.agent.get("evidence") or []:
+        if item.get("kind") in VERSION_PROSE:
+            for s in sentences(item["text"]):
+                if about_this_lever(s, lever) is None and any(about_this_lever(s, o) for o in others):
+                    return item["id"], s
+    return None
+
+
+def _goal_of_another_lever(r, c) -> None:
+    item, sentence = _prose_about_another_lever(c) or ("", "")
+    r["payload"]["goal"] = sentence
+    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.goal"] = [{"says": sentence, "cites": [item]}]
+
+
 F4 = [
+    Case(
+        "4 a failed lever's goal taken from its version's prose about another lever",
+        4,
+        A,
+        _goal_of_another_lever,
+        (CLM,),
+        lambda c: _prose_about_another_lever(c) is not None,
+        cite=False,
+    ),
     Case(
         "4 a mechanism from another strategy of the trace",
         4,
@@ -791,6 +865,14 @@ F7 = [
         (CLM,),
     ),
     Case("7 always in applies_when", 7, S, setto("payload.applies_when", ["always"]), (CLM,)),
+    Case(
+        "7 a failed lever's shape regime widened past what its cause states",
+        7,
+        A,
+        edit(REGIME, lambda t, c: re.sub(r"\d+", lambda m: str(int(m.group(0)) * 8), t, count=1)),
+        (CLM,),
+        lambda c: _regime(c) is not None,
+    ),
     Case("7 never on any GPU", 7, A, add("payload.lesson", "Never retry it on any GPU."), (CLM, LAY)),
     Case(
         "7 universally in a root cause",

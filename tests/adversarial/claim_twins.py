@@ -322,4 +322,14 @@ TWINS += [
     Case("t extra white space", 0, A, edit("payload.lesson", lambda t, c: "  " + t.replace(" ", "  ") + " "), ()),
 ]
 
+TWINS += [
+    Case(
+        "t a failed lever's shape regime written without spaces",
+        0,
+        A,
+        edit("payload.established_fact.condition.shape_regime", lambda t, c: t.replace(" ", "")),
+        (),
+        has("payload.established_fact.condition.shape_regime", r" "),
+    ),
+]
 TWINS += PROVENANCE_TWINS

@@ -140,8 +140,13 @@ EXPECTED = {
         "no_record": {"store the residual sum before the normalisation": "no causal sentence"},
         "pitfalls": ["misaligned address on a sliced hidden_states tensor"],
         "pitfall_symptoms": {"misaligned address on a sliced hidden_states tensor": ["misaligned-address"]},
+        # the lesson the trace writes for a failed lever, in its own words (an imperative after the cause)
+        "lessons": {
+            "one-pass CUDA kernel using bf16 operator overloads (x + r on __nv_bfloat16)": "Convert explicitly with "
+            "__bfloat162float and __float2bfloat16 instead."
+        },
         "shape_regimes": {
-            "two rows per block with 256 threads each": "batch_size >= 1024",
+            "two rows per block with 256 threads each": "batch_size < 1024",  # "only helps batch_size >= 1024"
             "__launch_bounds__(512, 2) to keep two blocks resident per SM": "batch_size = 7",
         },
     },
@@ -695,3 +700,20 @@ def test_a_failed_levers_goal_is_the_purpose_its_name_states(mined):
     assert bounds["payload"]["goal"] == "Keep two blocks resident per SM."
     goals = [r["payload"]["goal"] for r in antis]
     assert len(set(goals)) == len(goals) and not any(g.startswith("Avoid retrying") for g in goals)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_change_and_an_approach_carry_no_episode_label(mined, name):
+    """A long-horizon step record opens its description with its episode ("episode 3: tensor-core QK^T
+    ..."); the record says what changed, without the label that means nothing outside the trace."""
+    for r in mined[name].records.values():
+        pl = r["payload"]
+        for text in (pl.get("change"), pl.get("trace", {}).get("builds_on", {}).get("approach")):
+            assert not re.match(r"\s*episode \d+\s*:", text or "", re.I), (r["id"], text)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_lesson_the_trace_writes_is_the_records_lesson(mined, name):
+    antis = {r["payload"]["attempted"]: r for _, r in mined[name].of_type("anti-strategy")}
+    for lever, lesson in EXPECTED[name].get("lessons", {}).items():
+        assert antis[lever]["payload"]["lesson"] == lesson, lever

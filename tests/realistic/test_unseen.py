@@ -115,6 +115,14 @@ def test_the_architecture_is_a_condition_only_where_the_cause_is_bound_to_it(min
         assert record["payload"]["established_fact"]["condition"]["sm_arch"] == isa
 
 
+@pytest.mark.parametrize("name", TRACES)
+def test_a_failed_levers_shape_regime_is_where_it_fails_not_where_the_trace_says_it_pays_off(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    for lever, regime in e.get("shape_regimes", {}).items():
+        (record,) = antis_for(m, lever)
+        assert record["payload"]["established_fact"]["condition"].get("shape_regime") == regime, lever
+
+
 def test_the_final_kernel_is_the_last_kept_version(mined):
     for name, m in mined.items():
         version, kernel = ut.EXPECTED[name]["final"]

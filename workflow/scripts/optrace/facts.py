@@ -25,7 +25,8 @@ kept kernel"), advice (a sentence that starts by saying what to do: "run the tes
 only") or a restatement of the lever (most of its words are the lever's, the reason beside it aside). What none of these
 decides is `unjudged`: partition flags it for the agent instead of guessing.
 
-Conditions (`stated_condition`): a shape regime or dtype the text states once; whether a cause is bound
+Conditions (`stated_condition`): a shape regime or dtype the text states once (a failed lever's regime is
+where it fails: the other side of one the text says it pays off in, `failure_regime`); whether a cause is bound
 to the architecture (`arch_bound`: it names the GPU, its ISA or a resource whose size or presence differs
 between architectures) -- an architecture goes into an established fact's condition only then.
 """
@@ -39,7 +40,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from optrace.rows import Precheck
-from optrace.wording import overlap, read, sentences, word_set, words
+from optrace.wording import FUNCTION_WORDS, NEGATORS, overlap, read, sentences, word_set, words
 
 T = TypeVar("T")
 
@@ -307,7 +308,38 @@ def judge_sentence(sentence: str, lever: str | None = None, labelled: bool = Fal
         return Judgement("outcome", "reports what happened (an error, a mismatch), not why", s)
     if any(_has_finite_verb(_tokens(c)) for c in clauses):
         return Judgement("cause", "a clause with a subject and a verb about the kernel", s)
+    if _opens_with_a_bare_verb(toks):
+        return Judgement("advice", "says what to do (a fix or a lesson), not why", s)
     return Judgement("unjudged", "no structure the judge can read (a noun phrase?): the agent decides", s)
+
+
+# words a sentence may open with that are no verb: prepositions, conjunctions and quantities
+# ("Inside the K loop ...", "Half the threads ...")
+NOT_A_VERB = word_set(
+    """
+    inside outside behind beyond during despite around against among toward towards near past like unlike
+    beside besides except until since because although though unless whether whenever half most much many
+    few several some twice thrice every
+    """
+)
+
+
+def _opens_with_a_bare_verb(toks: list[str]) -> bool:
+    """An imperative read by its shape, not its verb: a plain word that is no function word and none of
+    the forms a subject or a participle takes (-s, -ed, -ing), then what a verb's object or manner starts
+    with -- a determiner, an adverb in -ly, an object pronoun, or code ("Convert explicitly with
+    __bfloat162float ...", "Hoist x_ptr out of the loop")."""
+    if len(toks) < 3 or not re.fullmatch(r"[A-Za-z][a-z]+", toks[0]):
+        return False
+    first, second = toks[0].lower(), toks[1]
+    closed = FUNCTION_WORDS | DETERMINERS | AUXILIARIES | FIRST_PERSON | NEGATORS | NOT_A_VERB
+    if first in closed or re.search(r"(?:s|ed|ing)$", first):
+        return False
+    return (
+        second.lower() in DETERMINERS | {"it", "them", "every", "each"}
+        or bool(re.fullmatch(r"[a-z]+ly", second))
+        or _is_identifier(second)
+    )
 
 
 # what a text that states no cause says, best first: the most useful reason for the agent
@@ -458,6 +490,44 @@ ARCH_ISA = {
 }
 
 
+# a clause saying where a lever pays off: the regime it names is where the lever works, so the regime
+# where it fails is the other side ("only helps batch_size >= 1024" fails below 1024)
+PAYOFF = re.compile(
+    r"\b(?:only (?:helps|pays off|wins|works|makes sense)|(?:helps|pays off|wins|works) only|pays off"
+    r"|belongs to|is worth it|only worth it|is meant for)\b",
+    re.I,
+)
+_SEGMENT = re.compile(r"[^.;:!?]+")
+_REGIME_PARTS = re.compile(r"(.*?)\s*(<=|>=|==|<|>|=|≤|≥)\s*(\d+)$")
+OTHER_SIDE = {"<=": ">", "≤": ">", ">=": "<", "≥": "<", "<": ">=", ">": "<="}
+
+
+def other_side(regime: str) -> str | None:
+    """The regime on the other side of a bound ("hidden <= 1024" -> "hidden > 1024"); an equality has none."""
+    m = _REGIME_PARTS.match(regime)
+    if not m or m.group(2) not in OTHER_SIDE:
+        return None
+    return f"{m.group(1)} {OTHER_SIDE[m.group(2)]} {m.group(3)}"
+
+
+def failure_regimes(text: str) -> dict[str, str | None]:
+    """Each shape regime the text names, as written -> the regime where a failed lever fails by that
+    statement: the regime itself, or the other side of one named where the text says the lever pays off
+    (None: an equality named as where it pays off states no failure regime)."""
+    out: dict[str, str | None] = {}
+    for seg in _SEGMENT.finditer(text or ""):
+        for m in SHAPE_RE.finditer(seg.group(0)):
+            pays_off = PAYOFF.search(seg.group(0)[: m.start()])
+            out.setdefault(m.group(0), other_side(m.group(0)) if pays_off else m.group(0))
+    return out
+
+
+def failure_regime(text: str) -> str | None:
+    """The one regime where a failed lever fails by what the text states (two different ones state none)."""
+    found = set(failure_regimes(text).values())
+    return found.pop() if len(found) == 1 else None
+
+
 def single_match(pattern: re.Pattern, text: str) -> str | None:
     """The one value the text states (two different dtypes, say, state no single condition)."""
     found = {m.group(0) for m in pattern.finditer(text)}
@@ -467,7 +537,7 @@ def single_match(pattern: re.Pattern, text: str) -> str | None:
 def stated_condition(texts: list[str]) -> dict[str, str]:
     """The shape regime and dtype the texts state (each once), as written."""
     joined = " ".join(t for t in texts if t)
-    found = {"shape_regime": single_match(SHAPE_RE, joined), "dtype": single_match(DTYPE_RE, joined)}
+    found = {"shape_regime": failure_regime(joined), "dtype": single_match(DTYPE_RE, joined)}
     return {k: v for k, v in found.items() if v}
 
 

@@ -19,6 +19,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
              with the cause on the cause side (two statements the trace makes apart are no causal story);
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
              cited item says;
+- regime:    an established fact's shape regime is where the cited items say the lever fails (the other
+             side of a regime they say it pays off in);
 - scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's;
 - correctness: passed / correct / bit-exact / failed agree with the packet's correctness check unless a
              cited item says so.
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cached_property
 
-from optrace.facts import stated_symptoms
+from optrace.facts import failure_regimes, stated_symptoms
 from optrace.gates.trace.numbers import decimals, normalize
 from optrace.slots import SlotKind, kind_of
 from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, sentences, stem
@@ -230,6 +232,24 @@ def verdict(says: Reading, cited: Cited, record_type: str) -> list[str]:
         what = "reverted or not kept" if wrong == "not-kept" else "kept or committed"
         return [f"calls the step {what}, against the record's verdict, and no evidence it cites says so"]
     return []
+
+
+def failure_regime(says: str, cited: Cited) -> list[str]:
+    """An established fact's shape regime is where the failed lever fails as a cited item states it
+    (optrace.facts.failure_regimes): a regime the item names as where the lever pays off is the other
+    side of the failure's, so it is refused as written."""
+    stated: dict[str, str | None] = {}
+    for t in cited.texts:
+        stated.update(failure_regimes(t))
+    if collapsed_regime(says) in {collapsed_regime(r) for r in stated.values() if r}:
+        return []
+    if collapsed_regime(says) in {collapsed_regime(w) for w in stated}:
+        return ["is where the cited evidence says the lever pays off, not where it fails"]
+    return ["is no regime the cited evidence states the lever fails in"]
+
+
+def collapsed_regime(text: str) -> str:
+    return re.sub(r"\s+", "", text).lower()
 
 
 def scope(says: Reading, cited: Cited) -> list[str]:

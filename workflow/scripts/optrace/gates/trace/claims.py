@@ -20,11 +20,14 @@ The rule, for records mined from a trace:
    another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
-   its words, numbers, negators and scope words). A symptom tag a cited item states (optrace.facts:
-   `compile-failure` for "failed to compile") is read as that item's phrase; any other is its own words.
+   its words, numbers, negators and scope words); an established fact's shape regime is exactly where the
+   cited items say the lever fails (the other side of one they say it pays off in). A symptom tag a cited
+   item states (optrace.facts: `compile-failure` for "failed to compile") is read as that item's phrase;
+   any other is its own words.
 4. In a failed lever's record, a cause, observation or established fact that names another lever its
    version's prose also names (the packets manifest names every segment's lever) must name its own
-   lever too: one version's prose about several levers, each record keeps the sentence about its own. (A
+   lever too: one version's prose about several levers, each record keeps the sentence about its own; a
+   failed lever's goal rests only on the parts of that prose about its own lever. (A
    claim naming another segment's lever elsewhere needs that lever's words in what it cites: rule 3.)
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
@@ -40,13 +43,13 @@ from collections.abc import Iterator
 from decimal import Decimal
 from functools import cached_property, lru_cache
 
-from optrace.facts import judge
+from optrace.facts import about_this_lever, judge
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 from optrace.gates.trace.numbers import normalize
 from optrace.slots import kind_of, resolve
-from optrace.wording import content_words, read
+from optrace.wording import content_words, read, sentences
 
 EXEMPT = re.compile(
     r"^(?:schema|id|type|level|status|episode_key"
@@ -79,6 +82,8 @@ LEVER_FIELDS = re.compile(
 )
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
 STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
+# what one version says, shared by the packets of every lever it tried
+VERSION_PROSE = frozenset({"body", "expected-impact", "change", "subject"})
 RULED_OUT_BY = {"cause", "lever-cause", "observed", "gate-verdict"}  # what says why a lever failed
 ALL_KINDS = None  # any kind may back the field
 _OWN = {
@@ -255,10 +260,27 @@ class PacketClaims:
         best = max(score for score, _ in scored)
         return best > 0 and all(kind in STATED_CAUSE_KINDS for score, kind in scored if score == best)
 
-    def cited(self, cites: list[str]) -> rules.Cited:
-        texts = tuple(
-            self.items[c]["text"] for c in cites if c in self.items and isinstance(self.items[c].get("text"), str)
-        )
+    def text_of(self, c: str) -> str | None:
+        text = self.items.get(c, {}).get("text")
+        return text if isinstance(text, str) else None
+
+    def about_another_lever(self, says: str, cites: list[str]) -> list[str]:
+        """Rule 4 for a failed lever's goal: the version's prose it cites, where that prose is shared with
+        other levers, counts only in the parts about this lever (facts.about_this_lever, as the drafter
+        reads it); a goal whose words need the rest speaks of another lever's aim."""
+        shared = [c for c in cites if self.items.get(c, {}).get("kind") in VERSION_PROSE and self.text_of(c)]
+        if self.lever is None or not self.levers_sharing_prose or not shared:
+            return []
+        own = tuple(p for c in shared for s in sentences(self.text_of(c)) if (p := about_this_lever(s, self.lever)))
+        rest = tuple(t for c in cites if c not in shared and (t := self.text_of(c)))
+        if not rules.content(read(says), self.cited(cites, own + rest)):
+            return []
+        return [f"rests on its version's prose about another lever, not about {self.lever[:60]!r}"]
+
+    def cited(self, cites: list[str], texts: tuple[str, ...] | None = None) -> rules.Cited:
+        """What the claim rests on: the cited items' texts (or `texts`, a part of them) and slots."""
+        if texts is None:
+            texts = tuple(t for c in cites if (t := self.text_of(c)))
         meanings = tuple(k.meaning + " " + c.replace(".", " ") for c in cites if (k := kind_of(c)) is not None)
         return cited_of(
             texts,
@@ -333,6 +355,7 @@ def restates_what_rules_it_out(says: str, cites: list[str], pc: PacketClaims) ->
 
 
 ENTRY_KEYS = frozenset({"says", "cites", "slots"})
+REGIME_PATH = "payload.established_fact.condition.shape_regime"
 BLOCK_KEYS = frozenset({"packet", "fields"})
 
 
@@ -358,7 +381,11 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
     cited = pc.cited(cites)
     field = "tag" if TAG_FIELDS.match(where) else "cause" if where.split("[")[0] in CAUSE_FIELDS else "prose"
     stated = field == "cause" and pc.rewords_a_stated_cause(says, cites)
-    if not slots and collapsed(says) in cited.quotable:
+    if where == REGIME_PATH:
+        # a regime derived from what the cited items state, held to that derivation exactly (its
+        # number is then the cited one, on the side the rule puts it)
+        problems = rules.failure_regime(says, cited)
+    elif not slots and collapsed(says) in cited.quotable:
         # a whole cited item or sentence, as written: what it says is what its evidence says (only a
         # cause field's judgement is left to make)
         problems = list(said_against(field, says, (), cited, pc.exact, str(record_type), stated, quoted=True))
@@ -369,6 +396,8 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         )
     if where == "payload.would_retry_if" and restates_what_rules_it_out(says, cites, pc):
         problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
+    if where == "payload.goal" and record_type == "anti-strategy":
+        problems += pc.about_another_lever(says, cites)
     if pc.lever is not None and LEVER_FIELDS.match(where):
         # one version's prose about several levers (its subject or body names the other too): the
         # sentence about another lever is not this one's, whatever it cites (a pitfall of the version is
