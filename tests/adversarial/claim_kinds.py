@@ -9,6 +9,7 @@ import re
 
 from optrace.facts import about_this_lever, failure_regimes, other_side
 from optrace.gates.trace.claim_injections import unstated_symptom
+from optrace.gates.trace.verbatim import carries_code
 from optrace.wording import sentences
 from tests.adversarial.claim_attacks import (
     CLM,
@@ -294,6 +295,36 @@ F2 = [
     ),
 ]
 
+
+def _other_pass(c) -> str | None:
+    """An evidence item that says "passes" of something other than the kernel ("the build passes -D...")."""
+    return next(
+        (i["id"] for i in c.agent.get("evidence") or [] if re.search(r"\bpass(?:es|ed)? \S", i.get("text") or "")),
+        None,
+    )
+
+
+def _passes_by_another_sense(r, c) -> None:
+    says = f"{c.pl['attempted']} passes."
+    r["payload"]["observed"] = says
+    cites = [_other_pass(c)] + [i["id"] for i in c.agent["evidence"] if i["kind"] == "lever"][:1]
+    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.observed"] = [{"says": says, "cites": cites}]
+
+
+def _only_negated(c) -> str | None:
+    """A content word the packet's evidence only ever negates ("occupancy is not the limiter": limiter)."""
+    from optrace.wording import read
+
+    said: dict[str, set[bool]] = {}
+    citable: set[str] = set()  # what a tag may rest on (gates.trace.claims KINDS_FOR)
+    for item in c.agent.get("evidence") or []:
+        for w, states in read(item.get("text") or "").polarity().items():
+            said.setdefault(w, set()).update(states)
+            if item.get("kind") in ("change", "subject", "lever", "lever-cause", "cause", "category"):
+                citable.add(w)
+    return next((w for w in citable if said[w] == {True} and len(w) > 4 and w.isalpha()), None)
+
+
 REGIME = "payload.established_fact.condition.shape_regime"
 
 
@@ -375,6 +406,34 @@ F3 = [
         add("payload.lesson", "It passed the correctness check."),
         (CLM,),
         lambda c: c.m["correctness"]["status"] != "PASS",
+    ),
+    Case(
+        "3 a failed attempt said to pass, backed by a 'passes' in another sense",
+        3,
+        A,
+        _passes_by_another_sense,
+        (CLM,),
+        lambda c: c.m["correctness"]["status"] != "PASS" and _other_pass(c) is not None,
+        cite=False,
+    ),
+    Case(
+        "2 a lesson that advises keeping the failed lever",
+        2,
+        A,
+        edit("payload.lesson", lambda t, c: f"keep {c.pl['attempted']}"),
+        (CLM,),
+        lambda c: any(
+            i["kind"] in ("fix", "pitfall-fix", "lesson") and re.match(r"(?i)keep\b", i["text"])
+            for i in c.agent["evidence"]
+        ),
+    ),
+    Case(
+        "2 a lesson that advises using the failed lever",
+        2,
+        A,
+        edit("payload.lesson", lambda t, c: f"Use {c.pl['attempted']}."),
+        (CLM,),
+        lambda c: c.packet.data["seg_kind"] != "curated-pitfall",  # a pitfall is an error, not a lever to use
     ),
     Case(
         "3 failed the correctness check where it passed",
@@ -465,6 +524,14 @@ F3 = [
         (CLM,),
     ),
     Case("3 an invented technique tag", 3, S, push("retrieval.technique_tags", "warp-specialization"), (CLM,)),
+    Case(
+        "2 a tag asserting what the evidence only negates",
+        2,
+        A,
+        push("retrieval.technique_tags", lambda c: _only_negated(c)),
+        (CLM,),
+        lambda c: _only_negated(c) is not None,
+    ),
     Case(
         "3 an invented effect note",
         3,
@@ -648,7 +715,30 @@ F4 = [
     ),
 ]
 
+
+def _own_conclusion_as_mechanism(r, c) -> None:
+    conclusion = c.agent["profiler"]["conclusion"]
+    item = next(i["id"] for i in c.agent["evidence"] if i["kind"] == "conclusion")
+    r["payload"]["mechanism"] = conclusion
+    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.mechanism"] = [
+        {"says": conclusion, "cites": [item]}
+    ]
+
+
 F5 = [
+    Case(
+        "5 a strategy's mechanism quoting its own after-profile",
+        5,
+        S,
+        _own_conclusion_as_mechanism,
+        (CLM, NCU),
+        lambda c: (
+            own_after_capture(c)
+            and c.agent["profiler"]["conclusion"] != c.pl.get("mechanism")
+            and any(i["kind"] == "conclusion" for i in c.agent["evidence"])
+        ),
+        cite=False,
+    ),
     Case("5 profiler-confirmed in the goal", 5, S, add("payload.goal", "(profiler-confirmed)"), (NCU,), no_capture),
     Case(
         "5 confirmed by profiling in a lesson",
@@ -741,7 +831,47 @@ def snippet_of(lines: list[str]) -> str:
     return "\n".join(lines)
 
 
+_SYNC = re.compile(r"__syncthreads|__syncwarp|cp_async_wait|cp\.async\.wait|mbarrier|fence|barrier|tl\.debug_barrier")
+
+
+def _inner_added(c, pattern: re.Pattern | None = None) -> int | None:
+    """The index of a `+` line of code inside the strategy's snippet (not its first or last line), one
+    matching the pattern when given."""
+    lines = (c.pl.get("implementation") or {}).get("snippet", "").splitlines()
+    for i in range(1, len(lines) - 1):
+        ln = lines[i]
+        code = ln.startswith("+") and not ln.startswith("+++") and carries_code(ln[1:])  # a comment is no change
+        if code and (pattern is None or pattern.search(ln)):
+            return i
+    return None
+
+
+def _without_line(pattern: re.Pattern | None = None):
+    def mutate(r, c):
+        lines = r["payload"]["implementation"]["snippet"].splitlines()
+        del lines[_inner_added(c, pattern)]
+        r["payload"]["implementation"]["snippet"] = "\n".join(lines)
+
+    return mutate
+
+
 F6 = [
+    Case(
+        "6 a snippet with a barrier of the change left out",
+        6,
+        S,
+        _without_line(_SYNC),
+        (VERB,),
+        lambda c: _inner_added(c, _SYNC) is not None,
+    ),
+    Case(
+        "6 a snippet with an added line of the change left out",
+        6,
+        S,
+        _without_line(),
+        (VERB,),
+        lambda c: _inner_added(c) is not None,
+    ),
     Case(
         "6 removed lines and one short added line",
         6,

@@ -332,4 +332,14 @@ TWINS += [
         has("payload.established_fact.condition.shape_regime", r" "),
     ),
 ]
+TWINS += [
+    Case(
+        "t cannot written as can't",
+        0,
+        A,
+        edit("payload.root_cause", lambda t, c: t.replace("cannot", "can't", 1)),
+        (),
+        has("payload.root_cause", r"\bcannot\b"),
+    ),
+]
 TWINS += PROVENANCE_TWINS

@@ -27,7 +27,8 @@ The rule, for records mined from a trace:
 4. In a failed lever's record, a cause, observation or established fact that names another lever its
    version's prose also names (the packets manifest names every segment's lever) must name its own
    lever too: one version's prose about several levers, each record keeps the sentence about its own; a
-   failed lever's goal rests only on the parts of that prose about its own lever. (A
+   failed lever's goal rests only on the parts of that prose about its own lever, and its lesson advises
+   doing that lever only where a cited item does. (A
    claim naming another segment's lever elsewhere needs that lever's words in what it cites: rule 3.)
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
@@ -43,7 +44,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from functools import cached_property, lru_cache
 
-from optrace.facts import about_this_lever, judge
+from optrace.facts import about_this_lever, judge, judge_sentence
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
@@ -112,7 +113,9 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^payload\.(?:change|goal)$", ("strategy",), _OWN),
         # what a lever was meant to achieve: its name's purpose, its step record's expected impact, its body
         (r"^payload\.goal$", None, {"lever", "segment", "change", "subject", "body", "expected-impact", "correctness"}),
-        (r"^payload\.mechanism$", ("strategy",), _OWN | {"conclusion", "parent-conclusion"}),
+        # why the step worked: never its own after-profile, which says what limits the new kernel (the
+        # problem the next step attacks); the parent's capture says what this one attacked
+        (r"^payload\.mechanism$", ("strategy",), _OWN | {"parent-conclusion"}),
         (r"^payload\.attempted$", None, {"lever", "change", "subject"}),
         (r"^payload\.lesson$", None, _CAUSE | {"direction", "segment"}),
         # what was observed is what happened, not the advice to fix it
@@ -314,7 +317,9 @@ def said_against(
     if quoted:
         pass
     elif field == "tag":  # a slug drops the function words its polarity and direction turn on
-        problems += rules.negators(says_read, cited) + rules.scope(says_read, cited)
+        problems += (
+            rules.negators(says_read, cited) + rules.asserted_negation(says_read, cited) + rules.scope(says_read, cited)
+        )
     else:
         problems += (
             rules.polarity(says_read, cited)
@@ -352,6 +357,20 @@ def restates_what_rules_it_out(says: str, cites: list[str], pc: PacketClaims) ->
             if same_sense and len(r.content & theirs.content) >= 0.8 * len(r.content):
                 return True
     return False
+
+
+def advises_the_lever(text: str, lever: str) -> bool:
+    """A sentence saying to do the lever ("keep 1024 threads per row with 64-bit loads"): advice as
+    optrace.facts judges it, naming the lever with its numbers ("keep 512 threads with 128-bit loads" is
+    another setting), negating nothing."""
+    numbers = set(re.findall(r"\d+", lever))
+    return any(
+        judge_sentence(s, lever).kind == "advice"
+        and names(s, lever)
+        and numbers <= set(re.findall(r"\d+", s))
+        and not any(t.negated for t in read(s).tokens)
+        for s in sentences(text)
+    )
 
 
 ENTRY_KEYS = frozenset({"says", "cites", "slots"})
@@ -398,6 +417,13 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
     if where == "payload.goal" and record_type == "anti-strategy":
         problems += pc.about_another_lever(says, cites)
+    if (
+        where == "payload.lesson"
+        and pc.lever is not None
+        and advises_the_lever(says, pc.lever)
+        and not any(advises_the_lever(t, pc.lever) for t in cited.texts)
+    ):
+        problems.append("advises doing the failed lever itself, and no evidence it cites advises it")
     if pc.lever is not None and LEVER_FIELDS.match(where):
         # one version's prose about several levers (its subject or body names the other too): the
         # sentence about another lever is not this one's, whatever it cites (a pitfall of the version is
