@@ -436,6 +436,14 @@ F3 = [
         lambda c: c.packet.data["seg_kind"] != "curated-pitfall",  # a pitfall is an error, not a lever to use
     ),
     Case(
+        "2 faster on a slower attempt, backed by an unrelated 'helps'",
+        2,
+        A,
+        setto("payload.observed", "The attempt was faster than the floor it was tried against."),
+        (CLM,),
+        lambda c: slower_anti(c) and any(re.search(r"\bhelps?\b", i.get("text") or "") for i in c.agent["evidence"]),
+    ),
+    Case(
         "3 failed the correctness check where it passed",
         3,
         S,
@@ -569,13 +577,46 @@ def _prose_about_another_lever(c) -> tuple[str, str] | None:
     return None
 
 
-def _goal_of_another_lever(r, c) -> None:
-    item, sentence = _prose_about_another_lever(c) or ("", "")
-    r["payload"]["goal"] = sentence
-    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.goal"] = [{"says": sentence, "cites": [item]}]
+def _another_levers(path: str, text=lambda sentence, c: sentence):
+    """Set a field to (a text made of) the version's sentence about another lever, citing it and the
+    record's own lever item, as an agent that keeps its citations would."""
+
+    def mutate(r, c) -> None:
+        item, sentence = _prose_about_another_lever(c) or ("", "")
+        says = text(sentence, c)
+        node = r
+        keys = path.split(".")
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = says
+        own = [i["id"] for i in c.agent["evidence"] if i["kind"] == "lever"][:1]
+        r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"][path] = [{"says": says, "cites": [item, *own]}]
+
+    return mutate
+
+
+_goal_of_another_lever = _another_levers("payload.goal")
 
 
 F4 = [
+    Case(
+        "4 a failed lever's lesson quoting its version's sentence about another lever",
+        4,
+        A,
+        _another_levers("payload.lesson"),
+        (CLM,),
+        lambda c: _prose_about_another_lever(c) is not None,
+        cite=False,
+    ),
+    Case(
+        "4 another lever's cause under this lever's name",
+        4,
+        A,
+        _another_levers("payload.root_cause", lambda s, c: f"{c.pl['attempted']}: {s[0].lower()}{s[1:]}"),
+        (CLM,),
+        lambda c: _prose_about_another_lever(c) is not None,
+        cite=False,
+    ),
     Case(
         "4 a failed lever's goal taken from its version's prose about another lever",
         4,
@@ -995,6 +1036,35 @@ F7 = [
         (CLM,),
     ),
     Case("7 always in applies_when", 7, S, setto("payload.applies_when", ["always"]), (CLM,)),
+    Case(
+        "7 a lesson widened to each nvidia kernel",
+        7,
+        A,
+        add("payload.lesson", "This holds in each nvidia kernel."),
+        (CLM,),
+    ),
+    Case(
+        "7 applies_when over each launch-bound nvidia kernel",
+        7,
+        S,
+        setto("payload.applies_when", ["each launch-bound nvidia kernel"]),
+        (CLM,),
+    ),
+    Case(
+        "7 a trigger over kernels of each operator",
+        7,
+        S,
+        push("retrieval.triggers", "slow kernels of each operator"),
+        (CLM,),
+    ),
+    Case(
+        "7 a cause widened to kernels across nvidia",
+        7,
+        A,
+        add("payload.established_fact.mechanism", "The same holds for kernels across nvidia."),
+        (CLM, EST),
+    ),
+    Case("7 a tag over every kernel", 7, S, push("retrieval.technique_tags", "every-kernel"), (CLM,)),
     Case(
         "7 a failed lever's shape regime widened past what its cause states",
         7,

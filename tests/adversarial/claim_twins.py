@@ -342,4 +342,31 @@ TWINS += [
         has("payload.root_cause", r"\bcannot\b"),
     ),
 ]
+
+
+def _new_side_only(r, c) -> None:
+    impl = r["payload"]["implementation"]
+    impl["snippet"] = "\n".join(
+        ln for ln in impl["snippet"].splitlines() if not (ln.startswith("-") and ln[:3] != "---")
+    )
+
+
+TWINS += [
+    Case(
+        "t a diff snippet of its new side only",
+        0,
+        S,
+        _new_side_only,
+        (),
+        has("payload.implementation.snippet", r"(?m)^-(?!--)\s*\S"),
+    ),
+    Case(
+        "t an arrow written as to",
+        0,
+        A,
+        edit("payload.root_cause", lambda t, c: t.replace(" -> ", " to ", 1)),
+        (),
+        has("payload.root_cause", r"\d%? -> \d"),
+    ),
+]
 TWINS += PROVENANCE_TWINS

@@ -402,6 +402,25 @@ def about_this_lever(sentence: str, lever: str) -> str | None:
     return sentence if overlap(lever, sentence) >= NAMES_THE_LEVER else None
 
 
+_LIST_BREAK = re.compile(r";\s+|,\s+")
+
+
+def parts_about(text: str, lever: str, others: Sequence[str]) -> list[str]:
+    """The parts of one version's prose about this lever, where the version tried others too: each
+    sentence's part about it (about_this_lever); a sentence that lists levers ("split-K over 2 programs
+    ..., BLOCK_M=64 for M <= 128", "split-K with atomics; smaller M tiles for small batches") keeps only
+    the list items about this one. A sentence about no lever is about none of them."""
+    out = []
+    for s in sentences(text):
+        items = [p for p in _LIST_BREAK.split(s) if p.strip()]
+        about = [[n for n in (lever, *others) if about_this_lever(p, n)] for p in items]
+        if len(items) > 1 and sum(bool(a) for a in about) > 1:
+            out += [p for p, a in zip(items, about, strict=True) if a == [lever]]
+        elif (part := about_this_lever(s, lever)) is not None:
+            out.append(part)
+    return out
+
+
 def pitfall_about(pitfall: object, lever: str) -> list[str]:
     """The explanation of a recorded pitfall whose name (its first sentence) names the lever."""
     parts = sentences(pitfall)

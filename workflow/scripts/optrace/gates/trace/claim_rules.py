@@ -15,8 +15,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
              and one asserted there is asserted (a slug, which drops the words a negation turns on, may
              not assert what the cited sentence only negates);
 - direction: a direction word (more, fewer, grows, halves) runs the way the closest cited sentence runs it;
-- speed:     faster / slower (less / more latency) agrees with the measured change unless a cited item
-             says the same;
+- speed:     faster / slower (less / more latency) agrees with the measured change unless a cited
+             sentence the claim rewords says the same;
 - cause:     every causal join of a claim (because, so, therefore ...) is a join a cited sentence makes,
              with the cause on the cause side (two statements the trace makes apart are no causal story);
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
@@ -188,12 +188,17 @@ def polarity(says: Reading, cited: Cited) -> list[str]:
     return out[:2]
 
 
+# words a slug negates with: the head of "instead of", and the nouns of a failure ("compile-error" names
+# what did not compile)
+NEGATING_SLUG_WORDS = frozenset({"instead", "rather", "error", "errors", "failure", "failures", "crash", "hang"})
+
+
 def asserted_negation(says: Reading, cited: Cited) -> list[str]:
     """A slug asserting what the cited sentences it rewords only negate (`occupancy-limiter` where the
     trace says occupancy is not the limiter): a slug drops the words a negation turns on, so only this
     direction is read, and only in a slug with no negation of its own (`accumulate-p-v-fp16-instead-fp32`
     keeps the head of "instead of")."""
-    if any(t.raw in NEGATORS or t.raw in ("instead", "rather") or t.canon[0] in NEGATING_VERBS for t in says.tokens):
+    if any(t.raw in NEGATORS or t.raw in NEGATING_SLUG_WORDS or t.canon[0] in NEGATING_VERBS for t in says.tokens):
         return []
     for w, states in says.polarity().items():
         near = closest(says, cited, w, Reading.polarity)
@@ -221,9 +226,14 @@ def direction(says: Reading, cited: Cited) -> list[str]:
 
 
 def speed(says: Reading, cited: Cited) -> list[str]:
+    """A speed word agrees with the measured change, or with a cited sentence the claim rewords or quotes
+    (half of the one's content words are the other's): "only helps batch_size >= 1024" backs no "the
+    attempt was faster"."""
     supported: set[str] = set()
-    for r in cited.readings:
-        supported |= r.speed()
+    for r in cited.sentences:
+        shared = len(r.content & says.content) * 2
+        if shared and (shared >= len(says.content) or shared >= len(r.content)):
+            supported |= r.speed()
     m = cited.measured_change
     out = []
     for sense in sorted(says.speed() - supported):
@@ -270,12 +280,25 @@ def collapsed_regime(text: str) -> str:
     return re.sub(r"\s+", "", text).lower()
 
 
-def scope(says: Reading, cited: Cited) -> list[str]:
+# a quantifier over what a record is filed under ("each nvidia kernel", "kernels across nvidia", "of each
+# operator"): one run's finding widened to a class of kernels or parts
+QUANTIFIED_IDENTITY = re.compile(
+    r"\b(?:each|every|all|any|both|across)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:nvidia|amd|gpus?|kernels?|operators?|architectures?|arch|dsls?|hardware|devices?|parts?|vendors?)\b",
+    re.I,
+)
+
+
+def scope(says: Reading, cited: Cited, text: str = "") -> list[str]:
     theirs: set[str] = set()
     for r in cited.readings:
         theirs |= r.scope_words()
     extra = sorted(says.scope_words() - theirs)
-    return [f"scope word {w!r} is not in the evidence it cites" for w in extra[:2]]
+    out = [f"scope word {w!r} is not in the evidence it cites" for w in extra[:2]]
+    widened = QUANTIFIED_IDENTITY.search(text)
+    if widened and not any(QUANTIFIED_IDENTITY.search(t) for t in cited.texts):
+        out.append(f"{widened.group(0)!r} widens the finding to a class no evidence it cites names")
+    return out
 
 
 def _plain_words(text: str) -> set[str]:
@@ -368,7 +391,8 @@ def _clause_words(text: str, start: int, end: int) -> set[str]:
     return {stem(w) for w in words} | set(words)
 
 
-_NEIGHBOUR = re.compile(r"[a-z][a-z_]*|%|[<>=≤≥]+")
+_NEIGHBOUR = re.compile(r"->|=>|→|[a-z][a-z_]*|%|[<>=≤≥]+")
+_ARROWS = frozenset({"->", "=>", "→"})  # "67% -> 33%" reads "67% to 33%": an arrow is no comparison
 
 
 _COMPARISON = re.compile(r"[<>=≤≥]+")
@@ -376,8 +400,8 @@ _COMPARISON = re.compile(r"[<>=≤≥]+")
 
 def _neighbours(text: str, start: int, end: int) -> tuple[str | None, str | None]:
     """The word (or comparison) next to a number on each side: `M <= 128` has `<=` on its left."""
-    left = _NEIGHBOUR.findall(text[:start].lower())[-1:]
-    right = _NEIGHBOUR.findall(text[end:].lower())[:1]
+    left = ["to" if w in _ARROWS else w for w in _NEIGHBOUR.findall(text[:start].lower())[-1:]]
+    right = ["to" if w in _ARROWS else w for w in _NEIGHBOUR.findall(text[end:].lower())[:1]]
     return (stem(left[0]) if left else None), (stem(right[0]) if right else None)
 
 

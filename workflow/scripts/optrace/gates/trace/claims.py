@@ -26,9 +26,10 @@ The rule, for records mined from a trace:
    any other is its own words.
 4. In a failed lever's record, a cause, observation or established fact that names another lever its
    version's prose also names (the packets manifest names every segment's lever) must name its own
-   lever too: one version's prose about several levers, each record keeps the sentence about its own; a
-   failed lever's goal rests only on the parts of that prose about its own lever, and its lesson advises
-   doing that lever only where a cited item does. (A
+   lever too: one version's prose about several levers, each record keeps the sentence about its own,
+   and every claim rests on that prose only in its parts about its own lever (facts.parts_about: the
+   version's body, change, subject and expected impact); its lesson advises doing that lever only where
+   a cited item does. (A
    claim naming another segment's lever elsewhere needs that lever's words in what it cites: rule 3.)
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
@@ -44,7 +45,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from functools import cached_property, lru_cache
 
-from optrace.facts import about_this_lever, judge, judge_sentence
+from optrace.facts import judge, judge_sentence, parts_about
 from optrace.gates.store.model import Gate, RecordView, format_loc, obj
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
@@ -264,26 +265,20 @@ class PacketClaims:
         return best > 0 and all(kind in STATED_CAUSE_KINDS for score, kind in scored if score == best)
 
     def text_of(self, c: str) -> str | None:
-        text = self.items.get(c, {}).get("text")
-        return text if isinstance(text, str) else None
+        """An item's text as this record may rest on it: the version's prose, where the version tried
+        other levers too, only in its parts about this lever (facts.parts_about); None for none."""
+        item = self.items.get(c, {})
+        text = item.get("text")
+        if not isinstance(text, str):
+            return None
+        if self.lever is not None and self.levers_sharing_prose and item.get("kind") in VERSION_PROSE:
+            others = [name for name, _, _ in self.levers_sharing_prose]
+            return " ".join(parts_about(text, self.lever, others)) or None
+        return text
 
-    def about_another_lever(self, says: str, cites: list[str]) -> list[str]:
-        """Rule 4 for a failed lever's goal: the version's prose it cites, where that prose is shared with
-        other levers, counts only in the parts about this lever (facts.about_this_lever, as the drafter
-        reads it); a goal whose words need the rest speaks of another lever's aim."""
-        shared = [c for c in cites if self.items.get(c, {}).get("kind") in VERSION_PROSE and self.text_of(c)]
-        if self.lever is None or not self.levers_sharing_prose or not shared:
-            return []
-        own = tuple(p for c in shared for s in sentences(self.text_of(c)) if (p := about_this_lever(s, self.lever)))
-        rest = tuple(t for c in cites if c not in shared and (t := self.text_of(c)))
-        if not rules.content(read(says), self.cited(cites, own + rest)):
-            return []
-        return [f"rests on its version's prose about another lever, not about {self.lever[:60]!r}"]
-
-    def cited(self, cites: list[str], texts: tuple[str, ...] | None = None) -> rules.Cited:
-        """What the claim rests on: the cited items' texts (or `texts`, a part of them) and slots."""
-        if texts is None:
-            texts = tuple(t for c in cites if (t := self.text_of(c)))
+    def cited(self, cites: list[str]) -> rules.Cited:
+        """What the claim rests on: the cited items' texts (text_of) and slots."""
+        texts = tuple(t for c in cites if (t := self.text_of(c)))
         meanings = tuple(k.meaning + " " + c.replace(".", " ") for c in cites if (k := kind_of(c)) is not None)
         return cited_of(
             texts,
@@ -318,7 +313,9 @@ def said_against(
         pass
     elif field == "tag":  # a slug drops the function words its polarity and direction turn on
         problems += (
-            rules.negators(says_read, cited) + rules.asserted_negation(says_read, cited) + rules.scope(says_read, cited)
+            rules.negators(says_read, cited)
+            + rules.asserted_negation(says_read, cited)
+            + rules.scope(says_read, cited, says.replace("-", " "))
         )
     else:
         problems += (
@@ -327,7 +324,7 @@ def said_against(
             + rules.speed(says_read, cited)
             + rules.cause_order(says, cited)
             + rules.verdict(says_read, cited, record_type)
-            + rules.scope(says_read, cited)
+            + rules.scope(says_read, cited, says)
             + rules.correctness(says, cited)
         )
     if field == "cause":
@@ -415,8 +412,6 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         )
     if where == "payload.would_retry_if" and restates_what_rules_it_out(says, cites, pc):
         problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
-    if where == "payload.goal" and record_type == "anti-strategy":
-        problems += pc.about_another_lever(says, cites)
     if (
         where == "payload.lesson"
         and pc.lever is not None

@@ -10,8 +10,9 @@ The format must name what was quoted: `unified-diff` for a `.diff`, `source` for
 accepted any line of 12+ characters that was a substring of the code, so fragments, lines without their
 diff marker and short invented lines all passed.
 
-A diff's snippet quotes each hunk it draws on as one run: a `+` or `-` line that carries code, left out
-between two lines it quotes of the same hunk, makes the quoted change another one (a dropped barrier).
+A diff's snippet quotes the new side of each hunk it draws on as one run: a `+` or context line that carries
+code, left out between two lines it quotes of the same hunk, makes the quoted code another one (a dropped
+barrier); removed lines may be left out.
 
 What the quoted code is (optrace.kernelcode reads it the drafter's way):
 - a diff's snippet is mostly the step's own additions: of its changed lines that carry code (a `+` or
@@ -121,9 +122,10 @@ def dropped_change(snippet: str, code: str) -> str | None:
         gap = lines[p + 1 : q]
         if any(g.startswith("@@") for g in gap):
             continue  # the next hunk: a snippet may quote some hunks and not others
-        left_out = next((g for g in gap if g[:1] in "+-" and g[:3] not in ("+++", "---") and carries_code(g[1:])), None)
+        # the new side (context and `+` lines) is the code the step ran; its removed lines may go
+        left_out = next((g for g in gap if g[:1] in "+ " and g[:3] != "+++" and carries_code(g[1:])), None)
         if left_out is not None:
-            return f"leaves out {left_out.strip()[:80]!r}, a change between two lines it quotes of one hunk"
+            return f"leaves out {left_out.strip()[:80]!r}, code between two lines it quotes of one hunk"
     return None
 
 
