@@ -5,6 +5,12 @@
 
 from __future__ import annotations
 
+import re
+
+from optrace.facts import about_this_lever, failure_regimes, other_side
+from optrace.gates.trace.claim_injections import unstated_symptom
+from optrace.gates.trace.verbatim import carries_code
+from optrace.wording import sentences
 from tests.adversarial.claim_attacks import (
     CLM,
     EST,
@@ -38,6 +44,7 @@ from tests.adversarial.claim_attacks import (
     kernel_spans,
     lever_named,
     many_removed,
+    multi_lever,
     multi_shape,
     negated,
     no_capture,
@@ -288,7 +295,88 @@ F2 = [
     ),
 ]
 
+
+def _other_pass(c) -> str | None:
+    """An evidence item that says "passes" of something other than the kernel ("the build passes -D...")."""
+    return next(
+        (i["id"] for i in c.agent.get("evidence") or [] if re.search(r"\bpass(?:es|ed)? \S", i.get("text") or "")),
+        None,
+    )
+
+
+def _passes_by_another_sense(r, c) -> None:
+    says = f"{c.pl['attempted']} passes."
+    r["payload"]["observed"] = says
+    cites = [_other_pass(c)] + [i["id"] for i in c.agent["evidence"] if i["kind"] == "lever"][:1]
+    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.observed"] = [{"says": says, "cites": cites}]
+
+
+def _only_negated(c) -> str | None:
+    """A content word the packet's evidence only ever negates ("occupancy is not the limiter": limiter)."""
+    from optrace.wording import read
+
+    said: dict[str, set[bool]] = {}
+    citable: set[str] = set()  # what a tag may rest on (gates.trace.claims KINDS_FOR)
+    for item in c.agent.get("evidence") or []:
+        for w, states in read(item.get("text") or "").polarity().items():
+            said.setdefault(w, set()).update(states)
+            if item.get("kind") in ("change", "subject", "lever", "lever-cause", "cause", "category"):
+                citable.add(w)
+    return next((w for w in citable if said[w] == {True} and len(w) > 4 and w.isalpha()), None)
+
+
+REGIME = "payload.established_fact.condition.shape_regime"
+
+
+def _regime(c) -> str | None:
+    return c.pl.get("established_fact", {}).get("condition", {}).get("shape_regime")
+
+
+def _across(regime: str, c) -> str:
+    """The regime on the other side of the failure's (an equality: the values above it)."""
+    return other_side(regime) or regime.replace("=", ">", 1)
+
+
+def _payoff_regime(c) -> str | None:
+    """A regime the record's cited evidence names as where the lever pays off (facts.failure_regimes)."""
+    texts = [i["text"] for i in c.agent.get("evidence") or [] if isinstance(i.get("text"), str)]
+    return next((w for t in texts for w, r in failure_regimes(t).items() if r != w), None)
+
+
+F2 += [
+    Case(
+        "2 a failed lever's shape regime on the other side of where it fails",
+        2,
+        A,
+        edit(REGIME, _across),
+        (CLM,),
+        lambda c: _regime(c) is not None,
+    ),
+    Case(
+        "2 the regime the trace says the lever pays off in, as where it fails",
+        2,
+        A,
+        lambda r, c: r["payload"]["established_fact"]["condition"].update(shape_regime=_payoff_regime(c)),
+        (CLM,),
+        lambda c: _regime(c) is not None and _payoff_regime(c) is not None,
+    ),
+]
+
 F3 = [
+    Case(
+        "3 a symptom the pitfall does not state",
+        3,
+        A,
+        lambda r, c: (
+            push("retrieval.signals.symptoms", unstated_symptom(c.agent))(r, c),
+            push(
+                "retrieval.triggers",
+                f"{unstated_symptom(c.agent)} {c.packet.data['target']['scope']['operator_family']} kernel",
+            )(r, c),
+        ),
+        (CLM,),
+        lambda c: c.packet.data["seg_kind"] == "curated-pitfall" and bool(c.record["retrieval"]["signals"]["symptoms"]),
+    ),
     Case(
         "3 an invented mechanism in the goal",
         3,
@@ -318,6 +406,42 @@ F3 = [
         add("payload.lesson", "It passed the correctness check."),
         (CLM,),
         lambda c: c.m["correctness"]["status"] != "PASS",
+    ),
+    Case(
+        "3 a failed attempt said to pass, backed by a 'passes' in another sense",
+        3,
+        A,
+        _passes_by_another_sense,
+        (CLM,),
+        lambda c: c.m["correctness"]["status"] != "PASS" and _other_pass(c) is not None,
+        cite=False,
+    ),
+    Case(
+        "2 a lesson that advises keeping the failed lever",
+        2,
+        A,
+        edit("payload.lesson", lambda t, c: f"keep {c.pl['attempted']}"),
+        (CLM,),
+        lambda c: any(
+            i["kind"] in ("fix", "pitfall-fix", "lesson") and re.match(r"(?i)keep\b", i["text"])
+            for i in c.agent["evidence"]
+        ),
+    ),
+    Case(
+        "2 a lesson that advises using the failed lever",
+        2,
+        A,
+        edit("payload.lesson", lambda t, c: f"Use {c.pl['attempted']}."),
+        (CLM,),
+        lambda c: c.packet.data["seg_kind"] != "curated-pitfall",  # a pitfall is an error, not a lever to use
+    ),
+    Case(
+        "2 faster on a slower attempt, backed by an unrelated 'helps'",
+        2,
+        A,
+        setto("payload.observed", "The attempt was faster than the floor it was tried against."),
+        (CLM,),
+        lambda c: slower_anti(c) and any(re.search(r"\bhelps?\b", i.get("text") or "") for i in c.agent["evidence"]),
     ),
     Case(
         "3 failed the correctness check where it passed",
@@ -409,6 +533,14 @@ F3 = [
     ),
     Case("3 an invented technique tag", 3, S, push("retrieval.technique_tags", "warp-specialization"), (CLM,)),
     Case(
+        "2 a tag asserting what the evidence only negates",
+        2,
+        A,
+        push("retrieval.technique_tags", lambda c: _only_negated(c)),
+        (CLM,),
+        lambda c: _only_negated(c) is not None,
+    ),
+    Case(
         "3 an invented effect note",
         3,
         S,
@@ -428,7 +560,72 @@ F3 = [
 ]
 
 
+VERSION_PROSE = ("body", "expected-impact", "change", "subject")
+
+
+def _prose_about_another_lever(c) -> tuple[str, str] | None:
+    """(id, sentence) of the version's prose that is about another lever of the version, not this one."""
+    if not multi_lever(c):
+        return None
+    lever = c.pl["attempted"]
+    others = [rec["payload"]["attempted"] for rel, rec in c.others(A) if rec["payload"]["attempted"] != lever]
+    for item in c.agent.get("evidence") or []:
+        if item.get("kind") in VERSION_PROSE:
+            for s in sentences(item["text"]):
+                if about_this_lever(s, lever) is None and any(about_this_lever(s, o) for o in others):
+                    return item["id"], s
+    return None
+
+
+def _another_levers(path: str, text=lambda sentence, c: sentence):
+    """Set a field to (a text made of) the version's sentence about another lever, citing it and the
+    record's own lever item, as an agent that keeps its citations would."""
+
+    def mutate(r, c) -> None:
+        item, sentence = _prose_about_another_lever(c) or ("", "")
+        says = text(sentence, c)
+        node = r
+        keys = path.split(".")
+        for key in keys[:-1]:
+            node = node[key]
+        node[keys[-1]] = says
+        own = [i["id"] for i in c.agent["evidence"] if i["kind"] == "lever"][:1]
+        r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"][path] = [{"says": says, "cites": [item, *own]}]
+
+    return mutate
+
+
+_goal_of_another_lever = _another_levers("payload.goal")
+
+
 F4 = [
+    Case(
+        "4 a failed lever's lesson quoting its version's sentence about another lever",
+        4,
+        A,
+        _another_levers("payload.lesson"),
+        (CLM,),
+        lambda c: _prose_about_another_lever(c) is not None,
+        cite=False,
+    ),
+    Case(
+        "4 another lever's cause under this lever's name",
+        4,
+        A,
+        _another_levers("payload.root_cause", lambda s, c: f"{c.pl['attempted']}: {s[0].lower()}{s[1:]}"),
+        (CLM,),
+        lambda c: _prose_about_another_lever(c) is not None,
+        cite=False,
+    ),
+    Case(
+        "4 a failed lever's goal taken from its version's prose about another lever",
+        4,
+        A,
+        _goal_of_another_lever,
+        (CLM,),
+        lambda c: _prose_about_another_lever(c) is not None,
+        cite=False,
+    ),
     Case(
         "4 a mechanism from another strategy of the trace",
         4,
@@ -559,7 +756,30 @@ F4 = [
     ),
 ]
 
+
+def _own_conclusion_as_mechanism(r, c) -> None:
+    conclusion = c.agent["profiler"]["conclusion"]
+    item = next(i["id"] for i in c.agent["evidence"] if i["kind"] == "conclusion")
+    r["payload"]["mechanism"] = conclusion
+    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.mechanism"] = [
+        {"says": conclusion, "cites": [item]}
+    ]
+
+
 F5 = [
+    Case(
+        "5 a strategy's mechanism quoting its own after-profile",
+        5,
+        S,
+        _own_conclusion_as_mechanism,
+        (CLM, NCU),
+        lambda c: (
+            own_after_capture(c)
+            and c.agent["profiler"]["conclusion"] != c.pl.get("mechanism")
+            and any(i["kind"] == "conclusion" for i in c.agent["evidence"])
+        ),
+        cite=False,
+    ),
     Case("5 profiler-confirmed in the goal", 5, S, add("payload.goal", "(profiler-confirmed)"), (NCU,), no_capture),
     Case(
         "5 confirmed by profiling in a lesson",
@@ -652,7 +872,47 @@ def snippet_of(lines: list[str]) -> str:
     return "\n".join(lines)
 
 
+_SYNC = re.compile(r"__syncthreads|__syncwarp|cp_async_wait|cp\.async\.wait|mbarrier|fence|barrier|tl\.debug_barrier")
+
+
+def _inner_added(c, pattern: re.Pattern | None = None) -> int | None:
+    """The index of a `+` line of code inside the strategy's snippet (not its first or last line), one
+    matching the pattern when given."""
+    lines = (c.pl.get("implementation") or {}).get("snippet", "").splitlines()
+    for i in range(1, len(lines) - 1):
+        ln = lines[i]
+        code = ln.startswith("+") and not ln.startswith("+++") and carries_code(ln[1:])  # a comment is no change
+        if code and (pattern is None or pattern.search(ln)):
+            return i
+    return None
+
+
+def _without_line(pattern: re.Pattern | None = None):
+    def mutate(r, c):
+        lines = r["payload"]["implementation"]["snippet"].splitlines()
+        del lines[_inner_added(c, pattern)]
+        r["payload"]["implementation"]["snippet"] = "\n".join(lines)
+
+    return mutate
+
+
 F6 = [
+    Case(
+        "6 a snippet with a barrier of the change left out",
+        6,
+        S,
+        _without_line(_SYNC),
+        (VERB,),
+        lambda c: _inner_added(c, _SYNC) is not None,
+    ),
+    Case(
+        "6 a snippet with an added line of the change left out",
+        6,
+        S,
+        _without_line(),
+        (VERB,),
+        lambda c: _inner_added(c) is not None,
+    ),
     Case(
         "6 removed lines and one short added line",
         6,
@@ -776,6 +1036,43 @@ F7 = [
         (CLM,),
     ),
     Case("7 always in applies_when", 7, S, setto("payload.applies_when", ["always"]), (CLM,)),
+    Case(
+        "7 a lesson widened to each nvidia kernel",
+        7,
+        A,
+        add("payload.lesson", "This holds in each nvidia kernel."),
+        (CLM,),
+    ),
+    Case(
+        "7 applies_when over each launch-bound nvidia kernel",
+        7,
+        S,
+        setto("payload.applies_when", ["each launch-bound nvidia kernel"]),
+        (CLM,),
+    ),
+    Case(
+        "7 a trigger over kernels of each operator",
+        7,
+        S,
+        push("retrieval.triggers", "slow kernels of each operator"),
+        (CLM,),
+    ),
+    Case(
+        "7 a cause widened to kernels across nvidia",
+        7,
+        A,
+        add("payload.established_fact.mechanism", "The same holds for kernels across nvidia."),
+        (CLM, EST),
+    ),
+    Case("7 a tag over every kernel", 7, S, push("retrieval.technique_tags", "every-kernel"), (CLM,)),
+    Case(
+        "7 a failed lever's shape regime widened past what its cause states",
+        7,
+        A,
+        edit(REGIME, lambda t, c: re.sub(r"\d+", lambda m: str(int(m.group(0)) * 8), t, count=1)),
+        (CLM,),
+        lambda c: _regime(c) is not None,
+    ),
     Case("7 never on any GPU", 7, A, add("payload.lesson", "Never retry it on any GPU."), (CLM, LAY)),
     Case(
         "7 universally in a root cause",

@@ -322,4 +322,51 @@ TWINS += [
     Case("t extra white space", 0, A, edit("payload.lesson", lambda t, c: "  " + t.replace(" ", "  ") + " "), ()),
 ]
 
+TWINS += [
+    Case(
+        "t a failed lever's shape regime written without spaces",
+        0,
+        A,
+        edit("payload.established_fact.condition.shape_regime", lambda t, c: t.replace(" ", "")),
+        (),
+        has("payload.established_fact.condition.shape_regime", r" "),
+    ),
+]
+TWINS += [
+    Case(
+        "t cannot written as can't",
+        0,
+        A,
+        edit("payload.root_cause", lambda t, c: t.replace("cannot", "can't", 1)),
+        (),
+        has("payload.root_cause", r"\bcannot\b"),
+    ),
+]
+
+
+def _new_side_only(r, c) -> None:
+    impl = r["payload"]["implementation"]
+    impl["snippet"] = "\n".join(
+        ln for ln in impl["snippet"].splitlines() if not (ln.startswith("-") and ln[:3] != "---")
+    )
+
+
+TWINS += [
+    Case(
+        "t a diff snippet of its new side only",
+        0,
+        S,
+        _new_side_only,
+        (),
+        has("payload.implementation.snippet", r"(?m)^-(?!--)\s*\S"),
+    ),
+    Case(
+        "t an arrow written as to",
+        0,
+        A,
+        edit("payload.root_cause", lambda t, c: t.replace(" -> ", " to ", 1)),
+        (),
+        has("payload.root_cause", r"\d%? -> \d"),
+    ),
+]
 TWINS += PROVENANCE_TWINS

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from optrace.gates.trace.verbatim import kernel_lines_of_diff
-from tests.adversarial.claim_attacks import STRUCT, VERB, A, Case, S, has_diff, setto
+from tests.adversarial.claim_attacks import CLM, LAY, STRUCT, VERB, A, Case, S, has_diff, setto
 
 _LAUNCH = re.compile(r"<<<|\[grid\]\(|\.launch\(")
 
@@ -113,6 +113,80 @@ PROVENANCE = [
         (VERB,),
         lambda c: has_diff(c) and bool(_host_launches(c)) and bool(_kernel_added(c)),
     ),
+]
+
+
+def _gain_as(metric: str, key: str = "metrics"):
+    """The measured gain, as an agent would copy it, filed under another metric (or as a regression)."""
+
+    def mutate(r, c):
+        gain = r["worth"]["gain"]
+        gain.setdefault(key, []).append({**gain["metrics"][0], "metric": metric})
+
+    return mutate
+
+
+def _cuts_latency(c) -> bool:
+    metrics = c.record["worth"]["gain"].get("metrics") or []
+    return bool(metrics) and metrics[0].get("delta_pct") is not None
+
+
+def _own_capture(c) -> bool:
+    from optrace.gates.trace.model import Evidence
+    from optrace.gates.trace.ncu_attribution import has_usable_capture
+
+    return has_usable_capture(Evidence(c.packet, c.bench.trace))
+
+
+def _other_dsl(c) -> str:
+    return "triton" if c.packet.data["target"]["scope"]["dsl"] != "triton" else "cuda"
+
+
+def _condition(key: str, value):
+    def mutate(r, c):
+        r["payload"]["established_fact"]["condition"][key] = value(c) if callable(value) else value
+
+    return mutate
+
+
+# the facts the pipeline derives from nothing but the packet (structured-facts: status, the one measured
+# metric, no regression, no mechanism metrics; layout: the condition's toolchain and dtype)
+PROVENANCE += [
+    Case("3 a mined record called deprecated", 3, S, setto("status", "deprecated"), (STRUCT,)),
+    Case("3 a mined anti-strategy called superseded", 3, A, setto("status", "superseded"), (STRUCT,)),
+    Case(
+        "3 the step's own gain listed as a regression",
+        3,
+        S,
+        _gain_as("latency", "regressions"),
+        (STRUCT,),
+        _cuts_latency,
+    ),
+    Case(
+        "3 the measured gain filed as a memory-footprint gain too",
+        3,
+        S,
+        _gain_as("memory_footprint"),
+        (STRUCT,),
+        _cuts_latency,
+    ),
+    Case(
+        "3 mechanism metrics beside a usable capture",
+        3,
+        S,
+        setto("evidence.summary.mechanism_metrics", {"occupancy_limiter": "registers"}),
+        (STRUCT,),
+        _own_capture,
+    ),
+    Case(
+        "3 a file path the packet's code does not name",
+        3,
+        S,
+        setto("evidence.raw.file_paths", ["csrc/bf16_rmsnorm_sm_80.cu"]),
+        (STRUCT,),
+    ),
+    Case("3 a condition's toolchain another dsl", 3, A, _condition("toolchain", _other_dsl), (LAY,)),
+    Case("3 a condition's dtype that is no data type", 3, A, _condition("dtype", "128-bit loads"), (LAY, CLM)),
 ]
 
 PROVENANCE_TWINS = [

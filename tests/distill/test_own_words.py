@@ -11,8 +11,8 @@ import pytest
 
 from optrace.distill.anti import lesson_claims, observed_claims
 from optrace.distill.claims import Said, Sources
-from optrace.distill.common import intent_sentences, purpose_of
-from optrace.facts import cause_arch_bound, judge_sentence
+from optrace.distill.common import aim_sentences, purpose_of
+from optrace.facts import cause_arch_bound, failure_regime, judge_sentence
 from optrace.gates.trace.ncu_attribution import stated_bottlenecks
 
 LEVER = "stage gamma and beta in shared memory at the start of each block"
@@ -54,10 +54,20 @@ def test_a_lesson_is_never_the_lever_itself_and_may_be_the_causes_scope_sentence
 
 
 def test_a_verdict_without_a_full_stop_never_runs_into_the_next_sentence():
-    p = packet([("segment", "a failed lever"), ("gate-verdict", "geomean -2.8% vs HEAD")], pct=-3.19)
+    p = packet([("segment", "a failed lever"), ("gate-verdict", "register spills of 96 bytes per thread")], pct=-3.19)
     lever = {"id": "e9", "text": LEVER}
     text = " ".join(s.says for s in observed_claims(p, Sources(p), lever, []))
-    assert text == "The attempt measured -3.19% against the floor it was tried against (slower). geomean -2.8% vs HEAD"
+    assert text == (
+        "The attempt measured -3.19% against the floor it was tried against (slower). "
+        "register spills of 96 bytes per thread"
+    )
+
+
+@pytest.mark.parametrize("verdict", ["geomean -2.8% vs HEAD", "geomean +0.0% vs HEAD, within noise", "3.1% slower"])
+def test_the_measured_change_is_said_once_from_its_slot_never_again_as_a_verdict_restates_it(verdict):
+    p = packet([("segment", "a failed lever"), ("gate-verdict", verdict)], pct=-3.19)
+    said = observed_claims(p, Sources(p), {"id": "e9", "text": LEVER}, [])
+    assert [s.says for s in said] == ["The attempt measured -3.19% against the floor it was tried against (slower)."]
 
 
 def test_a_strategys_stated_bottleneck_is_its_parents_never_its_own_after_state():
@@ -114,4 +124,40 @@ def test_a_lever_states_its_purpose_only_in_a_purpose_clause(lever, aim):
     ],
 )
 def test_a_sentence_of_intent_says_what_was_meant(text, intent):
-    assert bool(intent_sentences([{"id": "e1", "kind": "body", "text": text}], LEVER)) == intent
+    assert bool(aim_sentences([{"id": "e1", "kind": "body", "text": text}], LEVER, (), intent=True)) == intent
+
+
+@pytest.mark.parametrize(
+    "text, regime",
+    [
+        ("At batch_size = 7 the grid is only 7 blocks on 108 SMs.", "batch_size = 7"),
+        ("the combine kernel costs more than the extra CTAs save when seq_len <= 512.", "seq_len <= 512"),
+        # where the trace says the lever pays off, the failure is on the other side
+        ("Packing two rows into one block only helps batch_size >= 1024: the grid halves", "batch_size < 1024"),
+        ("The warp-per-row layout belongs to short rows (hidden <= 1024), not to this one.", "hidden > 1024"),
+        ("It pays off when M > 2048; here the tiles idle.", "M <= 2048"),
+        # an equality named as where it pays off states no failure regime; two regimes state none
+        ("It only pays off at batch = 1.", None),
+        ("slower at batch_size = 7 and at batch_size = 4096", None),
+        # a payoff clause ends at the sentence or a colon: a later regime is the failure's own
+        ("Only helps long rows. At hidden = 8192 it waits on loads.", "hidden = 8192"),
+    ],
+)
+def test_a_failed_levers_regime_is_where_it_fails(text, regime):
+    assert failure_regime(text) == regime
+
+
+@pytest.mark.parametrize(
+    "sentence, kind",
+    [
+        # an imperative read by its shape, whatever its verb
+        ("Convert explicitly with __bfloat162float and __float2bfloat16 instead.", "advice"),
+        ("Unroll every K step of the inner loop by hand.", "advice"),
+        # noun phrases, prepositions and quantities that open like one are not
+        ("Explicit conversions with __bfloat162float and __float2bfloat16", "unjudged"),
+        ("Half the threads of the block", "unjudged"),
+        ("Vector loads of 16 bytes per thread", "unjudged"),
+    ],
+)
+def test_an_imperative_is_advice_by_its_shape(sentence, kind):
+    assert judge_sentence(sentence, "one-pass CUDA kernel using bf16 operator overloads").kind == kind

@@ -338,11 +338,29 @@ def test_verbatim_accepts_a_selection_of_whole_lines_in_order(bench):
     def select(lines):
         body, _ = kernel_lines_of_diff("\n".join(lines))
         added = next(i for i, line in enumerate(lines) if line.startswith("+") and len(line) > 10 and i in body)
-        # trailing blanks and a blank line; an added kernel line, since a snippet quotes what the step wrote
-        picked = [lines[0], lines[added] + "   ", "", lines[-1]]
-        return "\n".join(picked) + "\n"
+        removed = next(i for i, line in enumerate(lines) if line.startswith("-") and line[1:].strip())
+        # trailing blanks and a blank line, and a removed line left out: every line of the new side of a
+        # hunk it quotes stays (leaving one out quotes other code, the next test)
+        picked = [ln for i, ln in enumerate(lines) if i != removed]
+        picked[picked.index(lines[added])] = lines[added] + "   "
+        return "\n".join([*picked[:2], "", *picked[2:]]) + "\n"
 
     assert failing_after(bench, seg("strategy-b1be26"), snippet_edit(select)) == {}
+
+
+def test_verbatim_refuses_a_snippet_that_leaves_out_code_inside_a_hunk_it_quotes(bench):
+    def select(lines):
+        changed = [
+            i for i, ln in enumerate(lines) if ln[:1] in "+-" and ln[:3] not in ("+++", "---") and ln[1:].strip()
+        ]
+        # a context line of code: leaving an added one out could also tip the share of added lines
+        inner = next(
+            i for i in range(changed[0] + 1, changed[-1]) if lines[i][:1] == " " and any(c.isalnum() for c in lines[i])
+        )
+        return "\n".join(ln for i, ln in enumerate(lines) if i != inner) + "\n"
+
+    found = failing_after(bench, seg("strategy-b1be26"), snippet_edit(select))
+    assert list(found) == ["verbatim"] and "code between two lines it quotes of one hunk" in found["verbatim"][0]
 
 
 def test_verbatim_quotes_a_reference_kernel_from_its_py(bench):

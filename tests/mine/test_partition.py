@@ -3,12 +3,14 @@ curated pitfalls, reference kernels, content-derived ids."""
 
 import re
 
+import pytest
+
 from optrace.example.embedded import build_example, example_name
 from optrace.example.repo_builder import CommitSpec, build_trace
 from optrace.ingest.hardware import HardwareTable
 from optrace.ingest.ingest import DEFAULT_NON_TARGET, Overrides, ingest
 from optrace.mine.ladder import Thresholds
-from optrace.mine.partition import build_segments, lever_key, slugify, technique_text
+from optrace.mine.partition import build_segments, lever_key, lever_phrase, slugify, technique_text
 from tests.support import tracekit
 from tests.support.schemas import assert_valid
 
@@ -257,3 +259,25 @@ def test_every_segment_of_a_trace_holds_its_own_episode(tmp_path):
         assert len({s["episode_key"] for s in segs}) == len(segs), build.__name__
         marked |= {s["record_type"] for s in segs if "#" in s["episode_key"]}
     assert marked == {"strategy", "anti-strategy", "reference-kernel"}
+
+
+@pytest.mark.parametrize(
+    "description, lever",
+    [
+        (  # swiglu v8 (tests/support/trace_swiglu_h20.py): the cause first, then what was tried
+            "16-byte loads of x are aligned only when the base pointer is, and the harness passes x sliced at odd "
+            "token offsets. Tried tl.multiple_of(x_ptr, 16) hints on the x loads.",
+            "tl.multiple_of(x_ptr, 16) hints on the x loads",
+        ),
+        ("We tried to stage the weight in shared memory. It was slower.", "stage the weight in shared memory"),
+        # one sentence, or none saying what was tried: the lever as written
+        ("Tried split-K with atomics", "Tried split-K with atomics"),
+        ("BLOCK_N=256 when M >= 512", "BLOCK_N=256 when M >= 512"),
+        (
+            "split-K with atomics. Smaller M tiles for small batches.",
+            "split-K with atomics. Smaller M tiles for small batches.",
+        ),
+    ],
+)
+def test_a_failed_levers_text_is_the_phrase_that_says_what_was_tried(description, lever):
+    assert lever_phrase(description) == lever

@@ -139,8 +139,14 @@ EXPECTED = {
         },
         "no_record": {"store the residual sum before the normalisation": "no causal sentence"},
         "pitfalls": ["misaligned address on a sliced hidden_states tensor"],
+        "pitfall_symptoms": {"misaligned address on a sliced hidden_states tensor": ["misaligned-address"]},
+        # the lesson the trace writes for a failed lever, in its own words (an imperative after the cause)
+        "lessons": {
+            "one-pass CUDA kernel using bf16 operator overloads (x + r on __nv_bfloat16)": "Convert explicitly with "
+            "__bfloat162float and __float2bfloat16 instead."
+        },
         "shape_regimes": {
-            "two rows per block with 256 threads each": "batch_size >= 1024",
+            "two rows per block with 256 threads each": "batch_size < 1024",  # "only helps batch_size >= 1024"
             "__launch_bounds__(512, 2) to keep two blocks resident per SM": "batch_size = 7",
         },
     },
@@ -168,6 +174,7 @@ EXPECTED = {
         },
         "no_record": {},
         "pitfalls": ["misaligned address. CUDA error: misaligned address in the wmma fragment load"],
+        "pitfall_symptoms": {"misaligned address. CUDA error": ["misaligned-address"]},
         "shape_regimes": {"split-KV with a separate combine kernel for seq_len <= 512": "seq_len <= 512"},
     },
     "sgemm_ladder": {
@@ -183,6 +190,11 @@ EXPECTED = {
             "64x64 tiles with one thread per element launch 4096 threads per block",
             "register spills at TM=TN=16",
         ],
+        # the first states its failure in its explanation ("the launch fails with an invalid configuration")
+        "pitfall_symptoms": {
+            "64x64 tiles with one thread per element": ["launch-failure"],
+            "register spills at TM=TN=16": ["register-spill"],
+        },
         "shape_regimes": {},
     },
 }
@@ -270,6 +282,50 @@ def test_the_curated_pitfalls(mined, name):
     assert len(pits) == len(EXPECTED[name]["pitfalls"])
     for start in EXPECTED[name]["pitfalls"]:
         assert any(p.startswith(start) for p in pits), (start, pits)
+
+
+def assert_pitfall_symptoms(m: Mined, want: dict[str, list[str]]) -> None:
+    """Every curated pitfall's record carries the symptoms its expected file lists (by the pitfall's start:
+    the failures its own name and explanation state, none where they state none), each citing only the
+    pitfall's name or explanation, and a trigger for each; a pitfall the file does not list has no record."""
+    found = {}
+    for packet, record in m.of_type("anti-strategy"):
+        if packet["seg_kind"] != "curated-pitfall":
+            continue
+        (start,) = [s for s in want if record["payload"]["attempted"].startswith(s)]
+        symptoms = record["retrieval"]["signals"]["symptoms"]
+        found[start] = symptoms
+        kinds = {i["id"]: i["kind"] for i in packet["agent_facing"]["evidence"]}
+        cited = record["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]
+        for k in range(len(symptoms)):
+            for claim in cited[f"retrieval.signals.symptoms[{k}]"]:
+                assert {kinds[c] for c in claim["cites"]} <= {"lever", "cause"}, (start, claim)
+        assert [t.split(" ", 1)[0] for t in record["retrieval"]["triggers"]] == symptoms, start
+    assert found == want
+
+
+def assert_goal_apart_from_mechanism(m: Mined, types: tuple[str, ...]) -> None:
+    """No record's goal is, holds or is part of a sentence of its mechanism (a strategy's mechanism, an
+    anti-strategy's established fact): the goal says what the step set out to do, the mechanism why."""
+    for seg, r in m.records.items():
+        if r["type"] not in types:
+            continue
+        p = r["payload"]
+        mechanism = p["mechanism"] if r["type"] == "strategy" else p["established_fact"]["mechanism"]
+        goal = norm(p["goal"]).lower()
+        for s in sentences(mechanism):
+            said = norm(s).rstrip(".").lower()
+            assert said not in goal and goal.rstrip(".") not in said, (seg, p["goal"], mechanism)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_goal_never_repeats_the_mechanism(mined, name):
+    assert_goal_apart_from_mechanism(mined[name], ("strategy", "anti-strategy"))
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_pitfall_carries_the_symptoms_its_own_statements_name(mined, name):
+    assert_pitfall_symptoms(mined[name], EXPECTED[name]["pitfall_symptoms"])
 
 
 def test_revert_pairs_are_one_lever_whose_cause_is_the_revert_reason(mined):
@@ -644,3 +700,20 @@ def test_a_failed_levers_goal_is_the_purpose_its_name_states(mined):
     assert bounds["payload"]["goal"] == "Keep two blocks resident per SM."
     goals = [r["payload"]["goal"] for r in antis]
     assert len(set(goals)) == len(goals) and not any(g.startswith("Avoid retrying") for g in goals)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_change_and_an_approach_carry_no_episode_label(mined, name):
+    """A long-horizon step record opens its description with its episode ("episode 3: tensor-core QK^T
+    ..."); the record says what changed, without the label that means nothing outside the trace."""
+    for r in mined[name].records.values():
+        pl = r["payload"]
+        for text in (pl.get("change"), pl.get("trace", {}).get("builds_on", {}).get("approach")):
+            assert not re.match(r"\s*episode \d+\s*:", text or "", re.I), (r["id"], text)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_lesson_the_trace_writes_is_the_records_lesson(mined, name):
+    antis = {r["payload"]["attempted"]: r for _, r in mined[name].of_type("anti-strategy")}
+    for lever, lesson in EXPECTED[name].get("lessons", {}).items():
+        assert antis[lever]["payload"]["lesson"] == lesson, lever

@@ -15,7 +15,14 @@ import pytest
 from optrace.ingest.dsl import store_dsl
 from optrace.mine.ladder import CLAIMS
 from optrace.scrub.anonymize import Scrubber, Step
-from tests.realistic.test_realistic import Mined, mine_trace, norm
+from optrace.wording import sentences
+from tests.realistic.test_realistic import (
+    Mined,
+    assert_goal_apart_from_mechanism,
+    assert_pitfall_symptoms,
+    mine_trace,
+    norm,
+)
 from tests.support import more_traces as mt
 
 NAMES = list(mt.BUILDERS)
@@ -229,6 +236,22 @@ def test_an_anti_strategy_for_every_failed_lever_with_a_stated_cause_and_none_wi
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_a_failed_lever_is_attempted_as_the_lever_phrase_its_trace_names(mined, name):
+    """The expected file names each failed lever as the trace does (swiglu v8's description states the
+    cause first and then "Tried tl.multiple_of(x_ptr, 16) hints on the x loads."): the record's attempted
+    field is that phrase alone, its goal says no other sentence of the description, and the cause is
+    still its mechanism, read from the description the packet still carries."""
+    m, want = one(mined, name)
+    for lever, cause in want["failed_levers"].items():
+        record = m.records.get(lever_of(m, lever)["seg_id"])
+        if record is None:
+            continue
+        p = record["payload"]
+        assert p["attempted"] == lever
+        assert not any(s in p["goal"] for s in sentences(cause)), p["goal"]
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_an_anti_strategy_for_every_curated_pitfall_with_a_stated_cause_and_none_without(mined, name):
     m, want = one(mined, name)
     for start, cause in want["pitfalls"].items():
@@ -236,6 +259,18 @@ def test_an_anti_strategy_for_every_curated_pitfall_with_a_stated_cause_and_none
         assert (record is not None) == (cause is not None), start
         if record is not None:
             assert norm(cause) in norm(json.dumps(record["payload"]["established_fact"])), start
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_goal_never_repeats_the_mechanism(mined, name):
+    m, _ = one(mined, name)
+    assert_goal_apart_from_mechanism(m, ("strategy", "anti-strategy"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_pitfall_carries_the_symptoms_its_own_statements_name(mined, name):
+    m, want = one(mined, name)
+    assert_pitfall_symptoms(m, want["pitfall_symptoms"])
 
 
 TEMPLATE_LESSON = "Do not retry this lever on "

@@ -9,7 +9,7 @@ import pytest
 
 from optrace.example.repo_builder import build_trace
 from tests.realistic import unseen_traces as ut
-from tests.realistic.test_realistic import Mined, mine_trace
+from tests.realistic.test_realistic import Mined, assert_goal_apart_from_mechanism, assert_pitfall_symptoms, mine_trace
 
 TRACES = list(ut.BUILDERS)
 BOILERPLATE = "Do not retry this lever"
@@ -115,6 +115,14 @@ def test_the_architecture_is_a_condition_only_where_the_cause_is_bound_to_it(min
         assert record["payload"]["established_fact"]["condition"]["sm_arch"] == isa
 
 
+@pytest.mark.parametrize("name", TRACES)
+def test_a_failed_levers_shape_regime_is_where_it_fails_not_where_the_trace_says_it_pays_off(mined, name):
+    m, e = mined[name], ut.EXPECTED[name]
+    for lever, regime in e.get("shape_regimes", {}).items():
+        (record,) = antis_for(m, lever)
+        assert record["payload"]["established_fact"]["condition"].get("shape_regime") == regime, lever
+
+
 def test_the_final_kernel_is_the_last_kept_version(mined):
     for name, m in mined.items():
         version, kernel = ut.EXPECTED[name]["final"]
@@ -175,6 +183,16 @@ def test_a_pitfall_carries_its_own_verdict_and_no_borrowed_symptoms_or_numbers(m
             for c in claims:
                 assert all(kinds.get(i, "slot") not in ("change", "body", "subject") for i in c["cites"]), path
         assert set(r["evidence"]["raw"]["effect"]) == {"basis"}, seg  # no geomean of the kept version
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_goal_never_repeats_the_mechanism(mined, name):
+    assert_goal_apart_from_mechanism(mined[name], ("strategy", "anti-strategy"))
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_a_pitfall_carries_the_symptoms_its_own_statements_name(mined, name):
+    assert_pitfall_symptoms(mined[name], ut.EXPECTED[name]["pitfall_symptoms"])
 
 
 # The run-wide list of open directions, copied into every kept step's record (as agents do): v4 then takes

@@ -420,11 +420,15 @@ LN_EXPECTED = {
     },
     # causes that hold on any architecture: the record's conditions name none
     "arch_free": {"stage gamma and beta in shared memory", "NaN rows when every element of a row is equal"},
+    # where each failed lever fails: "belongs to short rows (hidden <= 1024)" puts this one's failure above it
+    "shape_regimes": {"one warp per row, four rows per block": "hidden > 1024"},
     "version_refs": {"v7": {"v2": "an earlier step", "v4": "an earlier step", "v7": "this step"}},
     # what each kept step set out to do, where its step record or body states it (none here does)
     "goals": {},
     # a pitfall's verdict from its own statements (NaN: a numerical failure)
     "pitfall_verdicts": {"NaN rows when every element of a row is equal": "accuracy-gate/ceiling"},
+    # the failures a pitfall's own name and explanation state, as symptom tags
+    "pitfall_symptoms": {"NaN rows when every element of a row is equal": ["nan-output"]},
 }
 
 
@@ -729,9 +733,11 @@ Q8_EXPECTED = {
     # the pitfall's cause names an architecture range: its condition is that range, not the runner's arch
     "arch_range": {"illegal instruction on the T4 CI runner": "sm_80"},
     "version_refs": {"v7": {"v2": "an earlier step", "v4": "an earlier step", "v7": "this step"}},
-    "goals": {"v2": "one mma.sync.m16n8k32 does the work of 1024 dp4a instructions"},
+    # v2's expected impact is its only causal text, so it is the mechanism: the goal is the derived one
+    "goals": {},
     # the tensor-core instruction the kernel needs is not emitted for the runner's architecture
     "pitfall_verdicts": {"illegal instruction on the T4 CI runner": "api-limitation"},
+    "pitfall_symptoms": {"illegal instruction on the T4 CI runner": ["illegal-instruction"]},
 }
 
 
@@ -1016,12 +1022,15 @@ HS_EXPECTED = {
     },
     "arch_free": {"block_sizes=[256] failed to compile"},
     "version_refs": {"v7": {"v4": "an earlier step", "v7": "this step"}},
+    # the bottleneck each subject states, the step's stated target (v4's and v6's expected impact is
+    # their only causal text: it is the mechanism, never the goal again)
     "goals": {
-        "v2": "three reads of every row",  # the bottleneck its subject states, the step's stated target
-        "v4": "the sum no longer waits for the max to finish",
-        "v6": "the TMA engine computes the row addresses",
+        "v2": "three reads of every row",
+        "v4": "two dependent reductions per row",
+        "v6": "address arithmetic in the load loop",
     },
     "pitfall_verdicts": {"block_sizes=[256] failed to compile": "api-limitation"},
+    "pitfall_symptoms": {"block_sizes=[256] failed to compile": ["compile-failure"]},
 }
 
 

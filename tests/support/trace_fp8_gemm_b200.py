@@ -484,6 +484,7 @@ EXPECTED = {
         "illegal instruction": "exist only for sm_100a",
         "amax mismatch": None,
     },
+    "pitfall_symptoms": {"illegal instruction": ["illegal-instruction"]},
     "capture": {
         "version": "v1",
         "kernel": "cutlass3x_sm100_tensorop_s64x256x32gemm_f8_f8_f32_f16_f16_64x256x128_1x1x1_0_tnn_align4_1sm_bias_f16_relu_aux_scalemax",

@@ -390,6 +390,8 @@ EXPECTED = {
         "the first timed call measured the autotuner": "autotunes on its first call for about a minute",
         "re-check the pinned config after every Helion upgrade": None,
     },
+    # a curated pitfall's record (its start) -> the failures its own statements name: a timing pitfall, none
+    "pitfall_symptoms": {"the first timed call measured the autotuner": []},
     "subject_fields": {
         "v2": {
             "perf": [(3389.8, "GB/s")],

@@ -426,7 +426,7 @@ EXPECTED = {
         "num_stages=5 for the 128x128x64 tiles": "Required: 245760, Hardware limit: 232448",
         "split-K over 2 programs with an fp32 atomic reduction": "sends every fp32 partial sum through L2 twice",
         "BLOCK_M=64 for M <= 128": "pads a 16-row batch to 64 rows",
-        "Tried tl.multiple_of(x_ptr, 16) hints on the x loads": "aligned only when the base pointer is",
+        "tl.multiple_of(x_ptr, 16) hints on the x loads": "aligned only when the base pointer is",
         "BLOCK_N=256 when M >= 512": None,
     },
     "multi_lever": {"v6": ["split-K over 2 programs with an fp32 atomic reduction", "BLOCK_M=64 for M <= 128"]},
@@ -434,5 +434,6 @@ EXPECTED = {
         "the fused kernel did not build on the sm_75 CI runner": "exist only for __CUDA_ARCH__ >= 800",
         "keep the autotune key to M only": None,
     },
+    "pitfall_symptoms": {"the fused kernel did not build on the sm_75 CI runner": ["compile-failure"]},
     "version_refs": {"v11": {"v4": "an earlier step", "v11": "this step"}},
 }

@@ -25,7 +25,8 @@ kept kernel"), advice (a sentence that starts by saying what to do: "run the tes
 only") or a restatement of the lever (most of its words are the lever's, the reason beside it aside). What none of these
 decides is `unjudged`: partition flags it for the agent instead of guessing.
 
-Conditions (`stated_condition`): a shape regime or dtype the text states once; whether a cause is bound
+Conditions (`stated_condition`): a shape regime or dtype the text states once (a failed lever's regime is
+where it fails: the other side of one the text says it pays off in, `failure_regime`); whether a cause is bound
 to the architecture (`arch_bound`: it names the GPU, its ISA or a resource whose size or presence differs
 between architectures) -- an architecture goes into an established fact's condition only then.
 """
@@ -39,7 +40,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from optrace.rows import Precheck
-from optrace.wording import overlap, read, sentences, word_set, words
+from optrace.wording import FUNCTION_WORDS, NEGATORS, overlap, read, sentences, word_set, words
 
 T = TypeVar("T")
 
@@ -307,7 +308,38 @@ def judge_sentence(sentence: str, lever: str | None = None, labelled: bool = Fal
         return Judgement("outcome", "reports what happened (an error, a mismatch), not why", s)
     if any(_has_finite_verb(_tokens(c)) for c in clauses):
         return Judgement("cause", "a clause with a subject and a verb about the kernel", s)
+    if _opens_with_a_bare_verb(toks):
+        return Judgement("advice", "says what to do (a fix or a lesson), not why", s)
     return Judgement("unjudged", "no structure the judge can read (a noun phrase?): the agent decides", s)
+
+
+# words a sentence may open with that are no verb: prepositions, conjunctions and quantities
+# ("Inside the K loop ...", "Half the threads ...")
+NOT_A_VERB = word_set(
+    """
+    inside outside behind beyond during despite around against among toward towards near past like unlike
+    beside besides except until since because although though unless whether whenever half most much many
+    few several some twice thrice every
+    """
+)
+
+
+def _opens_with_a_bare_verb(toks: list[str]) -> bool:
+    """An imperative read by its shape, not its verb: a plain word that is no function word and none of
+    the forms a subject or a participle takes (-s, -ed, -ing), then what a verb's object or manner starts
+    with -- a determiner, an adverb in -ly, an object pronoun, or code ("Convert explicitly with
+    __bfloat162float ...", "Hoist x_ptr out of the loop")."""
+    if len(toks) < 3 or not re.fullmatch(r"[A-Za-z][a-z]+", toks[0]):
+        return False
+    first, second = toks[0].lower(), toks[1]
+    closed = FUNCTION_WORDS | DETERMINERS | AUXILIARIES | FIRST_PERSON | NEGATORS | NOT_A_VERB
+    if first in closed or re.search(r"(?:s|ed|ing)$", first):
+        return False
+    return (
+        second.lower() in DETERMINERS | {"it", "them", "every", "each"}
+        or bool(re.fullmatch(r"[a-z]+ly", second))
+        or _is_identifier(second)
+    )
 
 
 # what a text that states no cause says, best first: the most useful reason for the agent
@@ -368,6 +400,25 @@ def about_this_lever(sentence: str, lever: str) -> str | None:
     if best is not None and best_score >= NAMES_THE_LEVER:
         return best
     return sentence if overlap(lever, sentence) >= NAMES_THE_LEVER else None
+
+
+_LIST_BREAK = re.compile(r";\s+|,\s+")
+
+
+def parts_about(text: str, lever: str, others: Sequence[str]) -> list[str]:
+    """The parts of one version's prose about this lever, where the version tried others too: each
+    sentence's part about it (about_this_lever); a sentence that lists levers ("split-K over 2 programs
+    ..., BLOCK_M=64 for M <= 128", "split-K with atomics; smaller M tiles for small batches") keeps only
+    the list items about this one. A sentence about no lever is about none of them."""
+    out = []
+    for s in sentences(text):
+        items = [p for p in _LIST_BREAK.split(s) if p.strip()]
+        about = [[n for n in (lever, *others) if about_this_lever(p, n)] for p in items]
+        if len(items) > 1 and sum(bool(a) for a in about) > 1:
+            out += [p for p, a in zip(items, about, strict=True) if a == [lever]]
+        elif (part := about_this_lever(s, lever)) is not None:
+            out.append(part)
+    return out
 
 
 def pitfall_about(pitfall: object, lever: str) -> list[str]:
@@ -458,6 +509,44 @@ ARCH_ISA = {
 }
 
 
+# a clause saying where a lever pays off: the regime it names is where the lever works, so the regime
+# where it fails is the other side ("only helps batch_size >= 1024" fails below 1024)
+PAYOFF = re.compile(
+    r"\b(?:only (?:helps|pays off|wins|works|makes sense)|(?:helps|pays off|wins|works) only|pays off"
+    r"|belongs to|is worth it|only worth it|is meant for)\b",
+    re.I,
+)
+_SEGMENT = re.compile(r"[^.;:!?]+")
+_REGIME_PARTS = re.compile(r"(.*?)\s*(<=|>=|==|<|>|=|≤|≥)\s*(\d+)$")
+OTHER_SIDE = {"<=": ">", "≤": ">", ">=": "<", "≥": "<", "<": ">=", ">": "<="}
+
+
+def other_side(regime: str) -> str | None:
+    """The regime on the other side of a bound ("hidden <= 1024" -> "hidden > 1024"); an equality has none."""
+    m = _REGIME_PARTS.match(regime)
+    if not m or m.group(2) not in OTHER_SIDE:
+        return None
+    return f"{m.group(1)} {OTHER_SIDE[m.group(2)]} {m.group(3)}"
+
+
+def failure_regimes(text: str) -> dict[str, str | None]:
+    """Each shape regime the text names, as written -> the regime where a failed lever fails by that
+    statement: the regime itself, or the other side of one named where the text says the lever pays off
+    (None: an equality named as where it pays off states no failure regime)."""
+    out: dict[str, str | None] = {}
+    for seg in _SEGMENT.finditer(text or ""):
+        for m in SHAPE_RE.finditer(seg.group(0)):
+            pays_off = PAYOFF.search(seg.group(0)[: m.start()])
+            out.setdefault(m.group(0), other_side(m.group(0)) if pays_off else m.group(0))
+    return out
+
+
+def failure_regime(text: str) -> str | None:
+    """The one regime where a failed lever fails by what the text states (two different ones state none)."""
+    found = set(failure_regimes(text).values())
+    return found.pop() if len(found) == 1 else None
+
+
 def single_match(pattern: re.Pattern, text: str) -> str | None:
     """The one value the text states (two different dtypes, say, state no single condition)."""
     found = {m.group(0) for m in pattern.finditer(text)}
@@ -467,7 +556,7 @@ def single_match(pattern: re.Pattern, text: str) -> str | None:
 def stated_condition(texts: list[str]) -> dict[str, str]:
     """The shape regime and dtype the texts state (each once), as written."""
     joined = " ".join(t for t in texts if t)
-    found = {"shape_regime": single_match(SHAPE_RE, joined), "dtype": single_match(DTYPE_RE, joined)}
+    found = {"shape_regime": failure_regime(joined), "dtype": single_match(DTYPE_RE, joined)}
     return {k: v for k, v in found.items() if v}
 
 
@@ -481,3 +570,52 @@ def cause_arch_bound(cause: str, lever: str) -> bool:
     "staging in shared memory" names the lever, not a limit of the architecture)."""
     own = set(re.findall(r"[a-z0-9_.]+", (lever or "").lower()))
     return any(not set(re.findall(r"[a-z0-9_.]+", m.group(0).lower())) <= own for m in ARCH_BOUND.finditer(cause or ""))
+
+
+# --- symptoms ---------------------------------------------------------------------------------------
+
+# The failure a text states, as a symptom tag spelled as a capture's SYMPTOMS line spells its own
+# (`memory-bound`, `tail-effect`: pipeline_facts): a capture names profiler findings, a pitfall states an
+# error. A tag is a name for what its phrases say: the claims gate reads a tag as the phrase of
+# the cited text that states it, and a tag no cited phrase states as its own words.
+SYMPTOM_PHRASES: tuple[tuple[str, re.Pattern], ...] = tuple(
+    (tag, re.compile(p, re.I))
+    for tag, p in (
+        ("misaligned-address", r"\bmisaligned (?:address|access|loads?|stores?)\b"),
+        ("illegal-memory-access", r"\billegal memory access\b|\bout[- ]of[- ]bounds (?:access|reads?|writes?)\b"),
+        ("illegal-instruction", r"\billegal instruction\b"),
+        (
+            "compile-failure",
+            r"\bfail(?:s|ed)? to (?:compile|build)\b|\b(?:did|does|do) not (?:compile|build)\b"
+            r"|\bcompil(?:e|ation|er) (?:error|fail\w*)|\bbuild (?:error|fail\w*)",
+        ),
+        (
+            "launch-failure",
+            r"\blaunch (?:fails|failed|failure|error)\b|\binvalid (?:launch )?(?:configuration|argument)\b"
+            r"|\btoo many resources requested\b",
+        ),
+        ("hang", r"\bhang(?:s|ed|ing)?\b|\bdeadlock(?:s|ed)?\b"),
+        ("nan-output", r"\bNaNs?\b"),
+        (
+            "wrong-results",
+            r"\b(?:wrong|incorrect) (?:results?|outputs?|values|answers?)\b|\bmismatch(?:es|ed)?\b"
+            r"|\bdiffers? from the reference\b",
+        ),
+        ("register-spill", r"\bspill(?:s|ed|ing)?\b"),
+    )
+)
+# a phrase the words just before deny ("does not hang", "to avoid NaN") states no symptom
+_DENIED = re.compile(r"\b(?:no|not|never|without|avoids?|prevents?)\W+(?:\w+\W+)?$", re.I)
+
+
+@lru_cache(maxsize=1 << 12)
+def stated_symptoms(text: str) -> tuple[tuple[str, str], ...]:
+    """(tag, the phrase as written) of each symptom (SYMPTOM_PHRASES) the text states, in the order it
+    states them, each tag once."""
+    found: dict[str, tuple[int, str]] = {}
+    for tag, pattern in SYMPTOM_PHRASES:
+        for m in pattern.finditer(text or ""):
+            if not _DENIED.search(text[: m.start()]):
+                found[tag] = (m.start(), m.group(0))
+                break
+    return tuple((tag, phrase) for tag, (_, phrase) in sorted(found.items(), key=lambda kv: kv[1][0]))

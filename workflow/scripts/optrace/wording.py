@@ -49,12 +49,17 @@ def sentences(text: object) -> list[str]:
 
 _WORD = re.compile(r"[a-z0-9]+")
 _NOT_CONTRACTED = re.compile(r"n['’]t\b")
+# the contractions whose verb changes shape ("can't" is "can not", never "ca not")
+_IRREGULAR_NOT = re.compile(r"\b(?:(ca)|(wo)|(sha))n['’]t\b")
+_IRREGULAR_NOT_VERB = {1: "can", 2: "will", 3: "shall"}
 
 
 def folded(text: str) -> str:
-    """NFKC-folded and lower-cased, "doesn't" as "does not", "cannot" as "can not" (a full-width "ｎｏｔ"
+    """NFKC-folded and lower-cased, "doesn't" as "does not", "cannot" and "can't" as "can not" (a full-width "ｎｏｔ"
     reads as "not": the reader sees what a reader of the rendered text sees)."""
-    return _NOT_CONTRACTED.sub(" not", unicodedata.normalize("NFKC", text).lower()).replace("cannot", "can not")
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    lowered = _IRREGULAR_NOT.sub(lambda m: _IRREGULAR_NOT_VERB[m.lastindex or 1] + " not", lowered)
+    return _NOT_CONTRACTED.sub(" not", lowered).replace("cannot", "can not")
 
 
 def words(text: str) -> list[str]:

@@ -31,9 +31,10 @@ from optrace.facts import (
     DTYPE_RE,
     MIN_MECHANISM_CHARS,
     NAMES_THE_LEVER,
-    SHAPE_RE,
     about_this_lever,
     cause_arch_bound,
+    failure_regime,
+    failure_regimes,
     judge_sentence,
     pitfall_about,
     single_match,
@@ -73,8 +74,9 @@ def cause_claims(packet: dict, src: Sources, lever: str, own_prose: bool) -> lis
 
 
 def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said]) -> dict[str, Said]:
-    """The toolchain, the ISA when the cause is bound to the architecture, and a shape regime or dtype
-    the lever or its cause states once, each citing where it is stated."""
+    """The toolchain, the ISA when the cause is bound to the architecture, and a shape regime (where the
+    lever fails: facts.failure_regime) or dtype the lever or its cause states once, each citing where it
+    is stated."""
     scope = packet["target"]["scope"]
     isa = packet["agent_facing"]["operator"].get("isa")
     where = src.of("segment")[:1]
@@ -90,11 +92,15 @@ def condition_claims(packet: dict, src: Sources, lever_item: dict, why: list[Sai
         and isa in where[0]["text"]
     ):
         out["sm_arch"] = Said(isa, (where[0]["id"],))
-    for key, pattern in (("shape_regime", SHAPE_RE), ("dtype", DTYPE_RE)):
-        value = single_match(pattern, text)
-        if value:
-            cites = tuple(dict.fromkeys(c for t, cs in stated if value in t for c in cs))
-            out[key] = Said(value, cites)
+    regime = failure_regime(text)
+    if regime:  # cited where the regime it derives from is written
+        written = {w for w, r in failure_regimes(text).items() if r == regime}
+        out["shape_regime"] = Said(
+            regime, tuple(dict.fromkeys(c for t, cs in stated if any(w in t for w in written) for c in cs))
+        )
+    dtype = single_match(DTYPE_RE, text)
+    if dtype:
+        out["dtype"] = Said(dtype, tuple(dict.fromkeys(c for t, cs in stated if dtype in t for c in cs)))
     return out
 
 
@@ -134,6 +140,14 @@ def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_p
     return [Said("Do not retry this lever while the cause above holds.", tuple(i["id"] for i in where))]
 
 
+# a percentage change of the kernel's time, as a verdict states it ("geomean -2.8% vs HEAD", "3% slower")
+MEASURED_CHANGE = re.compile(
+    r"\b(?:geomean|latency|speedup|faster|slower)\b[^.;]*?[-+]?\d+(?:\.\d+)?\s?%"
+    r"|[-+]?\d+(?:\.\d+)?\s?%[^.;]*?\b(?:geomean|latency|faster|slower|vs)\b",
+    re.I,
+)
+
+
 def observed_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said]) -> list[Said]:
     """What was seen when the lever was tried: a pitfall's own name (the error it is); else the lever's own
     gate verdict or cause where it states numbers, then its change against the floor it was tried
@@ -144,14 +158,18 @@ def observed_claims(packet: dict, src: Sources, lever_item: dict, why: list[Said
     mechanism = {w.says for w in why}
     own = packet["seg_kind"] in ("deadend-prose", "deadend-experiment")
     kinds = ("observed", "gate-verdict", "cause") if own else ("observed", "cause")
+    pct = packet["agent_facing"]["measurements"].get("improve_pct_vs_floor")
+    measured_here = type(pct) in (int, float)
     for item in [i for kind in kinds for i in src.of(kind)]:
         for s in sentences(item["text"]):
-            if re.search(r"\d", s) and servable(s) and s not in mechanism and len(out) < 2:
+            # the change the pipeline measured is said once, from its slot: a verdict restating it
+            # ("geomean -2.8% vs HEAD") adds only a second, differently rounded number
+            restates_the_change = measured_here and MEASURED_CHANGE.search(s)
+            if re.search(r"\d", s) and servable(s) and s not in mechanism and not restates_the_change and len(out) < 2:
                 out.append(Said(s, (item["id"],)))
         if out:
             break
-    pct = packet["agent_facing"]["measurements"].get("improve_pct_vs_floor")
-    if type(pct) in (int, float):
+    if measured_here:
         slot = "measurements.improve_pct_vs_floor"
         text = f"The attempt measured {pct}% against the floor it was tried against" + (
             " (slower)." if pct < 0 else "."
@@ -166,15 +184,17 @@ def ends_sentence(text: str) -> bool:
     return text.rstrip().endswith((".", "!", "?", ";", ":", ")"))
 
 
-def goal_claims(packet: dict, src: Sources, lever_item: dict, own_prose: bool) -> tuple[list[Said], bool]:
+def goal_claims(
+    packet: dict, src: Sources, lever_item: dict, own_prose: bool, why: list[Said]
+) -> tuple[list[Said], bool]:
     """(what the lever was meant to achieve, whether the trace states none of it: see the module doc); the
-    version's prose only where it is this lever's alone."""
+    version's prose only where it is this lever's alone, never a sentence of the cause `why` again."""
     lever = " ".join(lever_item["text"].split())
     pitfall = packet["seg_kind"] == "curated-pitfall"
     purpose = None if pitfall else purpose_of(lever_item)  # a pitfall names what went wrong, not an aim
     if purpose:
         return [purpose], False
-    aims = stated_aims(src, lever, ("body",)) if own_prose else []
+    aims = stated_aims(src, lever, ("body",), [w.says for w in why]) if own_prose else []
     if aims:
         return aims, False
     cites = (lever_item["id"],) + tuple(i["id"] for i in src.of("segment")[:1])
@@ -200,7 +220,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     if not condition:
         return "no checkable condition (arch, shape regime, dtype or toolchain)"
     mechanism = " ".join(w.says for w in why)
-    goal, goal_thin = goal_claims(packet, src, lever_item, own)
+    goal, goal_thin = goal_claims(packet, src, lever_item, own, why)
     observed = observed_claims(packet, src, lever_item, why)
     payload: dict = {
         "goal": claims.put("payload.goal", goal),

@@ -6,9 +6,11 @@ cites; the structured facts (signals.metrics, the bottleneck label, confidence) 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from optrace.distill.claims import Claims, Said, Sources, each, said, servable
+from optrace.facts import stated_symptoms
 from optrace.pipeline_facts import bottleneck_label, capture_for_signals, confidence, signal_metrics
 from optrace.rows import episode_technique
 from optrace.wording import sentences
@@ -98,14 +100,17 @@ def bottleneck_evidence(packet: dict, src: Sources, claims: Claims) -> dict:
 
 def symptom_claims(packet: dict, src: Sources) -> list[Said]:
     """Symptom tags: the bottleneck type the step record states, and the symptoms and top stalls of the
-    capture the record is entitled to (a strategy's parent's: the problem it fixed)."""
-    prefix = "parent-" if packet["record_type"] == "strategy" else "capture-"
-    kinds = ("bottleneck-type",) if packet["seg_kind"] != "curated-pitfall" else ()
-    items = [i for k in kinds for i in src.of(k)] + src.of(f"{prefix}symptom") + src.of(f"{prefix}stall")
+    capture the record is entitled to (a strategy's parent's: the problem it fixed). A pitfall's are the
+    failures its own name and explanation state (facts.stated_symptoms), never its version's."""
+    if packet["seg_kind"] == "curated-pitfall":
+        found = [(t, i) for i in src.of("lever") + src.of("cause") for t, _ in stated_symptoms(i["text"])]
+    else:
+        prefix = "parent-" if packet["record_type"] == "strategy" else "capture-"
+        items = src.of("bottleneck-type") + src.of(f"{prefix}symptom") + src.of(f"{prefix}stall")
+        found = [(tag(i["text"]), i) for i in items if not _NOT_A_SYMPTOM.match(i["text"])]
     out: dict[str, Said] = {}
-    for i in items:
-        t = tag(i["text"])
-        if t and not _NOT_A_SYMPTOM.match(i["text"]) and t not in out:
+    for t, i in found:
+        if t and t not in out:
             out[t] = Said(t, (i["id"],))
     return list(out.values())
 
@@ -192,27 +197,35 @@ def correctness(measurements: dict) -> dict:
     return {"correctness": out} if out else {}
 
 
-def intent_sentences(items: list[dict], not_this: str) -> list[Said]:
-    """The sentences of the items that say what was meant (INTENT), each citing its item; never a restatement
-    of `not_this` (the change or lever)."""
+def repeats(text: str, mechanism: Sequence[str]) -> bool:
+    """The text says a mechanism sentence again (is one, holds one or is part of one): a goal that repeats
+    the record's mechanism says nothing of its own."""
+    mine = " ".join(text.split()).rstrip(".").lower()
+    theirs = (" ".join(m.split()).rstrip(".").lower() for m in mechanism)
+    return bool(mine) and any(t and (t in mine or mine in t) for t in theirs)
+
+
+def aim_sentences(items: list[dict], not_this: str, mechanism: Sequence[str], intent: bool) -> list[Said]:
+    """The sentences of the items (with `intent`, only those that say what was meant: INTENT), each citing
+    its item; never a restatement of `not_this` (the change or lever) nor a repeat of the mechanism."""
     return [
         Said(s, (i["id"],))
         for i in items
         for s in sentences(i["text"])
-        if servable(s) and INTENT.search(s) and lever_key(s) != lever_key(not_this)
+        if servable(s)
+        and (INTENT.search(s) or not intent)
+        and lever_key(s) != lever_key(not_this)
+        and not repeats(s, mechanism)
     ]
 
 
-def stated_aims(src: Sources, not_this: str, prose_kinds: tuple[str, ...]) -> list[Said]:
+def stated_aims(src: Sources, not_this: str, prose_kinds: tuple[str, ...], mechanism: Sequence[str] = ()) -> list[Said]:
     """What the step record expected the change to do, else the sentences of intent of its prose: at most
-    two sentences, never a restatement of `not_this`."""
-    aims = [
-        Said(s, (i["id"],))
-        for i in src.of("expected-impact")
-        for s in sentences(i["text"])
-        if servable(s) and lever_key(s) != lever_key(not_this)
-    ]
-    return (aims or intent_sentences(src.of(*prose_kinds), not_this))[:2]
+    two sentences, never a restatement of `not_this` and never a sentence the record's mechanism already
+    says (when the expected impact is the step's only causal text it is the mechanism, and the goal falls
+    to the next source)."""
+    aims = aim_sentences(src.of("expected-impact"), not_this, mechanism, intent=False)
+    return (aims or aim_sentences(src.of(*prose_kinds), not_this, mechanism, intent=True))[:2]
 
 
 def floor_goal(packet: dict) -> str:

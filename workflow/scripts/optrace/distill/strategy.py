@@ -2,8 +2,9 @@
 
 - change: the step record's description of the change, else the commit subject's;
 - goal: what the step set out to do: its expected impact, else a sentence of intent of its own prose, else
-  the floor it set out to beat and the bottleneck its subject states (or its category): never the change
-  restated, never a sentence about no intent ("Nothing else changed.");
+  the floor it set out to beat and the bottleneck its subject states or its step record's evidence (or
+  its category): never the change restated, never a sentence of its mechanism again, never a sentence
+  about no intent ("Nothing else changed.");
 - mechanism: why it is faster, the causal sentences of its own statements in order of authority (the
   commit body, what its experiments found, the step record's evidence summary and expected impact, the
   bottleneck its subject states),
@@ -21,11 +22,12 @@ from optrace.distill.common import (
     floor_goal,
     measured_effect,
     problem,
+    repeats,
     stated_aims,
     technique_claims,
 )
 from optrace.distill.draft import Draft
-from optrace.facts import causal_sentences
+from optrace.facts import CONNECTIVE, causal_sentences
 from optrace.kernelcode import cost_of, diff_snippet
 
 DIFF_FORMAT = "unified-diff (verbatim; '-' = before this step, '+' = after)"
@@ -46,17 +48,25 @@ def mechanism(src: Sources, change: str) -> list[Said]:
     return []
 
 
-def goal_claims(packet: dict, src: Sources, change: str) -> tuple[list[Said], bool]:
-    """(the goal's sentences, whether the trace states none of its own: see the module doc)."""
-    aims = stated_aims(src, change, ("body", "subject", "experiment"))
+def goal_claims(packet: dict, src: Sources, change: str, why: list[Said]) -> tuple[list[Said], bool]:
+    """(the goal's sentences, whether the trace states none of its own: see the module doc); never a
+    sentence of the mechanism `why` again."""
+    mechanism = [w.says for w in why]
+    aims = stated_aims(src, change, ("body", "subject", "experiment"), mechanism)
     if aims:
         return aims, False
     where = src.of("segment")[:1]
     base = floor_goal(packet)
-    stated = [i for i in src.of("stated-bottleneck") if servable(i["text"])][:1]
+    # the problem the step states it attacked: its subject's bottleneck, else its step record's evidence
+    # (one that joins a cause to it is a mechanism, not the problem)
+    stated = [
+        i
+        for i in src.of("stated-bottleneck") + src.of("evidence-summary")
+        if servable(i["text"]) and not repeats(i["text"], mechanism) and not CONNECTIVE.search(i["text"])
+    ][:1]
     category = [i for i in src.of("category") if i["text"].lower() not in PROCESS_CATEGORIES][:1]
     if stated:
-        text, cites = f"{base}: {' '.join(stated[0]['text'].split())}.", stated
+        text, cites = f"{base}: {' '.join(stated[0]['text'].split()).rstrip('.')}.", stated
     elif category:
         kind = category[0]["text"].replace("_", " ")
         text, cites = f"{base} with {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} change.", category
@@ -95,7 +105,7 @@ def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft
     why = mechanism(src, change)
     if not why:
         thin.append("mechanism")
-    goal, goal_thin = goal_claims(packet, src, change)
+    goal, goal_thin = goal_claims(packet, src, change, why)
     if goal_thin:
         thin.append("goal")
     directions = each(src.of("direction"))

@@ -21,6 +21,9 @@ VERSION_RE = re.compile(rf"^\s*[vV]{NUM}\s*:")
 TRIAL_RE = re.compile(rf"^\s*[vV]{NUM} trial \d+\s*:")  # episode-branch commits; never the trace
 PROMOTE_RE = re.compile(rf"^\s*episode {NUM}: promote\b", re.I)
 LH_OUTCOME_RE = re.compile(rf"^\s*[vV]{NUM}:\s*long-horizon episode {NUM} (\w+)", re.I)
+# a long-horizon version's own description opens with its episode ("episode 5: two-stage cp.async
+# pipeline ..."): the label of the record it is in, not part of what the step changed
+EPISODE_LABEL_RE = re.compile(rf"^\s*episode {NUM}\s*:\s*", re.I)
 REVERTED_RE = re.compile(r"\breverted\b|\bdead-end recorded\b", re.I)
 REVERT_MARKER_RE = re.compile(rf"^\s*[vV]\d+:\s*revert\s+[vV]{NUM}\b", re.I)
 PIN_RE = re.compile(r"^\s*[vV]\d+:\s*pin framework baseline\b", re.I)
@@ -313,3 +316,10 @@ def subject_fields(subject: str) -> SubjectFields:
         text = text[:opening]
     change = _TRAILING_VERDICT.sub("", text).strip(_DANGLING) or None
     return SubjectFields(tuple(perf), claimed, latency, None if reverted else change, bottleneck, note)
+
+
+def without_episode_label(description: str | None) -> str | None:
+    """A version's description without the episode label that opens it (what the step changed)."""
+    if description is None:
+        return None
+    return EPISODE_LABEL_RE.sub("", description, count=1) or description

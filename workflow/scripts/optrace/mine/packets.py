@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, cast, overload
 
 from optrace.ingest.git_history import KERNEL_FILE, open_trace
+from optrace.ingest.grammar import without_episode_label
 from optrace.ingest.trace_files import read_text
 from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
 from optrace.mine.evidence import evidence_items
@@ -186,7 +187,7 @@ class PacketBuilder:
 
     def run_said(self, row: VersionRow) -> WhatTheRunSaid:
         return {
-            "change": self.text(row["action_description"]),
+            "change": self.text(without_episode_label(row["action_description"])),
             "commit_subject": self.text(row["subject"]),
             "commit_body": self.text(row["body"]) or None,
             "category_hint": row["action_category"],
@@ -308,7 +309,9 @@ class PacketBuilder:
             parent_profiler, parent_dirs, _ = self.profiler([base["version"]]) if base else (None, [], None)
             agent["builds_on"] = {
                 "was_the_untouched_baseline": bool(base and base["is_baseline"]),
-                "previous_approach": self.text(base_row["action_description"]) if base_row else None,
+                "previous_approach": self.text(without_episode_label(base_row["action_description"]))
+                if base_row
+                else None,
                 # what this step attacked: the parent's own capture, never this version's
                 "parent_profiler": parent_profiler
                 if parent_profiler and parent_profiler["ncu_measured_the_kernel_under_test"]

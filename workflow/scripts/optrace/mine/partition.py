@@ -177,6 +177,24 @@ def technique_text(row: VersionRow) -> str:
     return (row["action_description"] or row["action_category"] or row["subject"] or "unnamed").strip()
 
 
+# a sentence of a step record's description that says what was tried, the lever after its verb
+TRIED = re.compile(r"^(?:(?:we|i)\s+)?(?:tried|attempted)\s+(?:to\s+)?", re.I)
+
+
+def lever_phrase(text: str) -> str:
+    """The lever a failed version's description names. A description of several sentences that says
+    what was tried in one of them names the lever there (`16-byte loads of x are aligned only when ...
+    Tried tl.multiple_of(x_ptr, 16) hints on the x loads.` -> `tl.multiple_of(x_ptr, 16) hints on the x
+    loads`): the other sentences are its cause and context, which the packet still carries (the
+    description is its `change` evidence). Any other text is the lever as written."""
+    parts = sentences(text)
+    tried = [s for s in parts if TRIED.match(s)] if len(parts) > 1 else []
+    if not tried:
+        return text
+    phrase = TRIED.sub("", tried[0]).rstrip(".").strip()
+    return phrase if len(phrase) >= MIN_LEVER_CHARS else text
+
+
 def _strip(subject: str) -> str:
     if re.match(r"^\s*[vV]\d+\s*:[^|]*\|", subject):  # `V7: 15971.7 GFLOPS | 2D blocktiling (bottleneck: ...)`
         subject = subject.split("|", 1)[1]
@@ -330,10 +348,10 @@ def failed_levers(row: VersionRow, by_version: dict[str, VersionRow]) -> list[tu
         return out
     undone_by = by_version.get(row.get("reverted_by") or "")
     if undone_by is not None:
-        text = technique_text(row)
+        text = lever_phrase(technique_text(row))
         cause = revert_reason(undone_by["subject"]) or undone_by.get("body") or None
         return [(text, "revert-pair", cause)] if len(text) >= MIN_LEVER_CHARS else []
-    text = technique_text(row)
+    text = lever_phrase(technique_text(row))
     return [(text, "agent", None)] if len(text) >= MIN_LEVER_CHARS else []
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from optrace.facts import SYMPTOM_PHRASES, stated_symptoms
 from optrace.gates.store.model import obj
 from optrace.gates.trace.planting import (
     Planted,
@@ -185,6 +186,32 @@ def _snippet_of_braces(p: Planted) -> None:
     p.record["payload"]["implementation"]["snippet"] = _brace_lines(p)[0]
 
 
+def _pitfall_with_symptoms(p: Planted) -> bool:
+    return p.evidence.packet.data.get("seg_kind") == "curated-pitfall" and bool(
+        obj(p.record, "retrieval", "signals").get("symptoms")
+    )
+
+
+def unstated_symptom(agent_facing: dict) -> str:
+    """A symptom of the vocabulary (optrace.facts) no statement of the packet names, nor its first word."""
+    said = " ".join(str(i.get("text")) for i in agent_facing.get("evidence") or [])
+    stated = {t for t, _ in stated_symptoms(said)}
+    return next(t for t, _ in SYMPTOM_PHRASES if t not in stated and t.split("-")[0] not in said.lower())
+
+
+def _symptom_not_stated(p: Planted) -> None:
+    """A symptom (and its trigger) the pitfall never states, citing what its stated symptom cites."""
+    retrieval, fields = p.record["retrieval"], claims_of(p.record)["fields"]
+    tag, cites = unstated_symptom(p.evidence.packet.agent_facing), fields["retrieval.signals.symptoms[0]"][0]["cites"]
+    trigger = f"{tag} {retrieval['scope']['operator_family']} kernel"
+    for path, values, says in (
+        ("retrieval.signals.symptoms", retrieval["signals"]["symptoms"], tag),
+        ("retrieval.triggers", retrieval["triggers"], trigger),
+    ):
+        fields[f"{path}[{len(values)}]"] = [{"says": says, "cites": list(cites)}]
+        values.append(says)
+
+
 CLAIM_INJECTIONS = (
     TraceInjection(
         "claims",
@@ -294,6 +321,7 @@ CLAIM_INJECTIONS = (
         lambda p: is_strategy(p) and (p.evidence.packet.code_file or "").endswith(".diff") and bool(_brace_lines(p)),
         _snippet_of_braces,
     ),
+    TraceInjection("claims", "a symptom the pitfall does not state", _pitfall_with_symptoms, _symptom_not_stated),
     TraceInjection(
         "structured-facts",
         "times tried inflated",

@@ -4,23 +4,29 @@ A `Cited` is what a claim rests on: the texts of the items it cites, the meaning
 and the packet's measured change and correctness. Each rule returns problems (empty: satisfied):
 
 - content:   every content word of the claim is a word of its cited items, of its cited slots' meanings
-             or of the record's identity (operator, GPU, DSL, harness);
+             or of the record's identity (operator, GPU, DSL, harness); a symptom tag a cited item states
+             (optrace.facts.stated_symptoms) is read as the phrase that states it (`as_stated`);
 - numbers:   a number inside a word (bf16, sm_90) is that word's, which the cited items or identity hold;
              any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
              and unit, in a clause whose words fit what the slot measures and when) or quoted from a cited
-             item (the same number next to the same word);
+             item put to the same use (counting the same thing, beside the same comparison: "256 rows" is
+             no quote of "256 threads", "< 1024" none of ">= 1024");
 - polarity:  a word negated in the claim is negated in the cited sentence it rewords (the closest one),
-             and one asserted there is asserted;
+             and one asserted there is asserted (a slug, which drops the words a negation turns on, may
+             not assert what the cited sentence only negates);
 - direction: a direction word (more, fewer, grows, halves) runs the way the closest cited sentence runs it;
-- speed:     faster / slower (less / more latency) agrees with the measured change unless a cited item
-             says the same;
+- speed:     faster / slower (less / more latency) agrees with the measured change unless a cited
+             sentence the claim rewords says the same;
 - cause:     every causal join of a claim (because, so, therefore ...) is a join a cited sentence makes,
              with the cause on the cause side (two statements the trace makes apart are no causal story);
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
              cited item says;
+- regime:    an established fact's shape regime is where the cited items say the lever fails (the other
+             side of a regime they say it pays off in);
 - scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's;
 - correctness: passed / correct / bit-exact / failed agree with the packet's correctness check unless a
-             cited item says so.
+             cited item says so, with each pass word put to the same use ("the build passes -D..." backs
+             no kernel that "passes").
 """
 
 from __future__ import annotations
@@ -32,9 +38,10 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from functools import cached_property
 
+from optrace.facts import failure_regimes, stated_symptoms
 from optrace.gates.trace.numbers import decimals, normalize
 from optrace.slots import SlotKind, kind_of
-from optrace.wording import CLAUSE_BREAK, NEGATORS, Reading, read, sentences, stem
+from optrace.wording import CLAUSE_BREAK, NEGATING_VERBS, NEGATORS, Reading, read, sentences, stem
 
 # words that say what a number measures: a number's clause may not hold another quantity's word
 QUANTITY_WORDS = {
@@ -128,10 +135,6 @@ class Cited:
 
     # what the rules below read of the cited texts, read once per Cited (claims of one trace share it)
     @cached_property
-    def speeds(self) -> frozenset[str]:
-        return frozenset(s for r in self.readings for s in r.speed())
-
-    @cached_property
     def verdicts(self) -> frozenset[str]:
         return frozenset(v for r in self.readings for v in r.verdicts())
 
@@ -152,11 +155,29 @@ class Cited:
         return tuple(j for s in self.sentence_texts for j in _joins(s))
 
     @cached_property
+    def symptoms(self) -> tuple[tuple[str, str], ...]:
+        """(tag, phrase) of each symptom the cited texts state (optrace.facts), the first phrase of a tag."""
+        found: dict[str, str] = {}
+        for t in self.texts:
+            for tag, phrase in stated_symptoms(t):
+                found.setdefault(tag, phrase)
+        return tuple(found.items())
+
+    @cached_property
     def runs(self) -> frozenset[str]:
         found = set(self.identity_runs)
         for t in self.texts:
             found.update(w.lower().strip(".") for w in GLUED.findall(normalize(t)))
         return frozenset(found)
+
+
+def as_stated(says: str, cited: Cited) -> str:
+    """The claim with each symptom tag its cited texts state read as the phrase that states it (a
+    `compile-failure` citing "block_sizes=[256] failed to compile" says "failed to compile"); a tag no
+    cited phrase states stays its own words, which the rules then judge."""
+    for tag, phrase in cited.symptoms:
+        says = re.sub(rf"(?<![\w-]){re.escape(tag)}(?![\w-])", phrase, says)
+    return says
 
 
 def content(says: Reading, cited: Cited) -> list[str]:
@@ -188,6 +209,26 @@ def polarity(says: Reading, cited: Cited) -> list[str]:
     return out[:2]
 
 
+# words a slug negates with: the head of "instead of", and the nouns of a failure ("compile-error" names
+# what did not compile)
+NEGATING_SLUG_WORDS = frozenset({"instead", "rather", "error", "errors", "failure", "failures", "crash", "hang"})
+
+
+def asserted_negation(says: Reading, cited: Cited) -> list[str]:
+    """A slug asserting what the cited sentences it rewords only negate (`occupancy-limiter` where the
+    trace says occupancy is not the limiter): a slug drops the words a negation turns on, so only this
+    direction is read, and only in a slug with no negation of its own (`accumulate-p-v-fp16-instead-fp32`
+    keeps the head of "instead of")."""
+    if any(t.raw in NEGATORS or t.raw in NEGATING_SLUG_WORDS or t.canon[0] in NEGATING_VERBS for t in says.tokens):
+        return []
+    for w, states in says.polarity().items():
+        near = closest(says, cited, w, Reading.polarity)
+        theirs = {s for r in near for s in r.polarity()[w]}
+        if near and False in states and theirs == {True}:
+            return [f"{w!r} is asserted here but only negated in the evidence it cites"]
+    return []
+
+
 def negators(says: Reading, cited: Cited) -> list[str]:
     """A slug's negation words (`no-`, `not-`, `without-`) are its cited items' too."""
     extra = sorted({t.raw for t in says.tokens if t.raw in NEGATORS} - cited.raw_words)
@@ -205,9 +246,17 @@ def direction(says: Reading, cited: Cited) -> list[str]:
 
 
 def speed(says: Reading, cited: Cited) -> list[str]:
+    """A speed word agrees with the measured change, or with a cited sentence the claim rewords or quotes
+    (half of the one's content words are the other's): "only helps batch_size >= 1024" backs no "the
+    attempt was faster"."""
+    supported: set[str] = set()
+    for r in cited.sentences:
+        shared = len(r.content & says.content) * 2
+        if shared and (shared >= len(says.content) or shared >= len(r.content)):
+            supported |= r.speed()
     m = cited.measured_change
     out = []
-    for sense in sorted(says.speed() - cited.speeds):
+    for sense in sorted(says.speed() - supported):
         contradicts = (
             m is None
             or (sense == "+" and m <= 0)
@@ -230,9 +279,40 @@ def verdict(says: Reading, cited: Cited, record_type: str) -> list[str]:
     return []
 
 
-def scope(says: Reading, cited: Cited) -> list[str]:
+def failure_regime(says: str, cited: Cited) -> list[str]:
+    """An established fact's shape regime is where the failed lever fails as a cited item states it
+    (optrace.facts.failure_regimes): a regime the item names as where the lever pays off is the other
+    side of the failure's, so it is refused as written."""
+    stated: dict[str, str | None] = {}
+    for t in cited.texts:
+        stated.update(failure_regimes(t))
+    if collapsed_regime(says) in {collapsed_regime(r) for r in stated.values() if r}:
+        return []
+    if collapsed_regime(says) in {collapsed_regime(w) for w in stated}:
+        return ["is where the cited evidence says the lever pays off, not where it fails"]
+    return ["is no regime the cited evidence states the lever fails in"]
+
+
+def collapsed_regime(text: str) -> str:
+    return re.sub(r"\s+", "", text).lower()
+
+
+# a quantifier over what a record is filed under ("each nvidia kernel", "kernels across nvidia", "of each
+# operator"): one run's finding widened to a class of kernels or parts
+QUANTIFIED_IDENTITY = re.compile(
+    r"\b(?:each|every|all|any|both|across)\s+(?:[\w-]+\s+){0,2}?"
+    r"(?:nvidia|amd|gpus?|kernels?|operators?|architectures?|arch|dsls?|hardware|devices?|parts?|vendors?)\b",
+    re.I,
+)
+
+
+def scope(says: Reading, cited: Cited, text: str = "") -> list[str]:
     extra = sorted(says.scope_words() - cited.scope_words)
-    return [f"scope word {w!r} is not in the evidence it cites" for w in extra[:2]]
+    out = [f"scope word {w!r} is not in the evidence it cites" for w in extra[:2]]
+    widened = QUANTIFIED_IDENTITY.search(text)
+    if widened and not any(QUANTIFIED_IDENTITY.search(t) for t in cited.texts):
+        out.append(f"{widened.group(0)!r} widens the finding to a class no evidence it cites names")
+    return out
 
 
 def _plain_words(text: str) -> set[str]:
@@ -243,10 +323,20 @@ def _says_passed(ws: set[str]) -> bool:
     return bool(ws & PASS_WORDS) or bool(ws & MATCH_WORDS and ws & CHECK_NOUNS)
 
 
-def _backs_pass(ws: set[str], theirs: set[str]) -> bool:
-    """A cited text that backs the claim's pass: the claim's own pass (or match) word, and where the claim
-    speaks of the check, the check too ("the build passes -D..." backs no "passed the correctness check")."""
-    return bool(ws & (PASS_WORDS | MATCH_WORDS) & theirs) and (not ws & CHECK_NOUNS or bool(theirs & CHECK_NOUNS))
+def _pass_uses(text: str) -> set[tuple[str, str]]:
+    """Each pass (or match) word of a text with the word after it: the use it is put to ("passes -D..." is
+    a flag handed to a compiler, "passes." a kernel that passed)."""
+    toks = re.findall(r"[a-z0-9]+", text.lower())
+    return {(t, toks[i + 1] if i + 1 < len(toks) else "") for i, t in enumerate(toks) if t in PASS_WORDS | MATCH_WORDS}
+
+
+def _backs_pass(claim: str, cited: tuple[str, ...]) -> bool:
+    """Cited texts that back the claim's pass: every pass (or match) word of the claim put to the same use
+    in one of them, and where the claim speaks of the check, the check too ("the build passes -D..."
+    backs neither "the kernel passes." nor "passed the correctness check")."""
+    uses = set().union(*(_pass_uses(t) for t in cited)) if cited else set()
+    speaks_of_check = bool(_plain_words(claim) & CHECK_NOUNS)
+    return _pass_uses(claim) <= uses and (not speaks_of_check or any(_plain_words(t) & CHECK_NOUNS for t in cited))
 
 
 def correctness(text: str, cited: Cited) -> list[str]:
@@ -263,7 +353,7 @@ def correctness(text: str, cited: Cited) -> list[str]:
         and not (type(err) in (int, float) and err == 0)
     ):
         out.append(f"says exact, but the packet's max_abs_err is {err!r}")
-    if _says_passed(ws) and not any(_backs_pass(ws, t) for t in theirs) and status != "PASS":
+    if _says_passed(ws) and not _backs_pass(text, cited.texts) and status != "PASS":
         out.append(f"says it passed, but the packet's correctness status is {status!r}")
     if ws & FAIL_WORDS and not any(ws & FAIL_WORDS & t for t in theirs) and (status is None or status == "PASS"):
         out.append(f"says it failed, but the packet's correctness status is {status!r}")
@@ -316,23 +406,40 @@ def _clause_words(text: str, start: int, end: int) -> set[str]:
     return {stem(w) for w in words} | set(words)
 
 
-_NEIGHBOUR = re.compile(r"[a-z][a-z_]*|%|[<>=≤≥]+")
+_NEIGHBOUR = re.compile(r"->|=>|→|[a-z][a-z_]*|%|[<>=≤≥]+")
+_ARROWS = frozenset({"->", "=>", "→"})  # "67% -> 33%" reads "67% to 33%": an arrow is no comparison
 
 
-def _neighbours(text: str, start: int, end: int) -> set[str]:
+_COMPARISON = re.compile(r"[<>=≤≥]+")
+
+
+def _neighbours(text: str, start: int, end: int) -> tuple[str | None, str | None]:
     """The word (or comparison) next to a number on each side: `M <= 128` has `<=` on its left."""
-    left = _NEIGHBOUR.findall(text[:start].lower())[-1:]
-    right = _NEIGHBOUR.findall(text[end:].lower())[:1]
-    return {stem(w) for w in left + right}
+    left = ["to" if w in _ARROWS else w for w in _NEIGHBOUR.findall(text[:start].lower())[-1:]]
+    right = ["to" if w in _ARROWS else w for w in _NEIGHBOUR.findall(text[end:].lower())[:1]]
+    return (stem(left[0]) if left else None), (stem(right[0]) if right else None)
+
+
+def _same_use(mine: tuple[str | None, str | None], theirs: tuple[str | None, str | None]) -> bool:
+    """A number put to the same use: it counts the same thing (the word after it), or, with nothing after
+    it, follows the same word; a comparison beside it on either side is the same comparison ("< 1024" is
+    not ">= 1024", "256 rows" is not "256 threads")."""
+    for side in (0, 1):
+        ops = [w for n in (mine, theirs) if (w := n[side]) and _COMPARISON.fullmatch(w)]
+        if ops and mine[side] != theirs[side]:
+            return False
+    if mine[1] and theirs[1]:
+        return mine[1] == theirs[1]
+    return mine[0] is not None and mine[0] == theirs[0]
 
 
 def _quotes(token: str, text: str, start: int, end: int, cited: Cited) -> bool:
-    """The token appears in a cited item next to a word it has next to it here."""
+    """The token appears in a cited item put to the use it is put to here (_same_use)."""
     mine = _neighbours(text, start, end)
     for t in cited.texts:
         n = normalize(t)
         for m in DIGITS.finditer(n):
-            if m.group(1) == token and _neighbours(n, m.start(1), m.end(1)) & mine:
+            if m.group(1) == token and _same_use(mine, _neighbours(n, m.start(1), m.end(1))):
                 return True
     return False
 

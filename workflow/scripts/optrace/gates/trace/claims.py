@@ -20,10 +20,16 @@ The rule, for records mined from a trace:
    another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
-   its words, numbers, negators and scope words).
+   its words, numbers, negators and scope words); an established fact's shape regime is exactly where the
+   cited items say the lever fails (the other side of one they say it pays off in). A symptom tag a cited
+   item states (optrace.facts: `compile-failure` for "failed to compile") is read as that item's phrase;
+   any other is its own words.
 4. In a failed lever's record, a cause, observation or established fact that names another lever its
    version's prose also names (the packets manifest names every segment's lever) must name its own
-   lever too: one version's prose about several levers, each record keeps the sentence about its own. (A
+   lever too: one version's prose about several levers, each record keeps the sentence about its own,
+   and every claim rests on that prose only in its parts about its own lever (facts.parts_about: the
+   version's body, change, subject and expected impact); its lesson advises doing that lever only where
+   a cited item does. (A
    claim naming another segment's lever elsewhere needs that lever's words in what it cites: rule 3.)
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
@@ -39,13 +45,13 @@ from collections.abc import Iterator
 from decimal import Decimal
 from functools import cached_property, lru_cache
 
-from optrace.facts import judge
+from optrace.facts import judge, judge_sentence, parts_about
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 from optrace.gates.trace.numbers import normalize
 from optrace.slots import kind_of, resolve
-from optrace.wording import content_words, read
+from optrace.wording import content_words, read, sentences
 
 EXEMPT = re.compile(
     r"^(?:schema|id|type|level|status|episode_key"
@@ -78,6 +84,8 @@ LEVER_FIELDS = re.compile(
 )
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
 STATED_CAUSE_KINDS = {"cause"}  # a stated-cause field; a bracket beside a lever is judged by its structure
+# what one version says, shared by the packets of every lever it tried
+VERSION_PROSE = frozenset({"body", "expected-impact", "change", "subject"})
 RULED_OUT_BY = {"cause", "lever-cause", "observed", "gate-verdict"}  # what says why a lever failed
 ALL_KINDS = None  # any kind may back the field
 _OWN = {
@@ -106,7 +114,9 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
         (r"^payload\.(?:change|goal)$", ("strategy",), _OWN),
         # what a lever was meant to achieve: its name's purpose, its step record's expected impact, its body
         (r"^payload\.goal$", None, {"lever", "segment", "change", "subject", "body", "expected-impact", "correctness"}),
-        (r"^payload\.mechanism$", ("strategy",), _OWN | {"conclusion", "parent-conclusion"}),
+        # why the step worked: never its own after-profile, which says what limits the new kernel (the
+        # problem the next step attacks); the parent's capture says what this one attacked
+        (r"^payload\.mechanism$", ("strategy",), _OWN | {"parent-conclusion"}),
         (r"^payload\.attempted$", None, {"lever", "change", "subject"}),
         (r"^payload\.lesson$", None, _CAUSE | {"direction", "segment"}),
         # what was observed is what happened, not the advice to fix it
@@ -275,10 +285,21 @@ class PacketClaims:
         best = max(score for score, _ in scored)
         return best > 0 and all(kind in STATED_CAUSE_KINDS for score, kind in scored if score == best)
 
+    def text_of(self, c: str) -> str | None:
+        """An item's text as this record may rest on it: the version's prose, where the version tried
+        other levers too, only in its parts about this lever (facts.parts_about); None for none."""
+        item = self.items.get(c, {})
+        text = item.get("text")
+        if not isinstance(text, str):
+            return None
+        if self.lever is not None and self.levers_sharing_prose and item.get("kind") in VERSION_PROSE:
+            others = [name for name, _, _ in self.levers_sharing_prose]
+            return " ".join(parts_about(text, self.lever, others)) or None
+        return text
+
     def cited(self, cites: list[str]) -> rules.Cited:
-        texts = tuple(
-            self.items[c]["text"] for c in cites if c in self.items and isinstance(self.items[c].get("text"), str)
-        )
+        """What the claim rests on: the cited items' texts (text_of) and slots."""
+        texts = tuple(t for c in cites if (t := self.text_of(c)))
         meanings = tuple(k.meaning + " " + c.replace(".", " ") for c in cites if (k := kind_of(c)) is not None)
         return cited_of(
             texts,
@@ -312,7 +333,11 @@ def said_against(
     if quoted:
         pass
     elif field == "tag":  # a slug drops the function words its polarity and direction turn on
-        problems += rules.negators(says_read, cited) + rules.scope(says_read, cited)
+        problems += (
+            rules.negators(says_read, cited)
+            + rules.asserted_negation(says_read, cited)
+            + rules.scope(says_read, cited, says.replace("-", " "))
+        )
     else:
         problems += (
             rules.polarity(says_read, cited)
@@ -320,7 +345,7 @@ def said_against(
             + rules.speed(says_read, cited)
             + rules.cause_order(says, cited)
             + rules.verdict(says_read, cited, record_type)
-            + rules.scope(says_read, cited)
+            + rules.scope(says_read, cited, says)
             + rules.correctness(says, cited)
         )
     if field == "cause":
@@ -352,7 +377,22 @@ def restates_what_rules_it_out(says: str, cites: list[str], pc: PacketClaims) ->
     return False
 
 
+def advises_the_lever(text: str, lever: str) -> bool:
+    """A sentence saying to do the lever ("keep 1024 threads per row with 64-bit loads"): advice as
+    optrace.facts judges it, naming the lever with its numbers ("keep 512 threads with 128-bit loads" is
+    another setting), negating nothing."""
+    numbers = set(re.findall(r"\d+", lever))
+    return any(
+        judge_sentence(s, lever).kind == "advice"
+        and names(s, lever)
+        and numbers <= set(re.findall(r"\d+", s))
+        and not any(t.negated for t in read(s).tokens)
+        for s in sentences(text)
+    )
+
+
 ENTRY_KEYS = frozenset({"says", "cites", "slots"})
+REGIME_PATH = "payload.established_fact.condition.shape_regime"
 BLOCK_KEYS = frozenset({"packet", "fields"})
 
 
@@ -378,15 +418,28 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
     cited = pc.cited(cites)
     field = "tag" if TAG_FIELDS.match(where) else "cause" if where.split("[")[0] in CAUSE_FIELDS else "prose"
     stated = field == "cause" and pc.rewords_a_stated_cause(says, cites)
-    if not slots and collapsed(says) in cited.quotable:
+    if where == REGIME_PATH:
+        # a regime derived from what the cited items state, held to that derivation exactly (its
+        # number is then the cited one, on the side the rule puts it)
+        problems = rules.failure_regime(says, cited)
+    elif not slots and collapsed(says) in cited.quotable:
         # a whole cited item or sentence, as written: what it says is what its evidence says (only a
         # cause field's judgement is left to make)
         problems = list(said_against(field, says, (), cited, pc.exact, str(record_type), stated, quoted=True))
     else:
         resolved = tuple(sorted((token, name, resolve(pc.agent, name)) for token, name in slots.items()))
-        problems = list(said_against(field, says, resolved, cited, pc.exact, str(record_type), stated))
+        problems = list(
+            said_against(field, rules.as_stated(says, cited), resolved, cited, pc.exact, str(record_type), stated)
+        )
     if where == "payload.would_retry_if" and restates_what_rules_it_out(says, cites, pc):
         problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
+    if (
+        where == "payload.lesson"
+        and pc.lever is not None
+        and advises_the_lever(says, pc.lever)
+        and not any(advises_the_lever(t, pc.lever) for t in cited.texts)
+    ):
+        problems.append("advises doing the failed lever itself, and no evidence it cites advises it")
     if pc.lever is not None and LEVER_FIELDS.match(where):
         # one version's prose about several levers (its subject or body names the other too): the
         # sentence about another lever is not this one's, whatever it cites (a pitfall of the version is

@@ -27,8 +27,9 @@ a trace gate):
   of a diff is what the diff edits (kernelcode.edit_scope: one-line only when at most one line goes out
   and one comes in);
 - an established fact's condition is within the scope: sm_arch is the packet's ISA (operator.isa, or
-  the ISA of the scope's arch when the packet names none), and no architecture or product other than
-  the scope's appears in any condition value.
+  the ISA of the scope's arch when the packet names none), toolchain is the scope's dsl, dtype is a data
+  type (facts.DTYPE_RE), and no architecture or product other than the scope's appears in any condition
+  value.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
-from optrace.facts import ARCH_ISA  # the ISA of an arch: the drafter's fallback condition, judged the same way
+from optrace.facts import ARCH_ISA, DTYPE_RE  # an arch's ISA, a dtype's spelling: shared facts, judged the same way
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.store.store import store_path
 from optrace.gates.trace.model import Packet, PacketEvidence, needs_packet
@@ -303,6 +304,12 @@ def condition_mismatches(record: dict, packet: Packet) -> list[str]:
     sm_arch = condition.get("sm_arch")
     if sm_arch is not None and (not isinstance(sm_arch, str) or word(sm_arch) != word(str(isa))):
         out.append(f"payload.established_fact.condition.sm_arch: {sm_arch!r} is not the scope's ISA {isa!r}")
+    toolchain, dsl = condition.get("toolchain"), scope_t.get("dsl")
+    if toolchain is not None and toolchain != dsl:
+        out.append(f"payload.established_fact.condition.toolchain: {toolchain!r} is not the scope's dsl {dsl!r}")
+    dtype = condition.get("dtype")
+    if dtype is not None and not (isinstance(dtype, str) and DTYPE_RE.fullmatch(dtype.strip())):
+        out.append(f"payload.established_fact.condition.dtype: {str(dtype)[:60]!r} is not a data type")
     for key, value in condition.items():
         if isinstance(value, str):
             outside = sorted({word(m.group(0)) for m in SCOPE_WORDS.finditer(value)} - own)

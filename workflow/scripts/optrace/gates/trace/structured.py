@@ -20,7 +20,11 @@ copy or leave them out, never change them:
 - evidence.raw.file_paths name only files the packet's diff or code file names (a capture's file under
   profiles/ and a number glued to a word are ncu-attribution's and no-fabrication's to judge);
 - payload.trace.rediscovered is the number of times the run tried the lever (times_tried; 1 for a
-  strategy), payload.trace.n_operators is 1.
+  strategy), payload.trace.n_operators is 1;
+- a mined record is `active` (superseding or deprecating a record is the store's decision, not a trace's);
+- a gain metric is the one thing a trace measures, `latency` (`lower-better`), once; regressions and
+  evidence.summary.mechanism_metrics are what the pipeline derives none of, so a mined record has none
+  (without a usable capture, mechanism metrics are ncu-attribution's to refuse).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import re
 
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace.model import PacketEvidence, needs_packet
+from optrace.gates.trace.ncu_attribution import has_usable_capture
 from optrace.kernelcode import cost_of
 from optrace.pipeline_facts import anti_verdict, bottleneck_label, capture_for_signals, confidence, signal_metrics
 
@@ -69,6 +74,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
                 out.append(
                     f"payload.cost.{key}: {cost[key]!r} is not what the diff and its check give ({derived[key]!r})"
                 )
+    out += _underived_fields(record, ev)
     trace = obj(payload, "trace")
     tried = ev.packet.agent_facing.get("times_tried", 1)
     if trace.get("rediscovered") is not None and trace.get("rediscovered") != tried:
@@ -76,6 +82,36 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     if trace.get("n_operators") not in (None, 1):
         out.append(f"payload.trace.n_operators: {trace.get('n_operators')!r}, but one trace measures one operator")
     return [f"{view.relpath}: {m}" for m in out]
+
+
+MINED_STATUS = "active"
+MEASURED = ("latency", "lower-better")  # what a trace's step records measure: the kernel's time
+
+
+def _underived_fields(record: dict, ev: PacketEvidence) -> list[str]:
+    """Fields whose values the pipeline derives from nothing in a packet but these: a new record's status,
+    and the one measured gain metric."""
+    out = []
+    if "status" in record and record["status"] != MINED_STATUS:
+        out.append(f"status: {record['status']!r}, but a record mined from a trace is {MINED_STATUS!r}")
+    gain = obj(record, "worth", "gain")
+    metrics = gain.get("metrics")
+    named = [m for m in metrics if isinstance(m, dict)] if isinstance(metrics, list) else []
+    for i, metric in enumerate(named):
+        if (metric.get("metric"), metric.get("direction", MEASURED[1])) != MEASURED:
+            out.append(
+                f"worth.gain.metrics[{i}]: {metric.get('metric')!r} ({metric.get('direction')!r}), but a trace "
+                f"measures {MEASURED[0]} ({MEASURED[1]}) only"
+            )
+    if len(named) > 1:
+        out.append(f"worth.gain.metrics: {len(named)} metrics, but the packet measured one change")
+    if gain.get("regressions"):
+        out.append("worth.gain.regressions: the pipeline derives no regression from a packet; a mined record has none")
+    if obj(record, "evidence", "summary").get("mechanism_metrics") and has_usable_capture(ev):
+        out.append(
+            "evidence.summary.mechanism_metrics: the pipeline derives none from a capture; a mined record has none"
+        )
+    return out
 
 
 MINED_SOURCE = "step-record"
@@ -122,7 +158,10 @@ def _provenance_fields(record: dict, ev: PacketEvidence) -> list[str]:
     for path in paths if isinstance(paths, list) else []:
         if str(path).startswith("profiles/"):
             continue  # a capture's file: ncu-attribution judges whether the record may speak of it
-        if path not in named and not re.search(r"[a-z]\d|\d[a-z%]", str(path), re.I):  # glued numbers: no-fabrication's
+        # a path-like string the code does not name is an invented file; other glued numbers (a
+        # "speedup37.77%") are no-fabrication's
+        path_like = re.search(r"/|\.[A-Za-z]{1,4}$", str(path))
+        if path not in named and (path_like or not re.search(r"[a-z]\d|\d[a-z%]", str(path), re.I)):
             out.append(f"evidence.raw.file_paths: {str(path)[:60]!r} is not a file the packet's code names")
     return out
 

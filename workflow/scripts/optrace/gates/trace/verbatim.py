@@ -10,6 +10,10 @@ The format must name what was quoted: `unified-diff` for a `.diff`, `source` for
 accepted any line of 12+ characters that was a substring of the code, so fragments, lines without their
 diff marker and short invented lines all passed.
 
+A diff's snippet quotes the new side of each hunk it draws on as one run: a `+` or context line that carries
+code, left out between two lines it quotes of the same hunk, makes the quoted code another one (a dropped
+barrier); removed lines may be left out.
+
 What the quoted code is (optrace.kernelcode reads it the drafter's way):
 - a diff's snippet is mostly the step's own additions: of its changed lines that carry code (a `+` or
   `-` line with only white space, a brace or a comment carries none), at least half are `+` lines -- or, for a diff that
@@ -98,6 +102,30 @@ def diff_problem(snippet: str, code: str) -> str | None:
     share = min(0.5, added / (added + removed)) if added else 0.0
     if s_added < share * (s_added + s_removed):
         return f"is mostly removed lines ({s_added} added of {s_added + s_removed} changed): not what the step added"
+    return None
+
+
+def dropped_change(snippet: str, code: str) -> str | None:
+    """A changed line of the diff left out between two lines the snippet quotes from one hunk (a
+    `__syncthreads()` dropped from the middle of a change makes it another change), or None. Quoted
+    lines are placed as first_unquoted places them: each at its first occurrence after the one before."""
+    lines = code.splitlines()
+    positions, after, quoted = line_positions(code), -1, []
+    for line in snippet.splitlines():
+        found = positions.get(line.rstrip()) if line.strip() else None
+        if found:
+            i = bisect_right(found, after)
+            if i < len(found):
+                after = found[i]
+                quoted.append(after)
+    for p, q in pairwise(quoted):
+        gap = lines[p + 1 : q]
+        if any(g.startswith("@@") for g in gap):
+            continue  # the next hunk: a snippet may quote some hunks and not others
+        # the new side (context and `+` lines) is the code the step ran; its removed lines may go
+        left_out = next((g for g in gap if g[:1] in "+ " and g[:3] != "+++" and carries_code(g[1:])), None)
+        if left_out is not None:
+            return f"leaves out {left_out.strip()[:80]!r}, code between two lines it quotes of one hunk"
     return None
 
 
@@ -200,6 +228,8 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
     is_diff = (packet.code_file or "").endswith(".diff")
     for key, snippet in quoted:
         problem = diff_problem(snippet, packet.code) if is_diff else None
+        if is_diff and key == "snippet" and problem is None:
+            problem = dropped_change(snippet, packet.code)
         if problem:
             out.append(f"{rel}: payload.implementation.{key}: {problem} in {packet.code_file}")
         bad = first_unquoted(snippet, packet.code)
