@@ -896,6 +896,38 @@ def _without_line(pattern: re.Pattern | None = None):
     return mutate
 
 
+def _core_lines(c) -> list[int]:
+    """Snippet line numbers of the reference kernel's core kernel body that carry code."""
+    snippet = c.pl["implementation"]["snippet"].splitlines()
+    code = c.packet.code.splitlines()
+    core = next((s for s in kernel_spans(c) if s.name == c.pl["implementation"].get("core_kernel_name")), None)
+    if core is None:
+        return []
+    body = {code[j].rstrip() for j in range(core.start + 1, core.end - 1)}
+    return [j for j, ln in enumerate(snippet) if ln.rstrip() in body and carries_code(ln)]
+
+
+def _repeat_in_core(c) -> int | None:
+    """The snippet line number of the second occurrence of a core-kernel line that occurs twice."""
+    snippet = c.pl["implementation"]["snippet"].splitlines()
+    seen: set[str] = set()
+    for j in _core_lines(c):
+        if snippet[j].strip() in seen:
+            return j
+        seen.add(snippet[j].strip())
+    return None
+
+
+def _inner_core_line(c) -> int | None:
+    lines = _core_lines(c)
+    return lines[len(lines) // 2] if len(lines) >= 3 else None
+
+
+def _without_a_repeat(r, c) -> None:
+    impl = r["payload"]["implementation"]
+    impl["snippet"] = "\n".join(ln for j, ln in enumerate(impl["snippet"].splitlines()) if j != _repeat_in_core(c))
+
+
 F6 = [
     Case(
         "6 a snippet with a barrier of the change left out",
@@ -935,6 +967,28 @@ F6 = [
         ),
         (VERB,),
         blank_added,
+    ),
+    Case(
+        "6 a reference kernel with a repeated line of its core kernel left out",
+        6,
+        R,
+        _without_a_repeat,
+        (VERB,),
+        lambda c: _repeat_in_core(c) is not None,
+    ),
+    Case(
+        "6 a reference kernel with a line of its core kernel left out",
+        6,
+        R,
+        lambda r, c: r["payload"]["implementation"].update(
+            snippet="\n".join(
+                ln
+                for j, ln in enumerate(r["payload"]["implementation"]["snippet"].splitlines())
+                if j != _inner_core_line(c)
+            )
+        ),
+        (VERB,),
+        lambda c: _inner_core_line(c) is not None,
     ),
     Case(
         "6 a reference kernel of only its imports and constants",

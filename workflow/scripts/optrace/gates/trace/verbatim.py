@@ -19,8 +19,9 @@ What the quoted code is (optrace.kernelcode reads it the drafter's way):
   `-` line with only white space, a brace or a comment carries none), at least half are `+` lines -- or, for a diff that
   removes more than it adds, at least the diff's own share -- so removed lines with one short `+` line,
   or context with a blank `+` line, are not what the step implemented;
-- a source snippet is the whole kernel: every line of the span of its core kernel function, or the
-  whole file when the file has no kernel function of the record's DSL;
+- a source snippet is the whole kernel: the span of its core kernel function as one run of lines (each
+  as often as the source has it), or the whole file when the file has no kernel function of the
+  record's DSL;
 - core_kernel_name is a kernel function of that source (a `@*.jit` / `@*.kernel` function or a CUDA
   `__global__`), never a helper such as `run`;
 - dispatch_snippet is host code that launches it: no line of a kernel function (its signature
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import Counter
 from itertools import pairwise
 
 from optrace.gates.store.model import Gate, RecordView, obj
@@ -129,6 +131,12 @@ def dropped_change(snippet: str, code: str) -> str | None:
     return None
 
 
+def _holds_run(lines: list[str], run: list[str]) -> bool:
+    """Whether `run` stands in `lines` as consecutive lines (blank lines aside)."""
+    n = len(run)
+    return n == 0 or any(lines[i : i + n] == run for i in range(len(lines) - n + 1))
+
+
 def source_problems(impl: dict, snippet: str, code: str, dsl: object) -> list[str]:
     """A reference kernel's source is the whole kernel; its core is a kernel function of it; its dispatch
     launches it from host code."""
@@ -143,11 +151,14 @@ def source_problems(impl: dict, snippet: str, code: str, dsl: object) -> list[st
         out.append(f"core_kernel_name: {name[:60]!r} is not a kernel function of the source (its kernels: {kinds})")
     if name is None and mine:
         out.append(f"core_kernel_name: missing, but the source's kernel is {mine[0].name!r}")
-    quoted = {line.rstrip() for line in snippet.splitlines() if line.strip()}
+    quoted = [line.rstrip() for line in snippet.splitlines() if line.strip()]
     whole = [line.rstrip() for line in (lines[core[0].start : core[0].end] if core else lines) if line.strip()]
-    if not set(whole) <= quoted:
+    # one run of lines, each as often as the source has it: a second `__syncthreads();` left out is a
+    # line left out, though the first still stands in the snippet
+    if not _holds_run(quoted, whole):
         what = f"the whole span of kernel {core[0].name}" if core else "the whole kernel file"
-        out.append(f"snippet: not {what} ({len(set(whole) - quoted)} of its lines left out)")
+        missing = sum((Counter(whole) - Counter(quoted)).values())
+        out.append(f"snippet: not {what} ({missing or 'some'} of its lines left out or apart)")
     dispatch = impl.get("dispatch_snippet")
     if isinstance(dispatch, str) and dispatch.strip():
         inside = {lines[j].rstrip() for s in spans for j in range(s.start, s.end) if lines[j].strip()}
