@@ -53,6 +53,7 @@ from tests.adversarial.claim_attacks import (
     overstated_shapes,
     own_after_capture,
     push,
+    put,
     removed_lines,
     setto,
     sibling,
@@ -296,6 +297,12 @@ F2 = [
 ]
 
 
+def _claimed(r, path: str, says: str, cites: list[str]) -> None:
+    """Set the field at a dotted path to `says`, its claim citing `cites` (an agent choosing its citations)."""
+    put(r, path, says)
+    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"][path] = [{"says": says, "cites": cites}]
+
+
 def _other_pass(c) -> str | None:
     """An evidence item that says "passes" of something other than the kernel ("the build passes -D...")."""
     return next(
@@ -305,10 +312,8 @@ def _other_pass(c) -> str | None:
 
 
 def _passes_by_another_sense(r, c) -> None:
-    says = f"{c.pl['attempted']} passes."
-    r["payload"]["observed"] = says
-    cites = [_other_pass(c)] + [i["id"] for i in c.agent["evidence"] if i["kind"] == "lever"][:1]
-    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.observed"] = [{"says": says, "cites": cites}]
+    lever = [i["id"] for i in c.agent["evidence"] if i["kind"] == "lever"][:1]
+    _claimed(r, "payload.observed", f"{c.pl['attempted']} passes.", [_other_pass(c), *lever])
 
 
 def _only_negated(c) -> str | None:
@@ -583,14 +588,8 @@ def _another_levers(path: str, text=lambda sentence, c: sentence):
 
     def mutate(r, c) -> None:
         item, sentence = _prose_about_another_lever(c) or ("", "")
-        says = text(sentence, c)
-        node = r
-        keys = path.split(".")
-        for key in keys[:-1]:
-            node = node[key]
-        node[keys[-1]] = says
         own = [i["id"] for i in c.agent["evidence"] if i["kind"] == "lever"][:1]
-        r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"][path] = [{"says": says, "cites": [item, *own]}]
+        _claimed(r, path, text(sentence, c), [item, *own])
 
     return mutate
 
@@ -758,12 +757,8 @@ F4 = [
 
 
 def _own_conclusion_as_mechanism(r, c) -> None:
-    conclusion = c.agent["profiler"]["conclusion"]
     item = next(i["id"] for i in c.agent["evidence"] if i["kind"] == "conclusion")
-    r["payload"]["mechanism"] = conclusion
-    r["evidence"]["raw"]["evidence_extra"]["claims"]["fields"]["payload.mechanism"] = [
-        {"says": conclusion, "cites": [item]}
-    ]
+    _claimed(r, "payload.mechanism", c.agent["profiler"]["conclusion"], [item])
 
 
 F5 = [

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from optrace.gates.trace.verbatim import kernel_lines_of_diff
-from tests.adversarial.claim_attacks import CLM, LAY, STRUCT, VERB, A, Case, S, has_diff, setto
+from tests.adversarial.claim_attacks import CLM, LAY, STRUCT, VERB, A, Case, S, has_diff, no_capture, setto
 
 _LAUNCH = re.compile(r"<<<|\[grid\]\(|\.launch\(")
 
@@ -131,13 +131,6 @@ def _cuts_latency(c) -> bool:
     return bool(metrics) and metrics[0].get("delta_pct") is not None
 
 
-def _own_capture(c) -> bool:
-    from optrace.gates.trace.model import Evidence
-    from optrace.gates.trace.ncu_attribution import has_usable_capture
-
-    return has_usable_capture(Evidence(c.packet, c.bench.trace))
-
-
 def _other_dsl(c) -> str:
     return "triton" if c.packet.data["target"]["scope"]["dsl"] != "triton" else "cuda"
 
@@ -176,7 +169,7 @@ PROVENANCE += [
         S,
         setto("evidence.summary.mechanism_metrics", {"occupancy_limiter": "registers"}),
         (STRUCT,),
-        _own_capture,
+        lambda c: not no_capture(c),
     ),
     Case(
         "3 a file path the packet's code does not name",

@@ -12,7 +12,7 @@ import pytest
 from optrace.distill.anti import lesson_claims, observed_claims
 from optrace.distill.claims import Said, Sources
 from optrace.distill.common import aim_sentences, purpose_of
-from optrace.facts import cause_arch_bound, failure_regime, judge_sentence
+from optrace.facts import cause_arch_bound, failure_regime, judge_sentence, parts_about
 from optrace.gates.trace.ncu_attribution import stated_bottlenecks
 
 LEVER = "stage gamma and beta in shared memory at the start of each block"
@@ -161,3 +161,38 @@ def test_a_failed_levers_regime_is_where_it_fails(text, regime):
 )
 def test_an_imperative_is_advice_by_its_shape(sentence, kind):
     assert judge_sentence(sentence, "one-pass CUDA kernel using bf16 operator overloads").kind == kind
+
+
+SPLIT_K = "split-K over 2 programs with an fp32 atomic reduction"
+BLOCK_M = "BLOCK_M=64 for M <= 128"
+
+
+@pytest.mark.parametrize(
+    "text, lever, other, parts",
+    [
+        # a list of levers, read item by item: each lever keeps its own item only
+        ("split-K with atomics; smaller M tiles for small batches", SPLIT_K, BLOCK_M, ("split-K with atomics",)),
+        (
+            "dead-end recorded: split-K over 2 programs with an fp32 atomic reduction, BLOCK_M=64 for M <= 128.",
+            BLOCK_M,
+            SPLIT_K,
+            ("BLOCK_M=64 for M <= 128.",),
+        ),
+        # a sentence about one lever is that lever's whole, commas and all, and none of the other's
+        (
+            "Split-K sends every fp32 partial sum through L2 twice and needs a zeroed workspace per call, which "
+            "costs more than the extra programs gain.",
+            BLOCK_M,
+            SPLIT_K,
+            (),
+        ),
+        (
+            "BLOCK_M=64 for M <= 128 still pads a 16-row batch to 64 rows, so three quarters of each MMA is wasted.",
+            BLOCK_M,
+            SPLIT_K,
+            ("BLOCK_M=64 for M <= 128 still pads a 16-row batch to 64 rows, so three quarters of each MMA is wasted.",),
+        ),
+    ],
+)
+def test_shared_prose_is_read_as_each_levers_own_parts(text, lever, other, parts):
+    assert parts_about(text, lever, (other,)) == parts

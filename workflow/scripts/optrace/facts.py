@@ -405,7 +405,8 @@ def about_this_lever(sentence: str, lever: str) -> str | None:
 _LIST_BREAK = re.compile(r";\s+|,\s+")
 
 
-def parts_about(text: str, lever: str, others: Sequence[str]) -> list[str]:
+@lru_cache(maxsize=1 << 12)
+def parts_about(text: str, lever: str, others: tuple[str, ...]) -> tuple[str, ...]:
     """The parts of one version's prose about this lever, where the version tried others too: each
     sentence's part about it (about_this_lever); a sentence that lists levers ("split-K over 2 programs
     ..., BLOCK_M=64 for M <= 128", "split-K with atomics; smaller M tiles for small batches") keeps only
@@ -418,7 +419,7 @@ def parts_about(text: str, lever: str, others: Sequence[str]) -> list[str]:
             out += [p for p, a in zip(items, about, strict=True) if a == [lever]]
         elif (part := about_this_lever(s, lever)) is not None:
             out.append(part)
-    return out
+    return tuple(out)
 
 
 def pitfall_about(pitfall: object, lever: str) -> list[str]:

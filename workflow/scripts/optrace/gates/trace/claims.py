@@ -293,7 +293,7 @@ class PacketClaims:
         if not isinstance(text, str):
             return None
         if self.lever is not None and self.levers_sharing_prose and item.get("kind") in VERSION_PROSE:
-            others = [name for name, _, _ in self.levers_sharing_prose]
+            others = tuple(name for name, _, _ in self.levers_sharing_prose)
             return " ".join(parts_about(text, self.lever, others)) or None
         return text
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
+from collections.abc import Iterator
 from itertools import pairwise
 
 from optrace.gates.store.model import Gate, RecordView, obj
@@ -56,8 +57,9 @@ def line_positions(code: str) -> dict[str, list[int]]:
     return positions
 
 
-def first_unquoted(snippet: str, code: str) -> tuple[int, str, str] | None:
-    """(snippet line number, line, why) of the first line that breaks the rule, or None."""
+def placed(snippet: str, code: str) -> Iterator[tuple[int, str, int | None, str]]:
+    """(snippet line number, line, its code line number or None, why not) of each non-blank snippet line,
+    each placed at its first occurrence after the line before it."""
     positions = line_positions(code)
     after = -1
     for n, line in enumerate(snippet.splitlines(), 1):
@@ -66,12 +68,19 @@ def first_unquoted(snippet: str, code: str) -> tuple[int, str, str] | None:
             continue
         found = positions.get(line)
         if found is None:
-            return n, line, "is not a whole line of"
+            yield n, line, None, "is not a whole line of"
+            continue
         i = bisect_right(found, after)
         if i == len(found):
-            return n, line, "is out of order with respect to"
+            yield n, line, None, "is out of order with respect to"
+            continue
         after = found[i]
-    return None
+        yield n, line, after, ""
+
+
+def first_unquoted(snippet: str, code: str) -> tuple[int, str, str] | None:
+    """(snippet line number, line, why) of the first line that breaks the rule, or None."""
+    return next(((n, line, why) for n, line, at, why in placed(snippet, code) if at is None), None)
 
 
 _COMMENT = re.compile(r"^\s*(?:#|//|/\*|\*)")
@@ -108,18 +117,11 @@ def diff_problem(snippet: str, code: str) -> str | None:
 
 
 def dropped_change(snippet: str, code: str) -> str | None:
-    """A changed line of the diff left out between two lines the snippet quotes from one hunk (a
-    `__syncthreads()` dropped from the middle of a change makes it another change), or None. Quoted
-    lines are placed as first_unquoted places them: each at its first occurrence after the one before."""
+    """New-side code of the diff (a context or `+` line) left out between two lines the snippet quotes
+    from one hunk (a `__syncthreads()` dropped from the middle makes it other code), or None. Quoted
+    lines are where `placed` puts them."""
     lines = code.splitlines()
-    positions, after, quoted = line_positions(code), -1, []
-    for line in snippet.splitlines():
-        found = positions.get(line.rstrip()) if line.strip() else None
-        if found:
-            i = bisect_right(found, after)
-            if i < len(found):
-                after = found[i]
-                quoted.append(after)
+    quoted = [at for _, _, at, _ in placed(snippet, code) if at is not None]
     for p, q in pairwise(quoted):
         gap = lines[p + 1 : q]
         if any(g.startswith("@@") for g in gap):
