@@ -16,12 +16,12 @@ from tests.support.paths import SHARED_DATA
 
 
 def mine(trace: Path, root: Path, slug: str) -> Path:
-    work, packets = root / "work" / slug, root / "packets" / slug
+    work, packets = root / "work" / slug, root / "packets" / f"{slug}.json"
     with contextlib.redirect_stdout(io.StringIO()):
         for argv in (
             ["ingest", str(trace), "--out-dir", str(work)],
             ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
-            ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug],
+            ["packets", str(trace), "--work-dir", str(work), "--out", str(packets), "--slug", slug],
         ):
             assert optrace(argv) == 0, argv
     return root

@@ -20,6 +20,7 @@ from optrace.gates.trace.injection import validate_records
 from optrace.gates.trace.runner import judge
 from optrace.gates.trace.store_overlap import LiveStore
 from tests.adversarial.citations import resync
+from tests.support.mined import copy_mined
 
 TRACES = ("example", "fib")
 CRASH = re.compile(r"could not read this record")
@@ -837,7 +838,6 @@ def test_the_depth_only_walk_judges_depth_as_the_full_walk_does():
 
 
 def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mined_roots, tmp_path, monkeypatch):
-    import shutil
 
     from optrace.gates.store.store import MAX_RECORD_BYTES
     from optrace.gates.validate import TracePaths, validate_trace
@@ -847,8 +847,7 @@ def test_a_record_over_the_size_cap_fails_by_name_through_validate(benches, mine
     bench = benches["example"]
     root = tmp_path / "results"
     # a results tree: the trace's packets and work, one honest record padded past the cap
-    for part in ("packets", "work"):
-        shutil.copytree(mined_roots["example"] / part / bench.slug, root / part / bench.slug)
+    copy_mined(mined_roots["example"], root, bench.slug)
     rel, record = bench.records[0]
     big = json.dumps(record).encode()
     big = big[:-1] + b', "pad": "' + b" " * (MAX_RECORD_BYTES + 10) + b'"}'

@@ -21,6 +21,7 @@ from optrace.gates.trace.fabrication import Pool
 from optrace.gates.trace.injection import validate_records, workbench
 from optrace.gates.trace.store_overlap import LiveStore
 from optrace.pipeline_facts import capture_for_signals
+from tests.support.mined import copy_mined
 
 from .b200_trace import NAME as B200_NAME
 from .b200_trace import build_b200_trace
@@ -468,12 +469,10 @@ def test_duplicate_keys_and_lone_surrogates_are_not_records(data, why):
 
 
 def test_a_fifo_or_link_in_distilled_fails_by_name_without_hanging(benches, mined_roots, tmp_path):
-    import shutil
 
     bench = benches["example"]
     root = tmp_path / "results"
-    for part in ("packets", "work"):
-        shutil.copytree(mined_roots["example"] / part / bench.slug, root / part / bench.slug)
+    copy_mined(mined_roots["example"], root, bench.slug)
     distilled = root / "distilled" / bench.slug
     distilled.mkdir(parents=True)
     rel, record = bench.records[0]

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 from optrace.gates.validate import format_summary
+from tests.support.mined import copy_mined
 
 
 def test_check_prints_every_message_of_a_failing_record():
@@ -29,8 +29,7 @@ def test_check_prints_every_message_of_a_failing_record():
 def test_an_unparseable_record_says_delete_it_and_re_run(benches, mined_roots, tmp_path):
     bench = benches["example"]
     root = tmp_path / "results"
-    for part in ("packets", "work"):
-        shutil.copytree(mined_roots["example"] / part / bench.slug, root / part / bench.slug)
+    copy_mined(mined_roots["example"], root, bench.slug)
     rel, record = bench.records[0]
     (root / rel).parent.mkdir(parents=True)
     (root / rel).write_text(json.dumps(record)[:-1], encoding="utf-8")  # an agent cut off mid-write

@@ -16,6 +16,7 @@ from optrace.example.embedded import build_example, example_name
 from optrace.gates.store.model import GateContext
 from optrace.gates.store.runner import check_record
 from tests.distill.test_drafter import STORE_KEYS, mine, store_relpath, unexplained_numbers
+from tests.support.mined import packet_file
 from tests.support.paths import FIXTURES
 from tests.support.schemas import assert_valid, load_schema
 from tests.support.workflow import only_the_target_ran, run_snakemake
@@ -42,7 +43,7 @@ def distill(packets_dir, out, *args, env=None):
             "optrace",
             "distill",
             "--packets",
-            str(packets_dir),
+            str(packets_dir.parent / "packets.json"),  # the file packets_dir was unpacked from (mine)
             "--out",
             str(out),
             "--report",
@@ -240,8 +241,8 @@ def test_snakemake_distill_drafts_the_example_and_never_reruns_for_records(workd
 def test_snakemake_agent_mode_passes_the_command_template_through(workdir, tmp_path):
     plan = tmp_path / "plan.json"
     command = f"FAKE_AGENT_PLAN=$(cat {plan}) {sys.executable} {FAKE_AGENT} {{brief}} {{packet}} {{out}}"
-    packets = workdir / "results/packets/007-fused-add-rmsnorm-h4096"
     snakemake(workdir, "packets")
+    packets = packet_file(workdir / "results", "007-fused-add-rmsnorm-h4096").unpack(tmp_path / "packets")
     failing = seg_ids(packets, "strategy", 1)[0]
     plan.write_text(json.dumps({failing: "fail"}))
     config = tmp_path / "agent.yaml"

@@ -14,6 +14,7 @@ from optrace.facts import ABSOLUTE_LATENCY, cause_arch_bound, judge
 from optrace.gates.store.model import GateContext
 from optrace.gates.store.runner import check_record
 from optrace.mine.evidence import evidence_items
+from optrace.mine.packetfile import read_packet_file
 from optrace.pipeline_facts import capture_for_signals
 from tests.support import tracekit
 from tests.support.schemas import load_schema
@@ -32,11 +33,13 @@ CODE_KEYS = {"snippet", "dispatch_snippet", "core_kernel_name"}
 
 
 def mine(trace, root, slug):
-    work, out = root / "work", root / "packets"
+    """The packets file of the mined trace, unpacked as distill unpacks it: root/packets/ (the file is
+    root/packets.json)."""
+    work, out = root / "work", root / "packets.json"
     assert optrace(["ingest", str(trace), "--out-dir", str(work)]) == 0
     assert optrace(["partition", "--work-dir", str(work), "--report", str(root / "partition.md")]) == 0
-    assert optrace(["packets", str(trace), "--work-dir", str(work), "--out-dir", str(out), "--slug", slug]) == 0
-    return out
+    assert optrace(["packets", str(trace), "--work-dir", str(work), "--out", str(out), "--slug", slug]) == 0
+    return read_packet_file(out).unpack(root / "packets")
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,9 @@ from optrace.gates import tracerun, validate
 from optrace.gates.trace.injection import SLUG, mine_example, workbench
 from optrace.gates.trace.runner import ALL_GATES
 from optrace.gates.validate import CACHE_NAME, TracePaths, summarize, validate_trace
+from optrace.mine.packetfile import write_packet_file
 from optrace.secret import CACHE_KEY_ENV
+from tests.support.mined import copy_mined, packet_file, packets_path
 from tests.support.schemas import assert_valid, load_schema
 from tests.support.workflow import run_snakemake
 
@@ -38,8 +40,7 @@ def results(mined, tmp_path):
     """A results root with the example's packets, ingest facts and the drafter's records."""
     root, bench = mined
     out = tmp_path / "results"
-    for part in ("packets", "work"):
-        shutil.copytree(root / part / SLUG, out / part / SLUG)
+    copy_mined(root, out, SLUG)
     for rel, record in bench.records:
         write_record(out / rel, record)
     return out
@@ -88,13 +89,10 @@ def test_a_changed_record_or_packet_is_judged_again(results, mined):
     rel, record = mined[1].records[0]
     write_record(results / rel, {**record, "status": "deprecated"})
     assert run(results)[1] == 1
-    seg_id = next(
-        e["seg_id"]
-        for e in json.loads((results / "packets" / SLUG / "manifest.json").read_text())["packets"]
-        if e["id"] == record["id"]
-    )
-    packet = results / "packets" / SLUG / f"{seg_id}.json"
-    packet.write_text(packet.read_text() + "\n")
+    packets = packet_file(results, SLUG)
+    seg_id = next(e["seg_id"] for e in packets.manifest["packets"] if e["id"] == record["id"])
+    files = {**packets.files, f"{seg_id}.json": packets.files[f"{seg_id}.json"] + "\n"}
+    write_packet_file(packets_path(results, SLUG), packets.manifest, files)
     assert run(results)[1] == 1
 
 
@@ -200,7 +198,7 @@ def test_missing_packets_are_one_clear_line(tmp_path):
         capture_output=True,
         text=True,
     )
-    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "manifest.json: file not found" in res.stderr
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "packets/x.json: file not found" in res.stderr
 
 
 # --- summary and check -----------------------------------------------------------------------------
@@ -454,8 +452,10 @@ def test_a_remembered_trace_whose_copy_or_inputs_changed_is_restaged(results, mo
     copy.write_bytes(copy.read_bytes().replace(b'"score"', b'"score" ', 1))  # a staged copy edited by hand
     again, files_again, restaged = _staged(results, monkeypatch)
     assert restaged == 1 and files_again == files and again == first
-    packet = next((results / "packets" / SLUG).glob("strategy-*.json"))
-    packet.write_text(packet.read_text() + "\n")  # the same measurements, other bytes: inputs changed
+    packets = packet_file(results, SLUG)
+    name = next(n for n in sorted(packets.files) if n.startswith("strategy-") and n.endswith(".json"))
+    files = {**packets.files, name: packets.files[name] + "\n"}  # the same measurements, other bytes
+    write_packet_file(packets_path(results, SLUG), packets.manifest, files)
     assert _staged(results, monkeypatch)[2] == 1
     from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
 
@@ -517,11 +517,11 @@ def test_drafts_of_a_run_that_repeats_levers_pass_store_overlap(tmp_path):
 
     trace, results, slug = tmp_path / "trace", tmp_path / "results", "syn"
     _synthetic_trace()(trace, 300)
-    work, packets, reports = results / "work" / slug, results / "packets" / slug, results / "staging/reports" / slug
+    work, packets, reports = results / "work" / slug, packets_path(results, slug), results / "staging/reports" / slug
     for argv in (
         ["ingest", trace, "--out-dir", work],
         ["partition", "--work-dir", work, "--report", reports / "partition.md"],
-        ["packets", trace, "--work-dir", work, "--out-dir", packets, "--slug", slug],
+        ["packets", trace, "--work-dir", work, "--out", packets, "--slug", slug],
         ["distill", "--packets", packets, "--out", results, "--report", reports / "distill.json", "--mode", "draft"],
         ["validate", "trace", "--results", results, "--slug", slug],
     ):
@@ -617,7 +617,9 @@ def test_stage_on_a_manifest_of_another_shape_is_one_line(results, tmp_path, cap
 
     validation = tmp_path / "v.json"
     validation.write_text(json.dumps(summarize([("r", run(results)[0])])))
-    (results / "packets" / SLUG / "manifest.json").write_text(json.dumps(manifest))
+    packets_path(results, SLUG).write_text(
+        json.dumps(manifest if not isinstance(manifest, dict) else {**manifest, "files": {}})
+    )
     argv = ["stage", "--results", results, "--validation", validation, "--summary", tmp_path / "s.json", SLUG]
     assert optrace([str(a) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -722,7 +724,7 @@ def test_validate_trace_without_a_results_root_is_named_every_file_it_reads(resu
         main(["trace", "--slug", SLUG, "--distilled", str(results / "distilled" / SLUG), "--packets", "p"])
     work = results / "work" / SLUG
     out = tmp_path / "named.json"
-    named = ["--distilled", results / "distilled" / SLUG, "--packets", results / "packets" / SLUG]
+    named = ["--distilled", results / "distilled" / SLUG, "--packets", packets_path(results, SLUG)]
     named += [
         "--versions",
         work / "versions.jsonl",

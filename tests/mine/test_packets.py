@@ -9,6 +9,7 @@ import pytest
 
 from optrace.example.embedded import build_example, example_name
 from optrace.example.repo_builder import CommitSpec, build_trace
+from optrace.mine.packetfile import read_packet_file
 from optrace.mine.packets import build_packets, report_conclusion
 from optrace.scrub.anonymize import Scrubber
 from tests.support import tracekit
@@ -21,15 +22,17 @@ def run_cli(*args, env=None):
 
 
 def mine(trace, tmp_path, env=None, slug="t"):
-    work, out = tmp_path / "work", tmp_path / "packets" / slug
+    """(work folder, the packets file unpacked into a folder, the packets run)."""
+    work, out = tmp_path / "work", tmp_path / "packets" / f"{slug}.json"
     for args in (
         ("ingest", trace, "--out-dir", work),
         ("partition", "--work-dir", work, "--report", tmp_path / "partition.md"),
     ):
         res = run_cli(*args, env=env)
         assert res.returncode == 0, res.stderr
-    res = run_cli("packets", trace, "--work-dir", work, "--out-dir", out, "--slug", slug, env=env)
-    return work, out, res
+    res = run_cli("packets", trace, "--work-dir", work, "--out", out, "--slug", slug, env=env)
+    folder = read_packet_file(out).unpack(tmp_path / "packets" / slug) if out.exists() else tmp_path / "packets" / slug
+    return work, folder, res
 
 
 def load_packets(out):
@@ -162,26 +165,32 @@ def test_a_packet_that_still_leaks_is_refused_and_named(tmp_path):
             CommitSpec("v1: committed (+10%)", {"kernel.py": tracekit.kernel(1), "memory/v1.json": json.dumps(memory)}),
         ],
     )
-    work, out, res = mine(tmp_path / "t", tmp_path)
+    work, _, res = mine(tmp_path / "t", tmp_path)
     assert res.returncode == 0
+    out = tmp_path / "refused.json"
     _count, failures = build_packets(out, str(tmp_path / "t"), work, "t", _NoScrub())
     leaked = [
         json.loads(ln)["seg_id"]
         for ln in (work / "segments.jsonl").read_text().splitlines()
         if json.loads(ln)["version"] == "v1" and json.loads(ln)["record_type"] == "strategy"
     ]
-    assert failures and any(f"{leaked[0]}.json: still leaks" in f and "/home/alice" in f for f in failures)
-    assert not (out / f"{leaked[0]}.json").exists()
+    assert failures and any(f"({leaked[0]}.json): still leaks" in f and "/home/alice" in f for f in failures)
+    assert not out.exists()  # no packets file with the others: the job fails
 
 
-def test_stale_packets_are_removed(tmp_path):
+def test_a_segment_that_no_longer_exists_leaves_no_packet(tmp_path):
     tracekit.iteration_era(tmp_path / "t")
-    work, out, _ = mine(tmp_path / "t", tmp_path)
-    (out / "anti-ffffff.json").write_text("{}")
-    (out / "anti-ffffff.diff").write_text("")
-    res = run_cli("packets", tmp_path / "t", "--work-dir", work, "--out-dir", out, "--slug", "t")
-    assert res.returncode == 0
-    assert not (out / "anti-ffffff.json").exists() and not (out / "anti-ffffff.diff").exists()
+    work, folder, _ = mine(tmp_path / "t", tmp_path)
+    gone = json.loads((folder / "manifest.json").read_text())["packets"][0]["seg_id"]
+    segments = (work / "segments.jsonl").read_text().splitlines()
+    kept = [line for line in segments if json.loads(line)["seg_id"] != gone]
+    assert len(kept) == len(segments) - 1
+    (work / "segments.jsonl").write_text("".join(f"{line}\n" for line in kept))
+    out = tmp_path / "again.json"
+    assert run_cli("packets", tmp_path / "t", "--work-dir", work, "--out", out, "--slug", "t").returncode == 0
+    packets = read_packet_file(out)
+    assert not any(name.startswith(gone) for name in packets.files)
+    assert gone not in {e["seg_id"] for e in packets.manifest["packets"]} and packets.files
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from optrace.publish.worth import rank
+from tests.support.mined import packet_file
 from tests.support.paths import FIXTURES
 from tests.support.workflow import run_snakemake as snakemake
 
@@ -95,11 +96,8 @@ def test_a_failing_record_is_listed_not_staged_and_stale_copies_go(workdir):
 
 def test_agent_mode_bad_records_are_named_good_ones_staged(workdir, tmp_path):
     snakemake(workdir, "packets")
-    packets = [
-        json.loads(p.read_text())
-        for p in (workdir / "results/packets" / SLUG).glob("*.json")
-        if p.name != "manifest.json"
-    ]
+    files = packet_file(workdir / "results", SLUG).files
+    packets = [json.loads(text) for name, text in files.items() if name.endswith(".json")]
     strategies = sorted(p["seg_id"] for p in packets if p["record_type"] == "strategy")
     plan = {strategies[0]: "fabricate", strategies[1]: "malformed", strategies[2]: "fail"}
     (tmp_path / "plan.json").write_text(json.dumps(plan))

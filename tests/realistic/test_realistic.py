@@ -22,6 +22,7 @@ from optrace.mine.ladder import CLAIMS
 from optrace.pipeline_facts import capture_for_signals
 from optrace.wording import sentences
 from tests.support import realistic_traces as rt
+from tests.support.mined import packet_file, packets_path
 from tests.support.schemas import assert_valid
 
 pytestmark = pytest.mark.skipif(not rt.available(), reason="../shared/data is absent (a user's clone has none)")
@@ -57,12 +58,16 @@ def mine_trace(name: str, trace: Path, root: Path) -> Mined:
     """Run the chain in process on a built trace (ingest -> ... -> validate) and load what it wrote."""
     results = root / "results"
     slug = name.replace("_", "-")
-    work, packets, reports = results / "work" / slug, results / "packets" / slug, results / "staging" / "reports" / slug
+    work, packets, reports = (
+        results / "work" / slug,
+        packets_path(results, slug),
+        results / "staging" / "reports" / slug,
+    )
     steps = [
         ["ingest", str(trace), "--out-dir", str(work)],
         ["recon", "--work-dir", str(work), "--out-dir", str(reports)],
         ["partition", "--work-dir", str(work), "--report", str(reports / "partition.md")],
-        ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", slug],
+        ["packets", str(trace), "--work-dir", str(work), "--out", str(packets), "--slug", slug],
         [
             "distill",
             "--packets",
@@ -80,15 +85,12 @@ def mine_trace(name: str, trace: Path, root: Path) -> Mined:
         for argv in steps:
             assert optrace(argv) == 0, argv
     loaded = {}
-    for p in sorted(packets.glob("*.json")):
-        if p.name != "manifest.json":
-            packet = json.loads(p.read_text())
-            code = (
-                (packets / packet["agent_facing"]["code_file"]).read_text()
-                if packet["agent_facing"].get("code_file")
-                else None
-            )
-            loaded[packet["seg_id"]] = (packet, code)
+    files = packet_file(results, slug).files
+    for name in sorted(files):
+        if name.endswith(".json"):
+            packet = json.loads(files[name])
+            code_file = packet["agent_facing"].get("code_file")
+            loaded[packet["seg_id"]] = (packet, files[code_file] if code_file else None)
     records = {}
     for seg_id, (packet, _) in loaded.items():
         path = results / packet["target"]["output"]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from optrace.distill.distill import batches, distill, structured_report
+from tests.support.mined import packet_file
 from tests.support.paths import FIXTURES, PACKAGE_DIR
 from tests.support.schemas import assert_valid
 from tests.support.workflow import run_snakemake
@@ -118,7 +119,8 @@ def test_the_structured_report_is_read_from_the_agents_last_report_line(stdout, 
 def test_draft_mode_prints_one_flushed_progress_line_per_packet(mined, tmp_path):
     m = mined["fib_rmsnorm"]
     stream = io.StringIO()
-    report = distill(m.results / "packets" / m.slug, tmp_path, "draft", stream=stream)
+    folder = packet_file(m.results, m.slug).unpack(tmp_path / "packets")
+    report = distill(folder, tmp_path, "draft", stream=stream)
     lines = stream.getvalue().splitlines()
     n = len(report["packets"])
     assert len(lines) == n and [line.split()[0] for line in lines] == [f"{i}/{n}" for i in range(1, n + 1)]
@@ -133,8 +135,7 @@ def test_agent_mode_a_fake_agent_self_checks_mid_run_and_reports(workdir, tmp_pa
     """The whole loop under real snakemake (which holds its lock while the agents run): each agent writes its
     record, runs `optrace validate record` on it, and ends with an AGENT_REPORT line."""
     run_snakemake(workdir, "packets")
-    packets = workdir / "results" / "packets" / EXAMPLE
-    manifest = json.loads((packets / "manifest.json").read_text())["packets"]
+    manifest = packet_file(workdir / "results", EXAMPLE).manifest["packets"]
     fabricated = next(e["seg_id"] for e in manifest if e["record_type"] == "strategy")
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({fabricated: "fabricate"}))

@@ -21,6 +21,7 @@ from optrace.errors import InputError
 from optrace.example.repo_builder import CommitSpec, build_trace
 from optrace.mine import partition
 from optrace.mine.ladder import Thresholds
+from optrace.mine.packetfile import read_packet_file
 from tests.robustness.hostile_kit import base_commits, git, ok, warned
 from tests.support import tracekit
 
@@ -40,11 +41,11 @@ def stage(*argv, env=None):
 
 
 def mine(trace, tmp_path, env=None):
-    """ingest, partition, packets, as the workflow runs them; returns the work and packet folders."""
-    work, packets = tmp_path / "work", tmp_path / "packets"
+    """ingest, partition, packets, as the workflow runs them; returns the work folder and packets file."""
+    work, packets = tmp_path / "work", tmp_path / "packets.json"
     stage("ingest", trace, "--out-dir", work, env=env)
     stage("partition", "--work-dir", work, "--report", work / "partition.md", env=env)
-    stage("packets", trace, "--work-dir", work, "--out-dir", packets, "--slug", "t", env=env)
+    stage("packets", trace, "--work-dir", work, "--out", packets, "--slug", "t", env=env)
     return work, packets
 
 
@@ -63,7 +64,7 @@ def test_300000_shapes_in_one_memory_file_are_mined_in_bounded_time(tmp_path):
     work, packets = mine(trace, tmp_path)
     rows = {r["version"]: r for r in map(json.loads, (work / "versions.jsonl").read_text().splitlines())}
     assert len(rows["v4"]["by_shape_us"]) == 300_000
-    assert json.loads((packets / "manifest.json").read_text())["count"] >= 1
+    assert read_packet_file(packets).manifest["count"] >= 1
 
 
 def test_shape_labels_of_300000_keys_name_shared_prefixes_by_no_label():
@@ -154,9 +155,9 @@ def test_two_levers_whose_six_hex_digits_collide_get_distinct_ids_and_the_first_
     digest = _digest(label, first)
     assert a["seg_id"] == f"anti-{digest}" and a["id"].endswith(f"-a{digest}")  # unchanged by its twin
     assert b["seg_id"].startswith(f"anti-{digest}") and b["seg_id"] != a["seg_id"] and b["id"] != a["id"]
-    packets = tmp_path / "packets"
-    stage("packets", trace, "--work-dir", work, "--out-dir", packets, "--slug", "t")
-    assert (packets / f"{a['seg_id']}.json").is_file() and (packets / f"{b['seg_id']}.json").is_file()
+    packets = tmp_path / "packets.json"
+    stage("packets", trace, "--work-dir", work, "--out", packets, "--slug", "t")
+    assert {f"{a['seg_id']}.json", f"{b['seg_id']}.json"} <= set(read_packet_file(packets).files)
 
 
 def test_two_segments_of_the_same_content_are_a_one_line_error_not_an_assertion():

@@ -10,6 +10,7 @@ import pytest
 
 from optrace.errors import InputError
 from optrace.gates import REPORT_SCHEMA
+from optrace.mine.packetfile import read_packet_file
 from optrace.run import pertrace
 from optrace.run.summary import PLACEHOLDER_MARK
 from tests.support.schemas import assert_valid
@@ -18,12 +19,13 @@ FAILED = {"stage": "ingest", "reason": "t: states <no> GPU & more", "label": "ke
 
 
 def test_each_placeholder_has_the_shape_its_readers_expect(tmp_path):
+    stage_of = {"001-x.json": "packets", "distill.json": "distill", "validation.json": "validate"}
     shape = {
-        name: pertrace.placeholder(tmp_path / name, "001-x", FAILED)
+        name: pertrace.placeholder(tmp_path / name, "001-x", FAILED, stage_of.get(name, "ingest"))
         for name in (
             "versions.jsonl",
             "meta.json",
-            "manifest.json",
+            "001-x.json",
             "distill.json",
             "validation.json",
             "recon.json",
@@ -34,13 +36,10 @@ def test_each_placeholder_has_the_shape_its_readers_expect(tmp_path):
     assert shape["versions.jsonl"] == ""
     meta = json.loads(shape["meta.json"])
     assert meta == {"slug": "001-x", "source_label": "kernel_opt_001_x", "failed": FAILED}
-    assert json.loads(shape["manifest.json"]) == {
-        "slug": "001-x",
-        "head_sha": None,
-        "count": 0,
-        "packets": [],
-        "failed": FAILED,
-    }
+    (tmp_path / "001-x.json").write_text(shape["001-x.json"])
+    packets = read_packet_file(tmp_path / "001-x.json")  # the packets file's placeholder, as its readers read it
+    assert packets.files == {}
+    assert packets.manifest == {"slug": "001-x", "head_sha": None, "count": 0, "packets": [], "failed": FAILED}
     assert json.loads(shape["distill.json"]) == {
         "slug": "001-x",
         "mode": None,
@@ -52,7 +51,7 @@ def test_each_placeholder_has_the_shape_its_readers_expect(tmp_path):
     assert report["schema"] == REPORT_SCHEMA and report["records"] == [] and report["failed"] == FAILED
     assert report["counts"] == {"records": 0, "passed": 0, "failed": 0}
     assert json.loads(shape["recon.json"]) == {"slug": "001-x", "failed": FAILED}
-    for name in ("meta.json", "manifest.json", "distill.json", "validation.json", "recon.json"):
+    for name in ("meta.json", "001-x.json", "distill.json", "validation.json", "recon.json"):
         assert PLACEHOLDER_MARK in shape[name].encode() and shape[name].endswith("\n"), name
     line = "001-x: not analysed, the trace failed at ingest: t: states <no> GPU & more"
     assert shape["recon.md"] == f"# 001-x\n\n{line}\n"
@@ -61,7 +60,7 @@ def test_each_placeholder_has_the_shape_its_readers_expect(tmp_path):
 
 
 def test_a_meta_placeholder_without_a_label_names_the_slug(tmp_path):
-    meta = json.loads(pertrace.placeholder(tmp_path / "meta.json", "001-x", {"stage": "s", "reason": "r"}))
+    meta = json.loads(pertrace.placeholder(tmp_path / "meta.json", "001-x", {"stage": "s", "reason": "r"}, "ingest"))
     assert meta["source_label"] == "001-x"
 
 
@@ -138,6 +137,6 @@ def test_the_guard_runs_only_the_per_trace_commands_of_the_command_table():
 
 
 def test_placeholders_validate_against_the_report_schema(tmp_path):
-    report = json.loads(pertrace.placeholder(tmp_path / "validation.json", "001-x", FAILED))
+    report = json.loads(pertrace.placeholder(tmp_path / "validation.json", "001-x", FAILED, "validate"))
     report.pop("failed")
     assert_valid(report, "validation.schema.json")

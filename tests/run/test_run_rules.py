@@ -77,13 +77,13 @@ def test_a_rerun_ingest_does_not_read_its_own_failed_placeholder(tmp_path):
     meta = out / "meta.json"
     failed = {"stage": "ingest", "reason": "x: states no GPU", "label": "kernel_opt_050_fixed"}
     outputs = [out / "versions.jsonl", out / "profiles.jsonl", meta, out / "autotune.jsonl"]
-    pertrace.write_placeholders(outputs, "050-fixed", failed)
+    pertrace.write_placeholders(outputs, "050-fixed", failed, "ingest")
     argv = ["--slug", "050-fixed", "--meta", str(meta), "--outputs", *map(str, outputs), "--"]
     assert pertrace.main([*argv, "ingest", str(trace), "--out-dir", str(out)]) == 0
     doc = json.loads(meta.read_text())
     assert "failed" not in doc and doc["target"]["product"] == "h100"
     # a later stage of the same trace does pass a failure on without running its code
-    pertrace.write_placeholders([meta], "050-fixed", failed)
+    pertrace.write_placeholders([meta], "050-fixed", failed, "ingest")
     report = out / "partition.md"
     assert pertrace.main(["--slug", "050-fixed", "--meta", str(meta), "--outputs", str(report), "--", "partition"]) == 0
     assert "the trace failed at ingest: x: states no GPU" in report.read_text()

@@ -25,6 +25,7 @@ from optrace.scrub.leak_patterns import (
     find_leaks,
     prose_spans,
 )
+from tests.support.mined import packet_file
 
 
 def contains_denied(text: str, terms) -> bool:
@@ -524,8 +525,8 @@ def test_a_denylisted_term_reaches_no_output_file(workdir, tmp_path):
     )
     reports = results / "staging" / "reports" / "040-softmax"
     assert "a private identifier" in (reports / "recon.json").read_text(), "the term reached a report, scrubbed"
-    packets = list((results / "packets").rglob("*.diff")) + list((results / "packets").rglob("*.py"))
-    assert any("redacted_reduce" in p.read_text() for p in packets), "the identifier was renamed, not dropped"
+    code = [text for name, text in packet_file(results, "040-softmax").files.items() if name.endswith((".diff", ".py"))]
+    assert any("redacted_reduce" in text for text in code), "the identifier was renamed, not dropped"
     staged = json.loads((results / "staging" / "staged.json").read_text())
     drafted = list((results / "distilled").rglob("*.json"))
     assert drafted and staged["failed"] == [] and len(staged["staged"]) == len(drafted)

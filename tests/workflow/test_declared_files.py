@@ -142,8 +142,8 @@ def test_each_job_runs_from_its_declared_inputs_alone_and_writes_only_its_output
     "rule, name",
     [
         ("validate_trace", "meta.json"),
-        ("validate_trace", EXAMPLE),  # the packets folder
-        ("distill_trace", EXAMPLE),
+        ("validate_trace", f"{EXAMPLE}.json"),  # the packets file
+        ("distill_trace", f"{EXAMPLE}.json"),
         ("stage", "versions.jsonl"),
         ("readme", "validation.json"),
         ("readme", "recon.json"),

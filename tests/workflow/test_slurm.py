@@ -155,7 +155,9 @@ def test_failing_trace_fails_alone_and_is_named(runs, traces, tmp_path):
     assert set(failed) == {"014-broken"} and "not a git work tree" in failed["014-broken"]["reason"]
     assert "014-broken" in out and "FAILED at ingest" in out  # the run summary names it
     assert {s["trace"] for s in staged["staged"]} == {"011-iteration"}
-    for part in ("work/011-iteration", "packets/011-iteration", "distilled/011-iteration"):
+    packets = "packets/011-iteration.json"
+    assert (wd / "results" / packets).read_bytes() == (local / "results" / packets).read_bytes()
+    for part in ("work/011-iteration", "distilled/011-iteration"):
         assert tree(wd / "results" / part), part
         assert tree(wd / "results" / part, NOT_COMPARED) == tree(local / "results" / part, NOT_COMPARED), part
 

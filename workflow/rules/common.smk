@@ -171,8 +171,7 @@ OPTRACE_COMMAND = template_text(OPTRACE)
 def per_trace_guard(meta="{input.meta:q}", outputs="{output:q}", label=""):
     """The command prefix of every per-trace stage: optrace.run.pertrace runs it, and a trace that
     fails writes placeholders carrying its one-line reason, so the aggregates still run for the others;
-    a declared input missing in the job fails the job. A folder output is given as `{output.x:q}/`
-    (its placeholder goes inside it, DIR/manifest.json); ingest, which writes meta.json, names its
+    a declared input missing in the job fails the job. Ingest, which writes meta.json, names its
     output and its trace's label (`--label={params.label:q}`: a label such as `-h` is a value, #28).
     """
     return (
@@ -408,26 +407,9 @@ def distilled_digest(wildcards):
 # ---- the run summary of a target (optrace.run.lifecycle) --------------------------------------------
 
 
-def folder_outputs(r):
-    """The outputs of rule proxy `r` declared directory() (the proxy's own strings carry no flags)."""
-    return {
-        o
-        for o, declared in zip(r.output, r.rule.output)
-        if is_flagged(declared, "directory")
-    }
-
-
 def summary_outputs(r):
-    """A stage's outputs the summary reads: its JSON files and its folders (a failed trace's placeholders
-    carry its reason)."""
-    folders = folder_outputs(r)
-    return [o for o in r.output if o.endswith(".json") or o in folders]
-
-
-def summary_files(r):
-    """The same as files: a folder output by its manifest (pertrace writes a placeholder there)."""
-    folders = folder_outputs(r)
-    return [f"{o}/manifest.json" if o in folders else o for o in summary_outputs(r)]
+    """A stage's outputs the summary reads: its JSON files (a failed trace's placeholders carry its reason)."""
+    return [o for o in r.output if o.endswith(".json")]
 
 
 def summary_inputs(stages, **places):
@@ -445,7 +427,7 @@ def summary_args(stages, exits_because="", need_records=False, **places):
             "--stage",
             r.rule.name.removesuffix("_trace"),
             r.log[0],
-            *summary_files(r),
+            *summary_outputs(r),
         ]
         if r.rule.name == "validate_trace":
             args += ["--reports", r.output.report]

@@ -7,8 +7,8 @@ rule packets_trace:
         meta=rules.ingest_trace.output.meta,
         denylist=DENYLIST,
     output:
-        # a folder: manifest.json and each segment's <seg_id>.json and .diff/.py (never a file beside it)
-        packets=directory(results("packets/{slug}")),
+        # one file: the manifest and each segment's <seg_id>.json and .diff/.py (optrace.mine.packetfile)
+        packets=results("packets/{slug}.json"),
     log:
         logs("packets/{slug}.log"),
     conda:
@@ -23,7 +23,7 @@ rule packets_trace:
         denylist_env=config["denylist_env"],
     shell:
         optrace_shell(
-            "packets {params.trace:q} --work-dir {params.work_dir:q} --out-dir {output.packets:q} "
+            "packets {params.trace:q} --work-dir {params.work_dir:q} --out {output.packets:q} "
             "--slug {wildcards.slug} --denylist-env {params.denylist_env} > {log} 2>&1",
-            guard=per_trace_guard(outputs="{output.packets:q}/"),
+            guard=per_trace_guard(),
         )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
 from optrace.errors import InputError
-from optrace.jsonio import read_json, read_jsonl
+from optrace.jsonio import read_jsonl
 
 RecordType = Literal["strategy", "anti-strategy", "reference-kernel"]
 Verdict = Literal["baseline", "kept", "reverted", "none"]
@@ -376,8 +376,3 @@ def manifest_packets(path: Path, manifest: Any) -> list[dict]:
     return [
         e for e in entries if isinstance(e, dict) and isinstance(e.get("id"), str) and isinstance(e.get("seg_id"), str)
     ]
-
-
-def read_packet(path: Path) -> PacketRow:
-    packet: PacketRow = read_json(path)
-    return packet

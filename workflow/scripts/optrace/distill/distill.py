@@ -1,9 +1,11 @@
 """Distill: one trace's packets -> records under `<results>/distilled/<slug>/<id>.json`, and a report.
 
-    optrace distill --packets DIR --out RESULTS --report FILE --mode draft|agent|none
+    optrace distill --packets FILE --out RESULTS --report FILE --mode draft|agent|none
                     [--command TEMPLATE] [--batch-size N] [--jobs N]
 
-`--out` is the results root: each packet names its record's path relative to it (`target.output`).
+`--packets` is the packets stage's file (optrace.mine.packetfile), unpacked for the job into a folder
+beside the report (an agent is given a packet file). `--out` is the results root: each packet names its
+record's path relative to it (`target.output`).
 Modes: `draft` runs the deterministic drafter (optrace.distill.drafter); `agent` runs the user's command
 template once per packet, with `{brief}`, `{packet}` and `{out}` replaced by shell-quoted absolute
 paths, in batches of `--batch-size` packets (up to `--jobs` batches at once); `none` drafts nothing.
@@ -31,6 +33,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -41,6 +44,7 @@ from typing import Any, TextIO
 from optrace.distill.drafter import draft_record, read_code
 from optrace.errors import InputError
 from optrace.jsonio import parse_untrusted, read_json, write_json, write_text_atomic
+from optrace.mine.packetfile import read_packet_file
 
 BRIEF = Path(__file__).with_name("brief.md")
 MODES = ("draft", "agent", "none")
@@ -404,7 +408,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="optrace distill", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--packets", required=True, type=Path, help="one trace's packets directory (holds manifest.json)")
+    ap.add_argument("--packets", required=True, type=Path, help="one trace's packets file (packets/<slug>.json)")
     ap.add_argument("--out", required=True, type=Path, help="the results root; records go to <out>/<target.output>")
     ap.add_argument("--report", required=True, type=Path, help="distill.json to write")
     ap.add_argument(
@@ -419,7 +423,11 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.batch_size < 1 or args.jobs < 1:
         raise InputError("--batch-size/--jobs", "must be at least 1")
-    report = distill(args.packets, args.out, args.mode, args.command, args.batch_size, args.jobs)
+    packets = read_packet_file(args.packets)
+    args.report.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".packets-", dir=args.report.parent) as tmp:
+        folder = packets.unpack(Path(tmp))
+        report = distill(folder, args.out, args.mode, args.command, args.batch_size, args.jobs)
     write_json(args.report, report)
     quiet = [b for b in report.get("batches", []) if b["no_difficulty_reported"]]
     if quiet:

@@ -27,12 +27,11 @@ from optrace.gates.trace.model import Packet, TraceContext, trace_context
 from optrace.gates.trace.runner import Judged, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import LiveStore
 from optrace.jsonio import dumps_compact, load_or_none, read_json, read_jsonl, write_text_atomic
+from optrace.mine.packetfile import read_packet_file
 from optrace.rows import manifest_packets
 from optrace.run.codedigest import package_digest
 from optrace.scrub.leak_patterns import denylist_pattern
 from optrace.secret import cache_secret, mac, verifies
-
-MAX_PACKET_BYTES = 4 * 1024 * 1024  # a packet quotes a diff of up to 60 000 characters and per-shape tables
 
 CACHE_NAME = "validation-cache.json"
 CACHE_FORMAT = 2
@@ -51,7 +50,7 @@ class TracePaths:
 
     slug: str
     distilled: Path  # the agent's records: <results>/distilled/<slug>
-    packets: Path  # the packets stage's folder (manifest.json and the per-segment files)
+    packets: Path  # the packets stage's file (optrace.mine.packetfile)
     versions: Path
     profiles: Path
     meta: Path
@@ -62,7 +61,7 @@ class TracePaths:
         return cls(
             slug,
             results / "distilled" / slug,
-            results / "packets" / slug,
+            results / "packets" / f"{slug}.json",
             work / "versions.jsonl",
             work / "profiles.jsonl",
             work / "meta.json",
@@ -179,8 +178,9 @@ class TraceRun:
     checked: int = 0  # records judged this run (cache misses)
 
     def __post_init__(self) -> None:
-        self.manifest = read_json(self.paths.packets / "manifest.json")
-        self.targets = manifest_targets(self.paths.packets / "manifest.json", self.manifest)
+        self.packet_file = read_packet_file(self.paths.packets)
+        self.manifest = self.packet_file.manifest
+        self.targets = manifest_targets(self.paths.packets, self.manifest)
         self.denylist = denylist_pattern(self.denylist_terms)
         self._packet_files: dict[str, tuple[bytes, bytes]] = {}
         self._trace: TraceContext | None = None
@@ -188,15 +188,8 @@ class TraceRun:
 
     def packet_files(self, seg_id: str, code_file: str | None) -> tuple[bytes, bytes]:
         if seg_id not in self._packet_files:
-            data, error = read_bytes(self.paths.packets / f"{seg_id}.json", MAX_PACKET_BYTES)
-            if data is None:
-                raise InputError(self.paths.packets / f"{seg_id}.json", f"packet {error}")
-            code = b""
-            if code_file:
-                code_read, error = read_bytes(self.paths.packets / code_file, MAX_PACKET_BYTES)
-                if code_read is None:
-                    raise InputError(self.paths.packets / code_file, f"packet code {error}")
-                code = code_read
+            data = self.packet_file.data(f"{seg_id}.json")
+            code = self.packet_file.data(code_file) if code_file else b""
             self._packet_files[seg_id] = data, code
         return self._packet_files[seg_id]
 
@@ -220,12 +213,12 @@ class TraceRun:
             self.paths.versions,
             self.paths.profiles,
             self.paths.meta,
-            self.paths.packets / "manifest.json",  # the names of the trace's segments (the claims gate)
         ]
         try:
             parts = [path.read_bytes() for path in files]
         except OSError as exc:
             raise InputError(exc.filename, f"cannot be read ({exc.strerror})") from None
+        parts.append(dumps_compact(self.manifest).encode())  # the names of the trace's segments (the claims gate)
         return context_digest(
             [
                 package_digest(PACKAGE_DIR).encode(),
@@ -240,7 +233,7 @@ class TraceRun:
         try:
             return Packet.from_bytes(seg_id, data, code if code_file else None, code_file)
         except ValueError as exc:
-            raise InputError(self.paths.packets / f"{seg_id}.json", f"packet is not valid JSON ({exc})") from None
+            raise InputError(self.packet_file.where(f"{seg_id}.json"), f"packet is not valid JSON ({exc})") from None
 
     def judge_file(self, name: str, context: bytes, cache: Cache, used: dict) -> Judged:
         relpath = self.paths.relpath(name)

@@ -271,7 +271,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     tr.add_argument("--results", type=Path, help="results root: the default layout of the files below, and a cache")
     tr.add_argument("--slug", required=True, help="the trace to validate")
     tr.add_argument("--distilled", type=Path, help="the trace's records folder (<results>/distilled/<slug>)")
-    tr.add_argument("--packets", type=Path, help="the trace's packets folder (holds manifest.json)")
+    tr.add_argument("--packets", type=Path, help="the trace's packets file (packets/<slug>.json)")
     for name in ("versions", "profiles", "meta"):
         tr.add_argument(f"--{name}", type=Path, help=f"ingest's {name} file of the trace")
     tr.add_argument(

@@ -2,9 +2,9 @@
 
 Each packet has a scrubbed `agent_facing` layer, a human-only `provenance` layer and a sibling code file:
 `<seg_id>.diff` (against the previous kept milestone's kernel.py, not the git parent, so reverted attempts
-and chores between milestones stay out) or `<seg_id>.py` (a reference kernel). Blobs come from one
-`git cat-file --batch`; diffs are computed in-process. A packet that still leaks after scrubbing is not
-written and fails the job; packets of segments that no longer exist are removed.
+and chores between milestones stay out) or `<seg_id>.py` (a reference kernel); all of a trace's packets
+are one file (optrace.mine.packetfile). Blobs come from one `git cat-file --batch`; diffs are computed
+in-process. A packet that still leaks after scrubbing fails the job, and no packets file is written.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from typing import Any, cast, overload
 from optrace.ingest.git_history import KERNEL_FILE, open_trace
 from optrace.ingest.grammar import without_episode_label
 from optrace.ingest.trace_files import read_text
-from optrace.jsonio import dumps_compact, read_json, read_jsonl, write_json, write_text_atomic
+from optrace.jsonio import dumps_compact, read_json, read_jsonl
 from optrace.mine.evidence import evidence_items
+from optrace.mine.packetfile import write_packet_file
 from optrace.mine.partition import FAILED_DECISIONS, technique_text
 from optrace.rows import (
     AgentFacing,
@@ -503,16 +504,18 @@ def packet_leaks(packet: PacketRow, code: str | None, scrubber: Scrubber, seen: 
     return sorted(set(found))
 
 
-def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber: Scrubber) -> tuple[int, list[str]]:
+def build_packets(out: Path, trace: str, work_dir: Path, slug: str, scrubber: Scrubber) -> tuple[int, list[str]]:
+    """Write the trace's packets file `out` (optrace.mine.packetfile); (packets, refusals). A packet that
+    still leaks is refused, and then no file is written."""
     segments = read_segments(work_dir / "segments.jsonl")
     rows = read_versions(work_dir / "versions.jsonl")
     meta = read_json(work_dir / "meta.json")
     profiles = read_jsonl(work_dir / "profiles.jsonl")
     failures: list[str] = []
     entries: list[dict[str, Any]] = []
-    keep = {"manifest.json"}
+    files: dict[str, str] = {}
     checked: dict[str, list[str]] = {}
-    with open_trace(trace, out_dir) as opened:
+    with open_trace(trace, out.parent) as opened:
         builder = PacketBuilder(
             meta,
             rows,
@@ -529,15 +532,11 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
             packet, code, suffix = builder.build(seg)
             leaks = packet_leaks(packet, code, scrubber, checked)
             if leaks:
-                failures.append(
-                    f"{out_dir / (seg['seg_id'] + '.json')}: still leaks after scrubbing: {'; '.join(leaks)}"
-                )
+                failures.append(f"{out} ({seg['seg_id']}.json): still leaks after scrubbing: {'; '.join(leaks)}")
                 continue
-            write_text_atomic(out_dir / f"{seg['seg_id']}.json", dumps_compact(packet))
-            keep.add(f"{seg['seg_id']}.json")
+            files[f"{seg['seg_id']}.json"] = dumps_compact(packet)
             if code is not None:
-                write_text_atomic(out_dir / f"{seg['seg_id']}{suffix}", code)
-                keep.add(f"{seg['seg_id']}{suffix}")
+                files[f"{seg['seg_id']}{suffix}"] = code
             entries.append(
                 {
                     "seg_id": seg["seg_id"],
@@ -550,20 +549,15 @@ def build_packets(out_dir: Path, trace: str, work_dir: Path, slug: str, scrubber
     peers = prose_peers(segments, {str(e["seg_id"]) for e in entries})
     for entry in entries:
         entry["shares_prose_with"] = peers.get(str(entry["seg_id"]), [])
-    for stale in out_dir.iterdir():  # segments that no longer exist leave no packet behind
-        if stale.is_file() and stale.name not in keep and not stale.name.startswith("."):
-            stale.unlink()
     if not failures:
-        write_json(
-            out_dir / "manifest.json",
-            {
-                "slug": slug,
-                "head_sha": meta["head_sha"],
-                "count": len(entries),
-                "packets": entries,
-                "skipped": [{"seg_id": k, "why": v} for k, v in sorted(skipped.items())],
-            },
-        )
+        manifest = {
+            "slug": slug,
+            "head_sha": meta["head_sha"],
+            "count": len(entries),
+            "packets": entries,
+            "skipped": [{"seg_id": k, "why": v} for k, v in sorted(skipped.items())],
+        }
+        write_packet_file(out, manifest, files)
     return len(entries), failures
 
 
@@ -571,13 +565,13 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace packets", description=__doc__)
     ap.add_argument("trace", help="the trace (work tree or .bundle) the segments came from")
     ap.add_argument("--work-dir", required=True, type=Path, help="ingest and partition outputs of the trace")
-    ap.add_argument("--out-dir", required=True, type=Path, help="where manifest.json and the packets go")
+    ap.add_argument("--out", required=True, type=Path, help="the packets file to write (packets/<slug>.json)")
     ap.add_argument("--slug", required=True, help="the trace's slug")
     add_denylist_argument(ap)
     args = ap.parse_args(argv)
-    args.out_dir.mkdir(parents=True, exist_ok=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     count, failures = build_packets(
-        args.out_dir, args.trace, args.work_dir, args.slug, Scrubber.from_env(args.denylist_env)
+        args.out, args.trace, args.work_dir, args.slug, Scrubber.from_env(args.denylist_env)
     )
     for f in failures:
         print(f"error: {f}", file=sys.stderr)

@@ -37,8 +37,9 @@ from optrace.gates.store.model import RecordView
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes, store_path
 from optrace.jsonio import dumps_compact, load_or_none, read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
+from optrace.mine.packetfile import read_packet_file
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
-from optrace.rows import PacketRow, VersionRow, episode_technique, manifest_packets, read_packet, read_versions
+from optrace.rows import PacketRow, VersionRow, episode_technique, manifest_packets, read_versions
 from optrace.run.codedigest import package_digest
 from optrace.secret import cache_secret, mac, verifies
 
@@ -198,7 +199,7 @@ class TraceInputs:
     """One trace's files the stage reads (the rule's declared inputs)."""
 
     versions: Path  # ingest's versions.jsonl
-    packets: Path  # the packets stage's folder (manifest.json and the per-segment files)
+    packets: Path  # the packets stage's file (optrace.mine.packetfile)
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,9 @@ class StageInputs:
     @classmethod
     def under(cls, results: Path, slugs: list[str]) -> StageInputs:
         """The default layout of a results root."""
-        traces = {s: TraceInputs(results / "work" / s / "versions.jsonl", results / "packets" / s) for s in slugs}
+        traces = {
+            s: TraceInputs(results / "work" / s / "versions.jsonl", results / "packets" / f"{s}.json") for s in slugs
+        }
         return cls(results, results / "staging", traces)
 
 
@@ -220,9 +223,7 @@ def trace_key(inputs: StageInputs, slug: str, passed: list[tuple], code: str) ->
     record, the verdict's hash next to the hash of the bytes the file holds now."""
     h = hashlib.sha256(f"{MEMO_FORMAT}\0{code}\0{slug}\0".encode())
     h.update(_digest(inputs.traces[slug].versions))
-    packets = inputs.traces[slug].packets
-    for name in sorted(p.name for p in packets.glob("*.json")) if packets.is_dir() else ():
-        h.update(name.encode() + b"\0" + _digest(packets / name))
+    h.update(_digest(inputs.traces[slug].packets))
     for path, sha256, rid in passed:
         h.update(f"{path}\0{sha256}\0{rid}\0".encode() + _digest(inputs.records_root / path))
     return h.hexdigest()
@@ -233,20 +234,20 @@ def stage_trace(inputs: StageInputs, slug: str, passed: list[tuple], baseline_of
     share: dict = {"files": {}, "staged": [], "entries": [], "failed": [], "failed_trace": None}
     files = inputs.traces[slug]
     rows = read_versions(files.versions)
-    manifest_path = files.packets / "manifest.json"
-    manifest = read_json(manifest_path)
-    if isinstance(manifest, dict) and isinstance(manifest.get("failed"), dict):  # pertrace's placeholder
+    packet_file = read_packet_file(files.packets)
+    manifest = packet_file.manifest
+    if isinstance(manifest.get("failed"), dict):  # pertrace's placeholder
         f = manifest["failed"]
         share["failed_trace"] = {"trace": slug, "stage": f.get("stage"), "reason": f.get("reason")}
         return share
-    packets = {p["id"]: p["seg_id"] for p in manifest_packets(manifest_path, manifest)}
+    packets = {p["id"]: p["seg_id"] for p in manifest_packets(files.packets, manifest)}
     trace, baseline_us = trace_prior(rows), baseline_of(rows)  # the trace's, once: it runs the ladder
     for path, sha256, rid in passed:
         record = validated_record(inputs.records_root, path, sha256)
         if record is None:
             share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": [CHANGED]})
             continue
-        packet = read_packet(files.packets / f"{packets[record['id']]}.json")
+        packet: PacketRow = json.loads(packet_file.data(f"{packets[record['id']]}.json"))
         scored = score(record, record_prior(record, packet, trace, baseline_us))
         rel = store_path(scored["type"], scored["retrieval"]["scope"], scored["id"])
         if rel is None:  # validation binds the scope to the packet; a name that could climb is never written

@@ -2,8 +2,6 @@
 
     python -m optrace.run.pertrace --slug S --meta work/S/meta.json [--inputs IN...] --outputs OUT... -- <stage> <args>...
 
-A folder output (`directory()`, given as `DIR/`) gets its placeholder as `DIR/manifest.json`.
-
 A declared input missing in the job (not staged in, on a node that shares nothing) fails the job: it is
 the run's fault, not the trace's. A stage that ends in a one-line InputError leaves a small placeholder at each declared output carrying
 `{"stage", "reason"}` and the job exits 0, so the aggregates run for every trace and name this one; a
@@ -20,6 +18,7 @@ from pathlib import Path
 from optrace.cli import MODULES
 from optrace.errors import InputError
 from optrace.jsonio import dumps_compact, load_or_none, write_text_atomic
+from optrace.mine.packetfile import FILES
 
 # The commands that run once per trace; their modules are the command table's (optrace.cli).
 PER_TRACE = ("ingest", "recon", "partition", "packets", "distill", "validate")
@@ -32,16 +31,17 @@ def upstream_failure(meta: Path) -> dict | None:
     return failed if isinstance(failed, dict) else None
 
 
-def placeholder(path: Path, slug: str, failed: dict) -> str:
-    """What a failed trace leaves at one declared output: enough shape for the aggregates to read. JSON
-    ones are written compact: the run summary recognises a placeholder by its `"failed":{`."""
+def placeholder(path: Path, slug: str, failed: dict, stage: str) -> str:
+    """What a failed trace leaves at one declared output of `stage`: enough shape for the aggregates to
+    read. JSON ones are written compact: the run summary recognises a placeholder by its `"failed":{`."""
     name = path.name
     if name.endswith(".jsonl"):
         return ""
     if name == "meta.json":
         return dumps_compact({"slug": slug, "source_label": failed.get("label") or slug, "failed": failed})
-    if name == "manifest.json":
-        return dumps_compact({"slug": slug, "head_sha": None, "count": 0, "packets": [], "failed": failed})
+    if stage == "packets":  # an empty packets file (optrace.mine.packetfile)
+        manifest = {"slug": slug, "head_sha": None, "count": 0, "packets": [], "failed": failed}
+        return dumps_compact({**manifest, FILES: {}})
     if name == "distill.json":
         return dumps_compact({"slug": slug, "mode": None, "counts": {}, "packets": [], "failed": failed})
     if name == "validation.json":
@@ -60,17 +60,9 @@ def placeholder(path: Path, slug: str, failed: dict) -> str:
     return f"# {slug}\n\n{line}\n"
 
 
-FOLDER_MANIFEST = "manifest.json"  # what a folder output (packets) holds for its readers
-
-
-def placeholder_paths(outputs: list[str | Path]) -> list[Path]:
-    """Where the placeholders go: each file output, and the manifest of each folder output (`DIR/`)."""
-    return [Path(o) / FOLDER_MANIFEST if isinstance(o, str) and o.endswith("/") else Path(o) for o in outputs]
-
-
-def write_placeholders(outputs: list[str | Path], slug: str, failed: dict) -> None:
-    for out in placeholder_paths(outputs):
-        write_text_atomic(out, placeholder(out, slug, failed))
+def write_placeholders(outputs: list[Path], slug: str, failed: dict, stage: str) -> None:
+    for out in outputs:
+        write_text_atomic(out, placeholder(out, slug, failed, stage))
 
 
 def main(argv: list[str]) -> int:
@@ -84,9 +76,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--meta", required=True, type=Path, help="the trace's meta.json (ingest's output)")
     ap.add_argument("--label", default="", help="the trace's label (ingest: named in its failure placeholder)")
     ap.add_argument("--inputs", nargs="*", type=Path, default=[], help="the rule's declared inputs")
-    ap.add_argument(
-        "--outputs", nargs="+", required=True, help="the rule's declared outputs (a folder one ends with /)"
-    )
+    ap.add_argument("--outputs", nargs="+", required=True, type=Path, help="the rule's declared outputs")
     args = ap.parse_args(argv[:split])
     stage, stage_argv = argv[split + 1], argv[split + 2 :]
     if stage not in PER_TRACE:
@@ -97,7 +87,7 @@ def main(argv: list[str]) -> int:
         )
     failed = None if stage == "ingest" else upstream_failure(args.meta)
     if failed is not None:
-        write_placeholders(args.outputs, args.slug, failed)
+        write_placeholders(args.outputs, args.slug, failed, stage)
         print(f"{stage}: {args.slug}: skipped, the trace failed at {failed['stage']}: {failed['reason']}")
         return 0
     try:
@@ -105,7 +95,7 @@ def main(argv: list[str]) -> int:
     except InputError as exc:
         reason = f"{exc.where}: {exc.problem}"
         print(f"error: {reason}", file=sys.stderr)
-        write_placeholders(args.outputs, args.slug, {"stage": stage, "reason": reason, "label": args.label})
+        write_placeholders(args.outputs, args.slug, {"stage": stage, "reason": reason, "label": args.label}, stage)
         print(f"{stage}: {args.slug}: failed; placeholders written so the other traces go on", file=sys.stderr)
         return 0
 

@@ -26,6 +26,7 @@ from optrace.gates.trace.model import Packet, TraceContext, trace_context
 from optrace.gates.trace.runner import RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import LiveStore
 from optrace.jsonio import read_jsonl
+from optrace.mine.packetfile import read_packet_file
 
 SLUG = "example"
 
@@ -64,12 +65,12 @@ class Workbench:
 
 def mine_example(root: Path) -> Path:
     """The example trace, ingested, partitioned and packed under root (as the workflow would)."""
-    trace, work, packets = root / example_name(), root / "work" / SLUG, root / "packets" / SLUG
+    trace, work, packets = root / example_name(), root / "work" / SLUG, root / "packets" / f"{SLUG}.json"
     build_example(trace)
     steps = (
         ["ingest", str(trace), "--out-dir", str(work)],
         ["partition", "--work-dir", str(work), "--report", str(root / "partition.md")],
-        ["packets", str(trace), "--work-dir", str(work), "--out-dir", str(packets), "--slug", SLUG],
+        ["packets", str(trace), "--work-dir", str(work), "--out", str(packets), "--slug", SLUG],
     )
     with contextlib.redirect_stdout(io.StringIO()):
         for argv in steps:
@@ -80,14 +81,14 @@ def mine_example(root: Path) -> Path:
 
 def workbench(root: Path, slug: str = SLUG) -> Workbench:
     """Packets, facts and drafted records of a mined trace at root (packets/ and work/ of slug)."""
-    packets_dir, work = root / "packets" / slug, root / "work" / slug
+    packet_file, work = read_packet_file(root / "packets" / f"{slug}.json"), root / "work" / slug
     packets = {}
-    manifest = json.loads((packets_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest = packet_file.manifest
     for entry in manifest["packets"]:
         code_file = entry.get("code_file")
-        code = (packets_dir / code_file).read_bytes() if code_file else None
+        code = packet_file.data(code_file) if code_file else None
         packets[entry["id"]] = Packet.from_bytes(
-            entry["seg_id"], (packets_dir / f"{entry['seg_id']}.json").read_bytes(), code, code_file
+            entry["seg_id"], packet_file.data(f"{entry['seg_id']}.json"), code, code_file
         )
     trace = trace_context(
         slug,
