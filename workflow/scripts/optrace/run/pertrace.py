@@ -40,7 +40,7 @@ def placeholder(path: Path, slug: str, failed: dict, stage: str) -> str:
     if name == "meta.json":
         return dumps_compact({"slug": slug, "source_label": failed.get("label") or slug, "failed": failed})
     if stage == "packets":  # an empty packets file (optrace.mine.packetfile)
-        manifest = {"slug": slug, "head_sha": None, "count": 0, "packets": [], "failed": failed}
+        manifest: dict[str, object] = {"slug": slug, "head_sha": None, "count": 0, "packets": [], "failed": failed}
         return dumps_compact({**manifest, FILES: {}})
     if name == "distill.json":
         return dumps_compact({"slug": slug, "mode": None, "counts": {}, "packets": [], "failed": failed})
