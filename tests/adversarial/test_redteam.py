@@ -499,8 +499,10 @@ def test_a_fifo_or_link_in_distilled_fails_by_name_without_hanging(benches, mine
 
 
 def test_stage_reads_no_fifo_swapped_in_after_validation(tmp_path):
+    from optrace.distill.records import TraceRecords
     from optrace.publish.staging import validated_record
 
-    (tmp_path / "distilled").mkdir()
-    os.mkfifo(tmp_path / "distilled" / "r.json")
-    assert validated_record(tmp_path, "distilled/r.json", "0" * 64) is None  # returns at once: no writer needed
+    (tmp_path / "distilled" / "t").mkdir(parents=True)
+    os.mkfifo(tmp_path / "distilled" / "t" / "r.json")
+    records = TraceRecords(tmp_path / "distilled" / "t", {"r.json": b"{}"})  # the area's file comes first
+    assert validated_record(records, "t", "distilled/t/r.json", "0" * 64) is None  # at once: no writer needed

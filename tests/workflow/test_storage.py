@@ -9,12 +9,14 @@ import io
 import json
 import os
 import re
+import shutil
 from types import SimpleNamespace
 
 import pytest
 
 from optrace.example.repo_builder import make_bundle
 from tests.support import tracekit
+from tests.support.paths import ROOT
 from tests.support.workflow import copy_workflow, only_the_target_ran, run_snakemake
 
 pytestmark = pytest.mark.workflow
@@ -72,6 +74,7 @@ def runs(tmp_path_factory):
             env=env,
             check=False,
         )
+        isolated = isolated_run(tmp, url, env)
         yield SimpleNamespace(
             local=local,
             stored=stored,
@@ -80,7 +83,53 @@ def runs(tmp_path_factory):
             again=again,
             absolute=absolute,
             profile=profile,
+            isolated=isolated,
+            isolated_bucket=keys(url, ISOLATED_PREFIX),
+            everything={o["Key"] for o in client(url).list_objects_v2(Bucket=BUCKET).get("Contents", [])},
         )
+
+
+ISOLATED_PREFIX = "iso1"
+ISOLATED = ROOT / "tests" / "fixtures" / "isolated"
+
+
+def isolated_run(tmp, url, env):
+    """The same sheet through jobs that share nothing but the bucket (cluster-generic, shared-fs-usage
+    none): each job runs in a fresh copy of the workflow source (tests/fixtures/isolated), as a pod
+    starts from its image. The sheet is part of that source."""
+    source = copy_workflow(tmp / "iso-source")
+    sheet(source / "config" / "urls.tsv", f"s3://{BUCKET}/traces")
+    controller = copy_workflow(tmp / "iso-controller")
+    shutil.copy(source / "config" / "urls.tsv", controller / "config" / "urls.tsv")
+    jobs = tmp / "iso-jobs"
+    jobs.mkdir()
+    res = run_snakemake(
+        controller,
+        "--workflow-profile",
+        "none",
+        "--executor",
+        "cluster-generic",
+        "--cluster-generic-submit-cmd",
+        ISOLATED / "submit.sh",
+        "--cluster-generic-status-cmd",
+        ISOLATED / "status.sh",
+        "--jobs",
+        "4",
+        "--shared-fs-usage",
+        "none",
+        "--latency-wait",
+        "5",
+        "--default-storage-provider",
+        "s3",
+        "--default-storage-prefix",
+        f"s3://{BUCKET}/{ISOLATED_PREFIX}",
+        "--storage-s3-endpoint-url",
+        url,
+        "--config",
+        "traces=config/urls.tsv",
+        env={**env, "ISOLATED_JOBS": str(jobs), "ISOLATED_SOURCE": str(source)},
+    )
+    return SimpleNamespace(res=res, controller=controller, jobs=sorted(p for p in jobs.iterdir() if not p.is_symlink()))
 
 
 def storage_args(url):
@@ -137,13 +186,12 @@ def test_the_summary_names_results_by_their_urls(runs):
     assert ".snakemake/storage" not in summary
 
 
-def test_only_the_agent_area_and_its_marker_stay_on_the_controller(runs):
-    """Everything else is in the bucket: the local results tree holds the agent's records area and the
-    deleted-records marker the controller writes at planning time, nothing more."""
+def test_only_the_agent_area_stays_on_the_controller(runs):
+    """Everything else is in the bucket: the local results tree holds the agent's records area (jobs
+    beside it write their drafts there too), nothing more."""
     stored, bucket = runs.stored, runs.bucket
     local_files = {p.relative_to(stored / "results").as_posix() for p in (stored / "results").rglob("*") if p.is_file()}
-    markers = {f"work/{slug}/deleted-records.txt" for slug in (SLUG, BROKEN)}
-    assert local_files - markers == {f for f in local_files if f.startswith(f"distilled/{SLUG}/")}
+    assert local_files == {f for f in local_files if f.startswith(f"distilled/{SLUG}/")}
     assert any(f.startswith("distilled/") for f in local_files)  # draft mode wrote its records there
     assert f"results/logs/ingest/{SLUG}.log" in bucket and f"results/logs/ingest/{BROKEN}.log" in bucket
 
@@ -180,3 +228,49 @@ def test_without_its_plugin_the_kubernetes_profile_fails_only_on_the_executor(tm
     assert res.returncode != 0
     errors = [line for line in res.stderr.splitlines() if "error:" in line]
     assert len(errors) == 1 and "--executor" in errors[0] and "'kubernetes'" in errors[0], res.stderr[-2000:]
+
+
+# ---- jobs that share nothing (#30) -----------------------------------------------------------------
+
+
+def test_isolated_jobs_stage_and_tabulate_what_a_local_run_does(runs):
+    local, bucket = runs.local, runs.isolated_bucket
+    assert runs.isolated.jobs  # the stages ran as submitted jobs, each in its own copy
+    for part in ("staging/records/index.json", f"work/{SLUG}/segments.jsonl", f"packets/{SLUG}.json"):
+        assert bucket[f"results/{part}"] == (local / "results" / part).read_bytes(), part
+    staged = json.loads(bucket["results/staging/staged.json"])
+    expected = json.loads((local / "results/staging/staged.json").read_text())
+    assert staged["staged"] and without_folders(staged) == without_folders(expected)
+    assert [t["trace"] for t in staged["failed_traces"]] == [BROKEN]
+    assert (
+        staged["failed_traces"][0]["stage"] == "ingest"
+        and "kernel_opt_014_broken.bundle" in staged["failed_traces"][0]["reason"]
+    )
+    import pandas as pd
+
+    for table in ("measurements", "runs", "kernels", "autotune", "split"):
+        stored = pd.read_parquet(io.BytesIO(bucket[f"results/dataset/{table}.parquet"]))
+        assert len(stored) == len(pd.read_parquet(local / f"results/dataset/{table}.parquet")), table
+
+
+def test_isolated_jobs_the_summary_names_the_failed_trace_and_the_urls(runs):
+    res = runs.isolated.res
+    summary = res.stdout[res.stdout.rindex("Run summary") :]
+    broken = next(line for line in summary.splitlines() if line.strip().startswith(BROKEN))
+    assert "FAILED at ingest" in broken, broken
+    assert f"log: s3://{BUCKET}/{ISOLATED_PREFIX}/results/logs/ingest/{BROKEN}.log" in summary
+    assert f"staging README     s3://{BUCKET}/{ISOLATED_PREFIX}/results/staging/README.md" in summary
+    assert ".snakemake/storage" not in summary
+
+
+def test_isolated_jobs_write_nothing_but_storage_and_their_own_folder(runs):
+    """The controller's working copy holds no result: every result is a key below the run's prefix, and
+    each job (every per-trace stage among them) ran in its own folder."""
+    controller, res = runs.isolated.controller, runs.isolated.res
+    assert not (controller / "results").exists()
+    submitted = {line.split()[1].rstrip(":") for line in res.stderr.splitlines() if line.startswith("rule ")}
+    assert {"ingest_trace", "distill_trace", "validate_trace", "stage"} <= submitted
+    assert res.stderr.count("Submitted job") == len(runs.isolated.jobs)
+    assert {k.split("/")[0] for k in runs.everything} == {"traces", PREFIX, ISOLATED_PREFIX}
+    for job in runs.isolated.jobs:
+        assert (job / "rc").read_text().strip() == "0", (job / "job.log").read_text()[-2000:]

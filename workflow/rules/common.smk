@@ -375,7 +375,11 @@ def distill_command(wildcards):
 def deleted_records_marker(wildcards):
     """distill's input that changes when a record it wrote was deleted (optrace.distill.records), so
     the next run drafts exactly the packets without a record; a new record does not re-run distill.
+    None with the results in storage: a local() input would keep distill on the controller, and its
+    records travel in its drafts file, which a deleted file of the area does not change.
     """
+    if STORAGE_PREFIX:
+        return []
     marker = Path(work(f"{wildcards.slug}/deleted-records.txt"))
     distill_report = Path(controller_copy(reports(f"{wildcards.slug}/distill.json")))
     return local(str(mark_deleted(marker, distill_report, Path(RECORDS_ROOT))))

@@ -9,6 +9,7 @@ rule stage:
         validation=rules.validate_summary.output.summary,
         packets=per_trace(rules.packets_trace.output.packets),
         versions=per_trace(rules.ingest_trace.output.versions),
+        drafts=per_trace(rules.distill_trace.output.drafts),
     output:
         index=results("staging/records/index.json"),
         summary=results("staging/staged.json"),
@@ -24,7 +25,7 @@ rule stage:
     params:
         records_root=records_root,  # the summary names records as distilled/... under it
         staging=root_above("index", 2),
-        traces=per_trace_args("versions", "packets"),
+        traces=per_trace_args("versions", "packets", "drafts"),
     shell:
         optrace_shell(
             "stage --records-root {params.records_root:q} --staging {params.staging:q} "

@@ -2,8 +2,9 @@
 #
 # The records are not inputs (distill does not declare them, and an agent may write them at any time):
 # a digest of their names, sizes and mtimes is a param (distilled_digest, common.smk), so a new or
-# changed record re-runs this trace's validation and nothing else. Every other file the job reads is a
-# declared input, named to it (no results root). The job keeps no verdict cache (`optrace validate trace
+# changed record re-runs this trace's validation and nothing else. The job also reads distill's drafts
+# file (copies of the records it wrote), so a job that cannot see distilled/ judges them too; a record in
+# distilled/ comes first. Every other file the job reads is a declared input, named to it (no results root). The job keeps no verdict cache (`optrace validate trace
 # --results` by hand does): as an output Snakemake would delete it before the very re-run it exists for,
 # and the job per trace already re-judges only the trace whose records changed.
 #
@@ -19,6 +20,7 @@ rule validate_trace:
         unpack(live_store_inputs),
         packets=rules.packets_trace.output.packets,
         distill=rules.distill_trace.output.report,
+        drafts=rules.distill_trace.output.drafts,
         versions=rules.ingest_trace.output.versions,
         profiles=rules.ingest_trace.output.profiles,
         meta=rules.ingest_trace.output.meta,
@@ -38,7 +40,7 @@ rule validate_trace:
         denylist_env=config["denylist_env"],
     shell:
         optrace_shell(
-            "validate trace --slug {wildcards.slug} --distilled {params.distilled:q} "
+            "validate trace --slug {wildcards.slug} --distilled {params.distilled:q} --drafts {input.drafts:q} "
             "--packets {input.packets:q} --versions {input.versions:q} --profiles {input.profiles:q} "
             "--meta {input.meta:q} --out {output.report:q} "
             + LIVE_STORE_FLAG

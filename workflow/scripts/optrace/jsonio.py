@@ -137,6 +137,18 @@ def open_regular(path: str | os.PathLike, cap: int = MAX_JSON_BYTES, follow_link
     return fh
 
 
+def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
+    """(bytes, None) or (None, why not); a symbolic link is not followed and only a regular file is read
+    (records come from agents: a FIFO named *.json would block the open, then the read, forever)."""
+    try:
+        with open_regular(path, cap, follow_links=False) as fh:
+            return fh.read(), None
+    except InputError as exc:
+        return None, exc.problem
+    except OSError as exc:
+        return None, f"cannot be read ({exc.strerror})"
+
+
 def load_or_none(path: str | os.PathLike) -> Any:
     """The JSON document in a file the project wrote itself (a cache, a memo, a lock's record), or None when
     it cannot be read or parsed: missing, not a regular file, not UTF-8, malformed, or nested past the

@@ -20,7 +20,8 @@ from optrace.admit.live_store import GateStore
 from optrace.admit.store_match import Catalogue, entry_direction, opposite, record_direction, summary_of
 from optrace.errors import InputError
 from optrace.gates.store.model import obj
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes, record_relpaths
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
+from optrace.jsonio import read_bytes
 from optrace.scrub.leak_patterns import Denylist, denylist_pattern, read_denylist
 
 MATCH_SCHEMA = "optrace-match-1"

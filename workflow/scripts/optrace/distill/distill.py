@@ -42,8 +42,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from optrace.distill.drafter import draft_record, read_code
+from optrace.distill.records import WROTE, drafts_json
 from optrace.errors import InputError
-from optrace.jsonio import parse_untrusted, read_json, write_json, write_text_atomic
+from optrace.jsonio import MAX_JSON_BYTES, parse_untrusted, read_bytes, read_json, write_json, write_text_atomic
 from optrace.mine.packetfile import read_packet_file
 
 BRIEF = Path(__file__).with_name("brief.md")
@@ -236,6 +237,18 @@ def load_packets(packets_dir: Path) -> tuple[str, list[tuple[Path, dict]]]:
     return manifest.get("slug", packets_dir.name), packets
 
 
+def kept_records(report: dict, out_root: Path) -> dict[str, bytes]:
+    """File name -> bytes of every record the report says exists (read as validation reads one; its size
+    is validation's to judge)."""
+    kept = {}
+    for o in report["packets"]:
+        if o["outcome"] in WROTE:
+            data, _ = read_bytes(out_root / o["output"], MAX_JSON_BYTES)
+            if data is not None:  # a link or a FIFO is validation's to name, in the area
+                kept[Path(o["output"]).name] = data
+    return kept
+
+
 def outcome(packet: dict, out_root: Path, path: Path, status: str, **detail: Any) -> dict:
     return {
         "seg_id": packet["seg_id"],
@@ -412,6 +425,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--out", required=True, type=Path, help="the results root; records go to <out>/<target.output>")
     ap.add_argument("--report", required=True, type=Path, help="distill.json to write")
     ap.add_argument(
+        "--drafts",
+        type=Path,
+        help="drafts.json to write: copies of the records the packets have (optrace.distill.records)",
+    )
+    ap.add_argument(
         "--mode",
         required=True,
         choices=MODES,
@@ -429,6 +447,8 @@ def main(argv: list[str]) -> int:
         folder = packets.unpack(Path(tmp))
         report = distill(folder, args.out, args.mode, args.command, args.batch_size, args.jobs)
     write_json(args.report, report)
+    if args.drafts:
+        write_text_atomic(args.drafts, drafts_json(report["slug"], kept_records(report, args.out)))
     quiet = [b for b in report.get("batches", []) if b["no_difficulty_reported"]]
     if quiet:
         print(

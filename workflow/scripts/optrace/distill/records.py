@@ -1,4 +1,5 @@
-"""Which files of `distilled/<slug>/` are records: one rule for validation and for the workflow's digest.
+"""Which files of `distilled/<slug>/` are records: one rule for validation and for the workflow's digest;
+and distill's copies of them (the drafts file) for jobs that cannot see the area.
 
 A record is a `*.json` file directly in the folder that is not hidden (an agent's temp file) and not
 a directory; a symlink is listed like a file (validation refuses to read it, and says so).
@@ -7,11 +8,15 @@ a directory; a symlink is listed like a file (validation refuses to read it, and
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
-from optrace.jsonio import load_or_none, write_text_atomic
+from optrace.errors import InputError
+from optrace.jsonio import load_or_none, open_regular, parse_untrusted, read_bytes, write_text_atomic
 
 # Outcomes after which a packet's record exists (a skipped-thin packet never had one).
 WROTE = ("drafted", "agent-wrote", "skipped-exists")
@@ -63,3 +68,64 @@ def mark_deleted(marker: Path, report: Path, results: Path) -> Path:
         stamp = f"seen {time.time_ns()}\n" if gone else ""
         write_text_atomic(marker, "".join(f"{g}\n" for g in gone) + stamp)
     return marker
+
+
+# ---- distill's copies of its records (the drafts file) ------------------------------------------------
+# A job that shares no file system with the controller (isolated jobs, #30) cannot see the records area:
+# distill's declared output `work/<slug>/drafts.json` carries the bytes of every record its packets have
+# in the area when it ends, and validation and stage read the area and those copies, a file in the area
+# first. On one machine the area holds every record the copies hold, so nothing changes there.
+DRAFTS_FORMAT = 1
+
+
+def _text(data: bytes) -> str:
+    """Bytes as a JSON string that gives the same bytes back (undecodable ones as lone surrogates)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def drafts_json(slug: str, records: dict[str, bytes]) -> str:
+    body = {name: _text(data) for name, data in sorted(records.items())}
+    return json.dumps({"format": DRAFTS_FORMAT, "slug": slug, "records": body}, ensure_ascii=True) + "\n"
+
+
+def read_drafts(path: Path | None) -> dict[str, bytes]:
+    """name -> bytes of a drafts file; {} for none given or a failed trace's placeholder (no `records`)."""
+    if path is None:
+        return {}
+    with open_regular(path) as fh:
+        doc, error = parse_untrusted(fh.read())
+    if error is not None or not isinstance(doc, dict):
+        raise InputError(path, f"drafts file: {error or 'not a JSON object'}")
+    records = doc.get("records", {})
+    if not isinstance(records, dict) or not all(isinstance(v, str) for v in records.values()):
+        raise InputError(path, "drafts file: `records` is not an object of texts")
+    if bad := [n for n in records if not _is_record_name(n)]:
+        raise InputError(path, f"drafts file names {bad[0]!r}, not a record file name")
+    return {name: text.encode("utf-8", "surrogateescape") for name, text in records.items()}
+
+
+def _is_record_name(name: str) -> bool:
+    return name.endswith(".json") and not name.startswith(".") and "/" not in name and "\0" not in name
+
+
+@dataclass(frozen=True)
+class TraceRecords:
+    """One trace's records as validation and stage read them: the area's files, then distill's copies of
+    records the area does not hold (a job that cannot see the area)."""
+
+    area: Path
+    drafts: dict[str, bytes]
+
+    @cached_property
+    def in_area(self) -> frozenset[str]:
+        return frozenset(record_names(self.area))
+
+    def names(self) -> list[str]:
+        return sorted(self.in_area | set(self.drafts))
+
+    def read(self, name: str, cap: int) -> tuple[bytes | None, str | None]:
+        """(bytes, None) or (None, why not), as a record file is read: no link followed, no FIFO opened."""
+        if name in self.in_area or name not in self.drafts:
+            return read_bytes(self.area / name, cap)
+        data = self.drafts[name]
+        return (data, None) if len(data) <= cap else (None, f"{len(data)} bytes, over the {cap}-byte limit; not read")

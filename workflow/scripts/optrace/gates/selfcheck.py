@@ -14,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from optrace.errors import InputError
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
 from optrace.gates.trace.runner import finish, judge
 from optrace.gates.trace.store_overlap import LiveStore, load_live_store
 from optrace.gates.tracerun import TracePaths, TraceRun
+from optrace.jsonio import read_bytes
 
 
 def locate(record: Path, results: Path | None, slug: str | None) -> TracePaths:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from optrace import PACKAGE_DIR
-from optrace.distill.records import record_names
+from optrace.distill.records import TraceRecords, read_drafts
 from optrace.errors import InputError
 from optrace.gates.store.schema import CONTRACT
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
 from optrace.gates.trace.model import Packet, TraceContext, trace_context
 from optrace.gates.trace.runner import Judged, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import LiveStore
@@ -54,10 +54,12 @@ class TracePaths:
     versions: Path
     profiles: Path
     meta: Path
+    drafts: Path | None = None  # distill's copies of its records (optrace.distill.records), when there are
 
     @classmethod
     def under(cls, results: Path, slug: str) -> TracePaths:
         work = results / "work" / slug
+        drafts = work / "drafts.json"
         return cls(
             slug,
             results / "distilled" / slug,
@@ -65,6 +67,7 @@ class TracePaths:
             work / "versions.jsonl",
             work / "profiles.jsonl",
             work / "meta.json",
+            drafts if drafts.is_file() else None,
         )
 
     def relpath(self, name: str) -> str:
@@ -179,6 +182,7 @@ class TraceRun:
 
     def __post_init__(self) -> None:
         self.packet_file = read_packet_file(self.paths.packets)
+        self.records = TraceRecords(self.paths.distilled, read_drafts(self.paths.drafts))
         self.manifest = self.packet_file.manifest
         self.targets = manifest_targets(self.paths.packets, self.manifest)
         self.denylist = denylist_pattern(self.denylist_terms)
@@ -237,7 +241,7 @@ class TraceRun:
 
     def judge_file(self, name: str, context: bytes, cache: Cache, used: dict) -> Judged:
         relpath = self.paths.relpath(name)
-        data, error = read_bytes(self.paths.distilled / name, MAX_RECORD_BYTES)
+        data, error = self.records.read(name, MAX_RECORD_BYTES)
         target = self.targets.get(name[: -len(".json")])
         packet_bytes, code = self.packet_files(*target) if target else (b"", b"")
         key = record_key(context, relpath, data or (error or "").encode(), packet_bytes, code)
@@ -265,7 +269,7 @@ class TraceRun:
         context = self.context()
         if cache.context == context.hex() and cache.facts is not None:
             self._trace = facts_from_json(self.paths.slug, cache.facts, str(self.profile))
-        names = record_names(self.paths.distilled)
+        names = self.records.names()
         judged = [self.judge_file(name, context, cache, used) for name in names]
         if cache_path and (used.keys() != cache.entries.keys() or cache.context != context.hex()):
             facts = facts_json(self._trace) if self._trace is not None else None

@@ -2,7 +2,7 @@
 content-hash cache; a summary over all traces; and the injection tests that prove each gate fires.
 
     optrace validate trace --results R --slug S [--profile P] [--live-store INDEX]
-    optrace validate trace --slug S --distilled D --packets P --versions V --profiles F --meta M --out O
+    optrace validate trace --slug S --distilled D [--drafts R] --packets P --versions V --profiles F --meta M --out O
         -> R/staging/reports/S/validation.json: per record, every gate's verdict and messages (exit 0
            even when records fail: failing records are data, and the other traces' reports must still
            be written; exit 2 on unusable input)
@@ -198,7 +198,8 @@ def trace_paths(args: argparse.Namespace) -> tuple[TracePaths, Path, Path | None
         raise InputError("optrace validate trace", f"give --results or {', '.join(missing)}")
     cache = args.cache or (args.results / "work" / args.slug / CACHE_NAME if args.results else None)
     distilled, packets, versions, profiles, meta, out = (Path(str(named[k])) for k in (*TRACE_FILES, "out"))
-    return TracePaths(args.slug, distilled, packets, versions, profiles, meta), out, cache
+    drafts = args.drafts or (under.drafts if under else None)
+    return TracePaths(args.slug, distilled, packets, versions, profiles, meta, drafts), out, cache
 
 
 def cmd_trace(args: argparse.Namespace) -> int:
@@ -272,6 +273,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     tr.add_argument("--slug", required=True, help="the trace to validate")
     tr.add_argument("--distilled", type=Path, help="the trace's records folder (<results>/distilled/<slug>)")
     tr.add_argument("--packets", type=Path, help="the trace's packets file (packets/<slug>.json)")
+    tr.add_argument("--drafts", type=Path, help="distill's copies of the trace's records (work/<slug>/drafts.json)")
     for name in ("versions", "profiles", "meta"):
         tr.add_argument(f"--{name}", type=Path, help=f"ingest's {name} file of the trace")
     tr.add_argument(

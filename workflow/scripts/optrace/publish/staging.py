@@ -31,11 +31,12 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from optrace import PACKAGE_DIR
+from optrace.distill.records import TraceRecords, read_drafts
 from optrace.errors import InputError
 from optrace.gates.store.index import expected_entry
 from optrace.gates.store.model import RecordView
-from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, read_bytes, store_path
-from optrace.jsonio import dumps_compact, load_or_none, read_json, write_json, write_text_atomic
+from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, store_path
+from optrace.jsonio import dumps_compact, load_or_none, read_bytes, read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.mine.packetfile import read_packet_file
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
@@ -139,10 +140,19 @@ def index_entry(record: dict, relpath: str) -> dict:
 CHANGED = "changed-since-validation"
 
 
-def validated_record(results: Path, path: str, sha256: str | None) -> dict | None:
+def read_validated(records: TraceRecords, slug: str, path: str) -> tuple[bytes | None, str | None]:
+    """The bytes of the record the validation summary names `distilled/<slug>/<name>`, read as validate
+    read them (no link, no FIFO; the area first, then distill's copies)."""
+    folder, _, name = path.rpartition("/")
+    if folder != f"distilled/{slug}":
+        return None, "not a record path of this trace"
+    return records.read(name, MAX_RECORD_BYTES)
+
+
+def validated_record(records: TraceRecords, slug: str, path: str, sha256: str | None) -> dict | None:
     """The record whose bytes are the ones validated (by sha256), parsed from those very bytes; None
     when the file now holds other bytes or cannot be read."""
-    data, _ = read_bytes(results / path, MAX_RECORD_BYTES)  # as validate read it: no link, no FIFO
+    data, _ = read_validated(records, slug, path)
     if data is None:
         return None
     if not isinstance(sha256, str) or hashlib.sha256(data).hexdigest() != sha256:
@@ -200,6 +210,7 @@ class TraceInputs:
 
     versions: Path  # ingest's versions.jsonl
     packets: Path  # the packets stage's file (optrace.mine.packetfile)
+    drafts: Path | None  # distill's copies of the trace's records (optrace.distill.records)
 
 
 @dataclass(frozen=True)
@@ -211,13 +222,24 @@ class StageInputs:
     @classmethod
     def under(cls, results: Path, slugs: list[str]) -> StageInputs:
         """The default layout of a results root."""
-        traces = {
-            s: TraceInputs(results / "work" / s / "versions.jsonl", results / "packets" / f"{s}.json") for s in slugs
-        }
+        traces = {s: TraceInputs(*_default_files(results, s)) for s in slugs}
         return cls(results, results / "staging", traces)
 
+    def records(self, slug: str) -> TraceRecords:
+        """The trace's records: its area under records_root, then distill's copies."""
+        return TraceRecords(self.records_root / "distilled" / slug, read_drafts(self.traces[slug].drafts))
 
-def trace_key(inputs: StageInputs, slug: str, passed: list[tuple], code: str) -> str:
+
+def _default_files(results: Path, slug: str) -> tuple[Path, Path, Path | None]:
+    drafts = results / "work" / slug / "drafts.json"
+    return (
+        results / "work" / slug / "versions.jsonl",
+        results / "packets" / f"{slug}.json",
+        drafts if drafts.is_file() else None,
+    )
+
+
+def trace_key(inputs: StageInputs, slug: str, passed: list[tuple], code: str, records: TraceRecords) -> str:
     """A digest of everything one trace's share of the staging area is made from: the package's code, the
     trace's versions (its baseline and kept ratio), its packets (manifest and measurements) and, per passed
     record, the verdict's hash next to the hash of the bytes the file holds now."""
@@ -225,11 +247,14 @@ def trace_key(inputs: StageInputs, slug: str, passed: list[tuple], code: str) ->
     h.update(_digest(inputs.traces[slug].versions))
     h.update(_digest(inputs.traces[slug].packets))
     for path, sha256, rid in passed:
-        h.update(f"{path}\0{sha256}\0{rid}\0".encode() + _digest(inputs.records_root / path))
+        data, error = read_validated(records, slug, path)
+        h.update(f"{path}\0{sha256}\0{rid}\0".encode() + (data if data is not None else f"\0{error}".encode()))
     return h.hexdigest()
 
 
-def stage_trace(inputs: StageInputs, slug: str, passed: list[tuple], baseline_of: BaselineOf) -> dict:
+def stage_trace(
+    inputs: StageInputs, slug: str, passed: list[tuple], baseline_of: BaselineOf, records: TraceRecords
+) -> dict:
     """One trace's share: the texts to write ({relpath: sha256}), its staged, index and failed entries."""
     share: dict = {"files": {}, "staged": [], "entries": [], "failed": [], "failed_trace": None}
     files = inputs.traces[slug]
@@ -243,7 +268,7 @@ def stage_trace(inputs: StageInputs, slug: str, passed: list[tuple], baseline_of
     packets = {p["id"]: p["seg_id"] for p in manifest_packets(files.packets, manifest)}
     trace, baseline_us = trace_prior(rows), baseline_of(rows)  # the trace's, once: it runs the ladder
     for path, sha256, rid in passed:
-        record = validated_record(inputs.records_root, path, sha256)
+        record = validated_record(records, slug, path, sha256)
         if record is None:
             share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": [CHANGED]})
             continue
@@ -392,10 +417,11 @@ def stage(inputs: StageInputs, summary_in: dict, baseline_of: BaselineOf) -> dic
     secret = cache_secret()
     for slug in slugs:
         mine = passed.get(slug, [])
-        key = trace_key(inputs, slug, mine, code)
+        records = inputs.records(slug)
+        key = trace_key(inputs, slug, mine, code, records)
         share = remembered(memo, slug, key, staging, mine, secret)
         if share is None:
-            share = {**stage_trace(inputs, slug, mine, baseline_of), "key": key}
+            share = {**stage_trace(inputs, slug, mine, baseline_of, records), "key": key}
             share["mac"] = mac(secret, *signed_part(slug, share))
             changed = True
         new_memo[slug] = share
@@ -436,10 +462,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--staging", type=Path, help="the staging area to write (records/, the memo)")
     ap.add_argument(
         "--trace",
-        nargs=3,
+        nargs=4,
         action="append",
         default=[],
-        metavar=("SLUG", "VERSIONS", "PACKETS"),
+        metavar=("SLUG", "VERSIONS", "PACKETS", "DRAFTS"),
         help="a trace to stage",
     )
     ap.add_argument("--validation", required=True, type=Path, help="validation-summary.json")
@@ -449,7 +475,7 @@ def main(argv: list[str]) -> int:
     if args.results:
         inputs = StageInputs.under(args.results, args.slugs)
     elif args.records_root and args.staging and args.trace:
-        traces = {slug: TraceInputs(Path(v), Path(p)) for slug, v, p in args.trace}
+        traces = {slug: TraceInputs(Path(v), Path(p), Path(d)) for slug, v, p, d in args.trace}
         inputs = StageInputs(args.records_root, args.staging, traces)
     else:
         raise InputError(

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from optrace.errors import InputError
-from optrace.jsonio import open_regular
 
 INDEX_RELPATH = "records/index.json"
 # Limits on a record (issue #10 classes 9 and 10). The real store's 847 records are at most 17.6 KB,
@@ -177,18 +176,6 @@ def parse_json_bytes(data: bytes, max_string: int | None = MAX_STRING_CHARS) -> 
         return value, None  # only the depth was left to check, and the bytes show it is within the limit
     problem = shape_problem(value, max_string, surrogates=surrogates)
     return (None, f"not a record: {problem}") if problem else (value, None)
-
-
-def read_bytes(path: Path, cap: int) -> tuple[bytes | None, str | None]:
-    """(bytes, None) or (None, why not); a symbolic link is not followed and only a regular file is read
-    (records come from agents: a FIFO named *.json would block the open, then the read, forever)."""
-    try:
-        with open_regular(path, cap, follow_links=False) as fh:
-            return fh.read(), None
-    except InputError as exc:
-        return None, exc.problem
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror})"
 
 
 NO_FAMILY = "misc"  # the store's directory for records without an operator family
