@@ -94,9 +94,10 @@ ISOLATED = ROOT / "tests" / "fixtures" / "isolated"
 
 
 def isolated_run(tmp, url, env):
-    """The same sheet through jobs that share nothing but the bucket (cluster-generic, shared-fs-usage
-    none): each job runs in a fresh copy of the workflow source (tests/fixtures/isolated), as a pod
-    starts from its image. The sheet is part of that source."""
+    """The same sheet through jobs that share nothing but the bucket: the Kubernetes profile (object
+    storage, shared-fs-usage none, its groups), with cluster-generic standing in for the plugin and
+    each job run in a fresh copy of the workflow source (tests/fixtures/isolated), as a pod starts
+    from its image. The sheet is part of that source."""
     source = copy_workflow(tmp / "iso-source")
     sheet(source / "config" / "urls.tsv", f"s3://{BUCKET}/traces")
     controller = copy_workflow(tmp / "iso-controller")
@@ -107,6 +108,8 @@ def isolated_run(tmp, url, env):
         controller,
         "--workflow-profile",
         "none",
+        "--profile",
+        "profiles/kubernetes",
         "--executor",
         "cluster-generic",
         "--cluster-generic-submit-cmd",
@@ -115,12 +118,8 @@ def isolated_run(tmp, url, env):
         ISOLATED / "status.sh",
         "--jobs",
         "4",
-        "--shared-fs-usage",
-        "none",
         "--latency-wait",
         "5",
-        "--default-storage-provider",
-        "s3",
         "--default-storage-prefix",
         f"s3://{BUCKET}/{ISOLATED_PREFIX}",
         "--storage-s3-endpoint-url",
@@ -265,12 +264,15 @@ def test_isolated_jobs_the_summary_names_the_failed_trace_and_the_urls(runs):
 
 def test_isolated_jobs_write_nothing_but_storage_and_their_own_folder(runs):
     """The controller's working copy holds no result: every result is a key below the run's prefix, and
-    each job (every per-trace stage among them) ran in its own folder."""
+    each job ran in its own folder: the profile's three groups (both traces' chains in one pod, the
+    store, the tables), only the summaries and the denylist stamp on the controller."""
     controller, res = runs.isolated.controller, runs.isolated.res
     assert not (controller / "results").exists()
-    submitted = {line.split()[1].rstrip(":") for line in res.stderr.splitlines() if line.startswith("rule ")}
-    assert {"ingest_trace", "distill_trace", "validate_trace", "stage"} <= submitted
-    assert res.stderr.count("Submitted job") == len(runs.isolated.jobs)
+    assert res.stderr.count("Submitted group job") == len(runs.isolated.jobs) == 3, res.stderr[-3000:]
+    grouped = {line.split()[1].rstrip(":") for line in res.stderr.splitlines() if line.startswith("    rule ")}
+    assert {"ingest_trace", "distill_trace", "validate_trace", "stage", "dataset_build"} <= grouped
+    local = {line.split()[1].rstrip(":") for line in res.stderr.splitlines() if line.startswith("localrule ")}
+    assert local == {"denylist_stamp", "validate_summary", "all"}
     assert {k.split("/")[0] for k in runs.everything} == {"traces", PREFIX, ISOLATED_PREFIX}
     for job in runs.isolated.jobs:
         assert (job / "rc").read_text().strip() == "0", (job / "job.log").read_text()[-2000:]
