@@ -79,8 +79,9 @@ def fresh_copy(source: Path, dest: Path) -> Path:
     return dest
 
 
-def plan(wd: Path, sheet: Path, profile: Path | None = None) -> dict:
-    """One planning run in `wd`: wall s, controller CPU s, peak MB, jobs planned, load before/after."""
+def plan(wd: Path, sheet: Path, profile: Path | None = None, timeout: float | None = None) -> dict:
+    """One planning run in `wd`: wall s, controller CPU s, peak MB, load before/after (a run past
+    `timeout` seconds is stopped, and says so)."""
     pre = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
     before = load1()
     t0 = time.perf_counter()
@@ -101,27 +102,33 @@ def plan(wd: Path, sheet: Path, profile: Path | None = None) -> dict:
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
+    timer = threading.Timer(timeout, proc.kill) if timeout else None
+    if timer:
+        timer.start()
     log = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     watcher.join()
+    if timer:
+        timer.cancel()
+    if timeout and wall >= timeout:
+        return dict(wall=wall, cpu=usage.ru_utime + usage.ru_stime, peak=peak[0], load=(before, load1()), stopped=True)
     if proc.returncode != 0:
         raise SystemExit(f"snakemake -n failed in {wd}:\n{log[-3000:]}")
-    jobs = next((line.split()[1] for line in log.splitlines() if line.startswith("total")), "?")
     return dict(
         wall=wall,
         cpu=usage.ru_utime + usage.ru_stime,
         peak=max(peak[0], usage.ru_maxrss / 1024),
-        jobs=jobs,
         load=(before, load1()),
     )
 
 
 def line(tree: str, n: int, r: dict) -> str:
+    stopped = "  STOPPED at the timeout (not done)" if r.get("stopped") else ""
     return (
         f"  {tree:4s} {n:6d} traces: wall {r['wall']:6.1f} s  CPU {r['cpu']:6.1f} s  peak {r['peak']:6.0f} MB  "
-        f"jobs {r['jobs']:>6s}  load {r['load'][0]:.2f} -> {r['load'][1]:.2f}"
+        f"load {r['load'][0]:.2f} -> {r['load'][1]:.2f}{stopped}"
     )
 
 
@@ -133,6 +140,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--compare", type=Path, help="another checkout, measured alternately on the same sheets")
     ap.add_argument("--profile", type=Path, help="also write one cProfile per size and tree here")
+    ap.add_argument("--timeout", type=float, help="stop a planning run after this many seconds (reported)")
     ap.add_argument("--tmp", type=Path, help="keep sheets and traces here (reused across runs)")
     args = ap.parse_args()
     print(
@@ -148,7 +156,7 @@ def main() -> int:
             print(f"\n{n} traces ({args.distinct} distinct, {args.versions} versions)", flush=True)
             for _ in range(args.repeat):
                 for tree, source in trees.items():
-                    r = plan(fresh_copy(source, Path(scratch) / f"wf-{tree}"), sheet)
+                    r = plan(fresh_copy(source, Path(scratch) / f"wf-{tree}"), sheet, timeout=args.timeout)
                     print(line(tree, n, r), flush=True)
             if args.profile:
                 args.profile.mkdir(parents=True, exist_ok=True)
