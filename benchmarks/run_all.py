@@ -1,8 +1,9 @@
-"""Every benchmark, one after another: `python benchmarks/run_all.py` (about 10 minutes on 2 cores).
+"""Every benchmark, one after another: `python benchmarks/run_all.py` (about 13 minutes on 2 cores).
 
 check-store on the real 847-record store (skipped without ../shared), each stage on 300 and 3000
 versions, validation of ~1200 records and re-validation after 10, and sheets of 100, 400 and 1000 traces (planning;
-full run, no-op re-run and a 10-record batch up to 400). Each script prints its own targets.
+full run, no-op re-run and a 10-record batch up to 400), and planning alone on sheets of 1000, 3000 and 10 000
+traces. Each script prints its own targets.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ SCRIPTS = [
     "bench_pipeline.py",
     "bench_validate.py",
     "bench_workflow.py",
+    "bench_plan.py",
     "bench_startup.py",
 ]
 

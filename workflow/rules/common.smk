@@ -81,10 +81,17 @@ SLUGS = sorted(TRACES)
 
 
 def per_trace(pattern):
-    """`pattern` (or each of a list) for every trace, in SLUGS order."""
+    """An input function: `pattern` (or each of a list) for every trace, in SLUGS order.
+
+    A function, not the list itself: when a rule also names another rule's output, Snakemake looks up
+    each input file's rule-level item among the rule's dependencies, and a named list as that item is
+    hashed whole, once per file in it (quadratic in traces); a function is hashed as itself. The list
+    is expanded once and the same files reach the job."""
     if isinstance(pattern, list):
-        return expand([declared_pattern(p) for p in pattern], slug=SLUGS)
-    return expand(declared_pattern(pattern), slug=SLUGS)
+        files = expand([declared_pattern(p) for p in pattern], slug=SLUGS)
+    else:
+        files = expand(declared_pattern(pattern), slug=SLUGS)
+    return lambda wildcards: files
 
 
 STORAGE_PREFIX = (workflow.storage_settings.default_storage_prefix or "").rstrip("/")
