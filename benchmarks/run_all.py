@@ -20,6 +20,7 @@ SCRIPTS = [
     "bench_validate.py",
     "bench_workflow.py",
     "bench_plan.py",
+    "bench_isolated.py",
     "bench_startup.py",
 ]
 
