@@ -10,7 +10,10 @@ and the packet's measured change and correctness. Each rule returns problems (em
              any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
              and unit, in a clause whose words fit what the slot measures and when) or quoted from a cited
              item put to the same use (counting the same thing, beside the same comparison: "256 rows" is
-             no quote of "256 threads", "< 1024" none of ">= 1024");
+             no quote of "256 threads", "< 1024" none of ">= 1024"); a count in words (one .. twelve) is
+             a number too, quoted as its digits are or as a word; and each quoted number stands where
+             the sentence it rewords has it, not in the place that sentence gives another number
+             (placed_numbers: two numbers traded inside one field);
 - polarity:  a word negated in the claim is negated in the cited sentence it rewords (the closest one),
              and one asserted there is asserted (a slug, which drops the words a negation turns on, may
              not assert what the cited sentence only negates);
@@ -18,7 +21,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
 - speed:     faster / slower (less / more latency) agrees with the measured change unless a cited
              sentence the claim rewords says the same;
 - cause:     every causal join of a claim (because, so, therefore ...) is a join a cited sentence makes,
-             with the cause on the cause side (two statements the trace makes apart are no causal story);
+             with the cause on the cause side (two statements the trace makes apart are no causal story;
+             a join some cited sentence makes the same way round is never read as swapped by another);
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
              cited item says;
 - regime:    an established fact's shape regime is where the cited items say the lever fails (the other
@@ -36,10 +40,10 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from optrace.facts import failure_regimes, stated_symptoms
-from optrace.gates.trace.numbers import decimals, normalize
+from optrace.gates.trace.numbers import UNITS, decimals, normalize
 from optrace.slots import SlotKind, kind_of
 from optrace.wording import CLAUSE_BREAK, NEGATING_VERBS, NEGATORS, Reading, read, sentences, stem
 
@@ -162,6 +166,14 @@ class Cited:
             for tag, phrase in stated_symptoms(t):
                 found.setdefault(tag, phrase)
         return tuple(found.items())
+
+    @cached_property
+    def normalized(self) -> tuple[str, ...]:
+        return tuple(normalize(t) for t in self.texts)
+
+    @cached_property
+    def normalized_sentences(self) -> tuple[str, ...]:
+        return tuple(normalize(s) for s in self.sentence_texts)
 
     @cached_property
     def runs(self) -> frozenset[str]:
@@ -360,6 +372,12 @@ def correctness(text: str, cited: Cited) -> list[str]:
     return out
 
 
+def _content_of(text: str) -> frozenset[str]:
+    """Content words of a side of a join, a count in words read as its digits (no content word), as a
+    count in digits is."""
+    return read(_SMALL_NUMBER.sub(lambda m: _value(m.group(0)), text)).content
+
+
 def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str]]]:
     """(cause words, effect words) of every causal join of a sentence: each connective joins the text
     since the previous connective to the text up to the next ("A, so B, because C" joins A to B and C to B)."""
@@ -371,7 +389,7 @@ def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str]]]:
     for k, (start, end, cause_after) in enumerate(found):
         before = sentence[found[k - 1][1] if k else 0 : start]
         after = sentence[end : found[k + 1][0] if k + 1 < len(found) else len(sentence)]
-        first, second = read(before).content, read(after).content
+        first, second = _content_of(before), _content_of(after)
         out.append((second, first) if cause_after else (first, second))
     return out
 
@@ -388,10 +406,11 @@ def cause_order(text: str, cited: Cited) -> list[str]:
     joins = _joins(text)
     theirs = cited.joins if joins else ()
     for cause, effect in joins:
+        if any(_most(cause, c) and _most(effect, e) for c, e in theirs):
+            continue  # a join a cited sentence makes, the same way round
         if any(len(cause & e) >= 2 and len(effect & c) >= 1 and len(cause & e) > len(cause & c) for c, e in theirs):
             return ["puts the cited sentence's effect as the cause (cause and effect swapped)"]
-        if not any(_most(cause, c) and _most(effect, e) for c, e in theirs):
-            return ["joins a cause and an effect that no sentence it cites joins"]
+        return ["joins a cause and an effect that no sentence it cites joins"]
     return []
 
 
@@ -433,15 +452,99 @@ def _same_use(mine: tuple[str | None, str | None], theirs: tuple[str | None, str
     return mine[0] is not None and mine[0] == theirs[0]
 
 
+# number words counted as their digits ("four bf16" quotes "4 bf16"; "three kernels" is a number)
+SMALL_NUMBERS = {w: str(i) for w, i in UNITS.items() if 1 <= i <= 12}
+_SMALL_NUMBER = re.compile(rf"\b(?:{'|'.join(SMALL_NUMBERS)})\b", re.I)
+
+
+def _value(token: str) -> str:
+    """A number token's value as one spelling: `8`, `8.0` and `eight` are `8`."""
+    word = SMALL_NUMBERS.get(token.lower())
+    if word:
+        return word
+    try:
+        return format(Decimal(token).normalize(), "f")
+    except InvalidOperation:
+        return token
+
+
+@lru_cache(maxsize=1 << 14)
+def number_marks(text: str) -> tuple[tuple[str, int, int], ...]:
+    """(value, start, end) of every number of a (normalized) text standing on its own or glued to a
+    unit or noun by a hyphen (`16-byte`, `M <= 128`, `eight`), not one inside a word (`bf16`, `sm_90`)."""
+    out = []
+    for m in DIGITS.finditer(text):
+        start, end = m.start(1), m.end(1)
+        if (start and re.match(r"[A-Za-z_]", text[start - 1])) or text[max(0, start - 6) : start].lower() == "shape-":
+            continue
+        out.append((_value(m.group(1)), start, end))
+    out += [(_value(m.group(0)), m.start(), m.end()) for m in _SMALL_NUMBER.finditer(text)]
+    return tuple(sorted(out, key=lambda x: x[1]))
+
+
 def _quotes(token: str, text: str, start: int, end: int, cited: Cited) -> bool:
-    """The token appears in a cited item put to the use it is put to here (_same_use)."""
-    mine = _neighbours(text, start, end)
-    for t in cited.texts:
-        n = normalize(t)
-        for m in DIGITS.finditer(n):
-            if m.group(1) == token and _same_use(mine, _neighbours(n, m.start(1), m.end(1))):
+    """The number appears in a cited item (as digits or as a word) put to the use it is put to here
+    (_same_use)."""
+    mine, value = _neighbours(text, start, end), _value(token)
+    for n in cited.normalized:
+        for v, s, e in number_marks(n):
+            if v == value and _same_use(mine, _neighbours(n, s, e)):
                 return True
     return False
+
+
+_CONTEXT = re.compile(r"->|=>|→|[a-z][a-z_]*|\d+(?:\.\d+)?|[<>=≤≥]+")
+CONTEXT_SPAN = 3  # words each side a number's place is read by
+
+
+def _context(text: str, start: int, end: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words, numbers (by value) or comparisons nearest a number on its left and on its right,
+    nearest first."""
+
+    def side(part: str) -> list[str]:
+        return [
+            "to" if w in _ARROWS else _value(w) if w[0].isdigit() or w in SMALL_NUMBERS else stem(w)
+            for w in _CONTEXT.findall(part.lower())
+        ]
+
+    return tuple(side(text[:start])[::-1][:CONTEXT_SPAN]), tuple(side(text[end:])[:CONTEXT_SPAN])
+
+
+def _fit(mine: tuple[tuple[str, ...], ...], theirs: tuple[tuple[str, ...], ...]) -> int:
+    """How alike two places are: each word on the same side of both, weighted by its nearness."""
+    return sum(
+        CONTEXT_SPAN - max(i, theirs[side].index(w))
+        for side in (0, 1)
+        for i, w in enumerate(mine[side])
+        if w in theirs[side]
+    )
+
+
+def placed_numbers(says: Reading, text: str, cited: Cited) -> list[str]:
+    """Each number quoted from a cited sentence stands where the sentence it rewords has it, not where
+    that sentence has another number: a place (the words and numbers nearest it, each side) that fits
+    another number's place better than its own, in each of the cited sentences holding it that share
+    the most content words with the claim, is two numbers traded ("one 2-byte load per 8 elements
+    instead of eight 16-byte loads" for "one 16-byte load ... eight 2-byte loads") or one put in
+    another's place ("M <= 16" where the trace has "M <= 128" and "16-row")."""
+    norm = normalize(text)
+    for value, start, end in number_marks(norm):
+        place = _context(norm, start, end)
+        holding = [
+            (len(r.content & says.content), n, number_marks(n))
+            for r, n in zip(cited.sentences, cited.normalized_sentences, strict=True)
+        ]
+        holding = [h for h in holding if value in {m[0] for m in h[2]}]
+        best = max((h[0] for h in holding), default=0)
+        verdicts = []
+        for _, n, marks in (h for h in holding if h[0] == best):
+            own = max(_fit(place, _context(n, s, e)) for v, s, e in marks if v == value)
+            other = max(((_fit(place, _context(n, s, e)), n[s:e]) for v, s, e in marks if v != value), default=None)
+            verdicts.append(other if other and other[0] > own else None)
+        if verdicts and all(verdicts):
+            theirs = verdicts[0][1]  # type: ignore[index]
+            return [f"{norm[start:end]!r} stands where the sentence it rewords has {theirs!r} (numbers traded places)"]
+    return []
 
 
 def matches_value(token: str, value: float, exact: Decimal | None = None) -> bool:
@@ -503,14 +606,23 @@ WITH_UNIT = re.compile(r"(?:\d+(?:\.\d+)?|\.\d+)(?:us|ms|ns|x)")
 
 
 def numbers(
-    text: str, slots: tuple[tuple[str, str, float | int | None], ...], cited: Cited, exact_change: Decimal | None
+    text: str,
+    slots: tuple[tuple[str, str, float | int | None], ...],
+    cited: Cited,
+    exact_change: Decimal | None,
+    spelled_counts: bool = True,
 ) -> list[str]:
-    """`slots`: (number as written, slot name, the slot's value in the packet or None)."""
-    if not any(ch.isnumeric() for ch in text):
-        return []  # no number to judge (numbers in words, "twenty-one", are no-fabrication's)
+    """`slots`: (number as written, slot name, the slot's value in the packet or None); `spelled_counts`:
+    a count in words is judged as its digits are (a slug, which drops the words around a count, is not)."""
+    spelled = spelled_counts and _SMALL_NUMBER.search(text) is not None
+    if not spelled and not any(ch.isnumeric() for ch in text):
+        return []  # no number to judge (larger numbers in words, "twenty-one", are no-fabrication's)
     norm = normalize(text)
     named = {token: (name, value) for token, name, value in slots}
     out = []
+    for m in _SMALL_NUMBER.finditer(norm) if spelled else ():  # a count in words is quoted like its digits
+        if m.group(0) not in named and not _quotes(m.group(0), norm, m.start(), m.end(), cited):
+            out.append(f"{m.group(0)!r} is not quoted from the evidence it cites (as a word or as digits)")
     for run in GLUED.finditer(norm):
         word = run.group(0)
         if not re.search(r"\d", word) or re.fullmatch(r"[\d.]+", word) or WITH_UNIT.fullmatch(word):

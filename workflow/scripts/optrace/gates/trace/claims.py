@@ -329,7 +329,11 @@ def said_against(
     Records of one trace repeat claims (one operator, one GPU, the same tags): each distinct claim is
     judged once."""
     says_read = read(says)
-    problems = [] if quoted else rules.content(says_read, cited) + rules.numbers(says, slots, cited, exact)
+    problems = (
+        []
+        if quoted
+        else rules.content(says_read, cited) + rules.numbers(says, slots, cited, exact, spelled_counts=field != "tag")
+    )
     if quoted:
         pass
     elif field == "tag":  # a slug drops the function words its polarity and direction turn on
@@ -347,6 +351,7 @@ def said_against(
             + rules.verdict(says_read, cited, record_type)
             + rules.scope(says_read, cited, says)
             + rules.correctness(says, cited)
+            + rules.placed_numbers(says_read, says, cited)
         )
     if field == "cause":
         j = judge(says, None, stated_cause)

@@ -1,0 +1,104 @@
+"""Planted kinds and honest twins of the third red-team round (issues #25, #26), each a class the rules
+now close: numbers that trade places inside one field, counts in words.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.adversarial.claim_attacks import CLM, A, Case, Ctx, S, at, edit
+
+NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
+COUNT_WORDS = ("two", "three", "four", "five", "six", "seven", "eight")
+COUNT_WORD = re.compile(rf"\b({'|'.join(COUNT_WORDS)})\b")
+SWAP_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.change", "payload.established_fact.mechanism")
+
+
+NUMBER_AND_NOUN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[\s-]+([a-z]+)")
+
+
+def _two_numbers(text: str) -> tuple[str, str] | None:
+    """Two distinct numbers of one sentence that count the same thing (the same word after each: the
+    numbers the same-use rule of one word could not tell apart)."""
+    for sentence in re.split(r"(?<=[.;])\s+", text):
+        by_noun: dict[str, list[str]] = {}
+        for m in NUMBER_AND_NOUN.finditer(sentence):
+            values = by_noun.setdefault(m.group(2).rstrip("s"), [])
+            if m.group(1) not in values:
+                values.append(m.group(1))
+        pair = next((v[:2] for v in by_noun.values() if len(v) >= 2), None)
+        if pair:
+            return pair[0], pair[1]
+    return None
+
+
+def _swapped(text: str) -> str:
+    pair = _two_numbers(text)
+    assert pair
+    a, b = pair
+    return NUMBER.sub(lambda m: b if m.group(1) == a else a if m.group(1) == b else m.group(1), text)
+
+
+def _field(c: Ctx, test) -> str | None:
+    for path in SWAP_FIELDS:
+        try:
+            value = at(c.record, path)
+        except (KeyError, TypeError):
+            continue
+        if isinstance(value, str) and test(value):
+            return path
+    return None
+
+
+def _swap_field(c: Ctx) -> str | None:
+    return _field(c, lambda t: _two_numbers(t) is not None)
+
+
+def _swap(r, c) -> None:
+    path = _swap_field(c)
+    assert path
+    edit(path, lambda t, c: _swapped(t))(r, c)
+
+
+def _count_field(c: Ctx) -> str | None:
+    return _field(c, lambda t: COUNT_WORD.search(t) is not None)
+
+
+def _packet_counts(c: Ctx) -> list[str]:
+    """The count words the packet's evidence writes (a false count made of the packet's own words)."""
+    texts = " ".join(i.get("text") or "" for i in c.agent["evidence"]).lower()
+    return [w for w in COUNT_WORDS if re.search(rf"\b{w}\b", texts)]
+
+
+def _recount_field(c: Ctx) -> str | None:
+    return _field(c, lambda t: bool(COUNT_WORD.search(t)) and len(_packet_counts(c)) >= 2)
+
+
+def _recount(r, c) -> None:
+    """A count in words made another count the packet writes ("three kernels" where the trace says five)."""
+    path = _recount_field(c)
+    assert path
+    counts = _packet_counts(c)
+    other = lambda w: next(o for o in counts if o != w)  # noqa: E731
+    edit(path, lambda t, c: COUNT_WORD.sub(lambda m: other(m.group(1)), t, count=1))(r, c)
+
+
+def _in_digits(r, c) -> None:
+    """A count in words written in digits: the same number."""
+    path = _count_field(c)
+    assert path
+    digit = {w: str(i) for i, w in enumerate(COUNT_WORDS, 2)}
+    edit(path, lambda t, c: COUNT_WORD.sub(lambda m: digit[m.group(1)], t))(r, c)
+
+
+ROUND9 = [
+    Case("1 two numbers of a strategy's field trade places", 1, S, _swap, (CLM,), lambda c: bool(_swap_field(c))),
+    Case("1 two numbers of a failed lever's field trade places", 1, A, _swap, (CLM,), lambda c: bool(_swap_field(c))),
+    Case("1 a count in words made another count", 1, S, _recount, (CLM,), lambda c: bool(_recount_field(c))),
+    Case("1 a failed lever's count in words changed", 1, A, _recount, (CLM,), lambda c: bool(_recount_field(c))),
+]
+
+ROUND9_TWINS = [
+    Case("t a count in words written in digits", 0, S, _in_digits, (), lambda c: bool(_count_field(c))),
+    Case("t a failed lever's count written in digits", 0, A, _in_digits, (), lambda c: bool(_count_field(c))),
+]
