@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from tests.adversarial.claim_attacks import CLM, A, Case, Ctx, S, at, edit
+from tests.adversarial.claim_attacks import CLM, A, Case, Ctx, S, add, at, edit
 
 NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.])")
 COUNT_WORDS = ("two", "three", "four", "five", "six", "seven", "eight")
@@ -101,4 +101,30 @@ ROUND9 = [
 ROUND9_TWINS = [
     Case("t a count in words written in digits", 0, S, _in_digits, (), lambda c: bool(_count_field(c))),
     Case("t a failed lever's count written in digits", 0, A, _in_digits, (), lambda c: bool(_count_field(c))),
+]
+
+
+def _check_refuted(c: Ctx) -> bool:
+    """The packet's status says PASS while the lever's own account says the correctness check rejected it."""
+    account = " ".join(i["text"] for i in c.agent["evidence"] if i.get("kind") in {"cause", "lever-cause", "observed"})
+    return c.m["correctness"].get("status") == "PASS" and bool(
+        re.search(r"\bcorrectness\b[^.]*\b(?:rejects|rejected|fails|failed)\b", account)
+    )
+
+
+def _correctness_item(c: Ctx) -> str:
+    return next(i["text"] for i in c.agent["evidence"] if i.get("kind") == "correctness")
+
+
+ROUND9 += [
+    Case(
+        "3 a lever the correctness check rejected said to pass it (the version's status quoted)",
+        3,
+        A,
+        lambda r, c: add(
+            "payload.observed", lambda c: _correctness_item(c)[0].upper() + _correctness_item(c)[1:] + "."
+        )(r, c),
+        (CLM,),
+        _check_refuted,
+    ),
 ]

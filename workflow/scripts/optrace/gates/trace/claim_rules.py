@@ -106,6 +106,7 @@ class Cited:
     correctness: tuple[tuple[str, object], ...]  # the packet's correctness check, as (key, value) pairs
     is_baseline: bool  # the packet's floor is the untouched baseline
     shapes_measured: int | None = None  # how many shapes the packet's geomean is over
+    check_refuted: bool = False  # the lever's own account says the correctness check rejected it
 
     @cached_property
     def readings(self) -> tuple[Reading, ...]:
@@ -351,9 +352,26 @@ def _backs_pass(claim: str, cited: tuple[str, ...]) -> bool:
     return _pass_uses(claim) <= uses and (not speaks_of_check or any(_plain_words(t) & CHECK_NOUNS for t in cited))
 
 
+REJECT_WORDS = {"reject", "rejects", "rejected", "rejecting"}
+CORRECTNESS_NOUNS = {"correctness", "tolerance", "accuracy"}
+
+
+def states_failed_check(text: str) -> bool:
+    """A sentence of the text says the correctness check failed or rejected something, negating neither
+    ("fp16 accumulation loses the low bits, so the correctness gate rejects it")."""
+    for s in sentences(text) or [text]:
+        r = read(s)
+        failed = any(t.raw in FAIL_WORDS | REJECT_WORDS and not t.negated for t in r.tokens)
+        if failed and _plain_words(s) & CORRECTNESS_NOUNS:
+            return True
+    return False
+
+
 def correctness(text: str, cited: Cited) -> list[str]:
     """Exact, passed (or matched the reference) and failed as the packet's correctness check says, or as
-    a cited sentence says it in as many words."""
+    a cited sentence says it in as many words; and never passed where the lever's own account (its
+    cause, observation or gate verdict) says the correctness check rejected it, whatever the packet's
+    status (the version's, which may have measured without that lever) or a cited item says."""
     ws = _plain_words(text)
     theirs = cited.plain_words
     check = dict(cited.correctness)
@@ -367,6 +385,8 @@ def correctness(text: str, cited: Cited) -> list[str]:
         out.append(f"says exact, but the packet's max_abs_err is {err!r}")
     if _says_passed(ws) and not _backs_pass(text, cited.texts) and status != "PASS":
         out.append(f"says it passed, but the packet's correctness status is {status!r}")
+    elif _says_passed(ws) and cited.check_refuted and not states_failed_check(text):
+        out.append("says it passed, but the lever's own account says the correctness check rejected it")
     if ws & FAIL_WORDS and not any(ws & FAIL_WORDS & t for t in theirs) and (status is None or status == "PASS"):
         out.append(f"says it failed, but the packet's correctness status is {status!r}")
     return out

@@ -251,6 +251,10 @@ class PacketClaims:
         self.is_baseline = obj(agent, "builds_on").get("was_the_untouched_baseline") is True
         lever = agent.get("the_failed_lever")
         self.lever = lever if isinstance(lever, str) else None
+        self.check_refuted = any(
+            i.get("kind") in RULED_OUT_BY and isinstance(i.get("text"), str) and rules.states_failed_check(i["text"])
+            for i in self.items.values()
+        )
         self.own_names = {
             n for n in (agent.get("the_failed_lever"), obj(agent, "what_the_run_said").get("change")) if n
         }
@@ -310,6 +314,7 @@ class PacketClaims:
             self.correctness,
             self.is_baseline,
             self.shapes_measured,
+            self.check_refuted,
         )
 
 
