@@ -128,3 +128,56 @@ ROUND9 += [
         _check_refuted,
     ),
 ]
+
+
+SETTING = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)=(\d+)\b|(?<![\w.])(\d+) ([a-z]+(?: per [a-z]+)?)\b")
+
+
+def _setting(c: Ctx) -> tuple[str, int, int] | None:
+    """(key, the value the change sets, another number of the packet) from the strategy's change."""
+    change = c.pl.get("change") or ""
+    m = SETTING.search(change)
+    if not m:
+        return None
+    key, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(4).replace(" ", "_"), m.group(3))
+    texts = " ".join(i.get("text") or "" for i in c.agent["evidence"])
+    other = next((n for n in re.findall(r"(?<![\w.])(\d+)(?![\w.])", texts) if n != value), None)
+    return (key, int(value), int(other)) if other else None
+
+
+def _config(value_of):
+    def mutate(r, c):
+        key, value, other = _setting(c)  # type: ignore[misc]
+        r["payload"]["config"] = {key: value_of(value, other)}
+
+    return mutate
+
+
+ROUND9 += [
+    Case(
+        "3 a configuration value another number of the packet",
+        3,
+        S,
+        _config(lambda value, other: other),
+        (CLM,),
+        lambda c: _setting(c) is not None,
+    ),
+    Case(
+        "3 a configuration value written as a string the change never sets",
+        3,
+        S,
+        _config(lambda value, other: str(value * 2)),
+        (CLM,),
+        lambda c: _setting(c) is not None,
+    ),
+]
+ROUND9_TWINS += [
+    Case(
+        "t a configuration value as the change sets it",
+        0,
+        S,
+        _config(lambda value, other: value),
+        (),
+        lambda c: _setting(c) is not None,
+    )
+]

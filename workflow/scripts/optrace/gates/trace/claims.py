@@ -34,6 +34,9 @@ The rule, for records mined from a trace:
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
    shares most words with -- is one).
+6. Each value of `payload.config` is written beside its key (`maxnreg=168`, `GROUP_M: 8`, `two rows per
+   block` for rows_per_block) in an item its key's claims cite: the value the step set, not any number
+   of the packet.
 This replaces the rule that every word of a cause appear somewhere in the packet: a false sentence of the
 packet's own words fails rule 3, and a true rewording that cites its evidence passes.
 """
@@ -401,6 +404,57 @@ def advises_the_lever(text: str, lever: str) -> bool:
     )
 
 
+def _value_forms(value: object) -> list[str] | None:
+    """How a configuration value may be written (an int also as its count word), or None for a value
+    no text writes (an object)."""
+    if isinstance(value, bool):
+        return [str(value).lower()]
+    if isinstance(value, int):
+        word = next((w for w, n in rules.SMALL_NUMBERS.items() if n == str(value)), None)
+        return [str(value)] + ([word] if word else [])
+    if isinstance(value, float):
+        return [repr(value), format(value, "g")]
+    if isinstance(value, str) and value.strip():
+        return [value.strip()]
+    return None
+
+
+def written_beside(key: str, value: object, texts: tuple[str, ...]) -> bool:
+    """A cited text writes the value beside its key: `key=value`, `key: value`, `key of value`, or the
+    value before the key's words (`2 rows per block` for rows_per_block, `8 warps` for num_warps); a
+    list, each of its values so."""
+    if isinstance(value, list):
+        return bool(value) and all(written_beside(key, v, texts) for v in value)
+    forms = _value_forms(value)
+    if forms is None:
+        return False
+    parts = [p for p in re.split(r"[\s_-]+", key.strip()) if p]
+    if not parts:
+        return False
+    k = r"[\s_-]*".join(map(re.escape, parts))
+    bare = r"[\s_-]*".join(map(re.escape, parts[1:])) if parts[0].lower() in {"num", "n", "number"} else None
+    v = "|".join(re.escape(f) for f in forms)
+    after = rf"(?<![\w]){k}\s*(?:=|:|\bof\b|\bis\b|\bto\b)?\s*(?:{v})(?![\w.])"
+    before = rf"(?<![\w.])(?:{v})[\s-]+(?:{k}{'|' + bare if bare else ''})(?!\w)"
+    return any(re.search(after, t, re.I) or re.search(before, t, re.I) for t in texts)
+
+
+def config_values(record: dict, fields: dict, pc: PacketClaims) -> list[str]:
+    """Rule 6: each value of payload.config is written beside its key in what that key's claims cite."""
+    config = obj(record, "payload", "config")
+    out = []
+    for key, value in config.items():
+        entries = fields.get(f"payload.config.{key}<key>")
+        cites = (
+            [c for e in entries if isinstance(e, dict) for c in e.get("cites") or []]
+            if isinstance(entries, list)
+            else []
+        )
+        if not written_beside(str(key), value, pc.cited([c for c in cites if isinstance(c, str)]).texts):
+            out.append(f"payload.config.{key}: {value!r} is not written beside {key!r} in the evidence its key cites")
+    return out
+
+
 ENTRY_KEYS = frozenset({"says", "cites", "slots"})
 REGIME_PATH = "payload.established_fact.condition.shape_regime"
 BLOCK_KEYS = frozenset({"packet", "fields"})
@@ -497,6 +551,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
             continue
         for entry in entries:
             out += [f"{rel}: {m}" for m in entry_problems(path, entry, pc, record.get("type"))]
+    out += [f"{rel}: {p}" for p in config_values(record, fields, pc)]
     out += [
         f"{rel}: evidence.raw.evidence_extra.claims: {p!r} is no claim string of this record"
         for p in fields
