@@ -181,3 +181,37 @@ ROUND9_TWINS += [
         lambda c: _setting(c) is not None,
     )
 ]
+
+
+def _item_of(kind: str):
+    return lambda c: next((i["text"] for i in c.agent["evidence"] if i.get("kind") == kind), None)
+
+
+def _built_on(text_of):
+    """An anti-strategy's lineage text set from one of its packet's items."""
+
+    def mutate(r, c):
+        base = bool((c.agent.get("builds_on") or {}).get("was_the_untouched_baseline"))
+        r["payload"]["trace"] = {"builds_on": {"approach": text_of(c), "is_baseline": base}}
+
+    return mutate
+
+
+ROUND9 += [
+    Case(
+        "4 a failed lever said to build on itself",
+        4,
+        A,
+        _built_on(_item_of("change")),
+        (CLM,),
+        lambda c: _item_of("change")(c) is not None,
+    ),
+    Case(
+        "4 a failed lever said to build on its version's subject",
+        4,
+        A,
+        _built_on(_item_of("subject")),
+        (CLM,),
+        lambda c: _item_of("subject")(c) is not None,
+    ),
+]

@@ -15,9 +15,9 @@ The rule, for records mined from a trace:
    `packet` is the record's own packet.
 2. Citations. Each claim cites at least one id, each an evidence item of this packet (`agent_facing.
    evidence`) or a measurement slot that resolves in it (optrace.slots), and an item of a kind the field
-   may rest on (KINDS_FOR: a next step on an open direction, an approach on what the parent did, a
-   strategy's bottleneck on its parent's capture, ...): a citation of another packet, of nothing, or of
-   another segment's statements fails.
+   may rest on (KINDS_FOR: a next step on an open direction, an approach on what the parent did (a failed
+   lever's never on what the lever itself changed), a strategy's bottleneck on its parent's capture, ...):
+   a citation of another packet, of nothing, or of another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
    its words, numbers, negators and scope words); an established fact's shape regime is exactly where the
@@ -107,6 +107,8 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
     for p, types, kinds in (
         (r"^payload\.next_steps\[\d+\]$", None, {"direction", "direction-rationale"}),
         (r"^payload\.trace\.builds_on\.approach$", ("strategy",), {"previous-approach", "segment"}),
+        # a failed lever was tried on its parent: what the lever itself changed is no approach it built on
+        (r"^payload\.trace\.builds_on\.approach$", ("anti-strategy",), {"previous-approach"}),
         (r"^payload\.trace\.builds_on\.approach$", None, {"change", "subject", "body"}),
         (r"^payload\.trace\.techniques_applied_before\[\d+\]$", None, {"previous-approach"}),
         (r"^payload\.problem\.statement$", None, {"operator", "segment"}),
