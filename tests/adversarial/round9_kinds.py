@@ -215,3 +215,45 @@ ROUND9 += [
         lambda c: _item_of("subject")(c) is not None,
     ),
 ]
+
+
+def _lever(c: Ctx) -> str | None:
+    return c.agent.get("the_failed_lever")
+
+
+def _lever_part(c: Ctx) -> str | None:
+    """A part of the failed lever (split at "with", "and") that no item of its packet advises."""
+    lever = _lever(c)
+    if not lever:
+        return None
+    parts = [p.strip() for p in re.split(r"\s+(?:with|and)\s+", lever) if len(p.strip().split()) >= 2]
+    advice = " ".join(i["text"] for i in c.agent["evidence"] if i.get("kind") in {"fix", "lesson", "pitfall-fix"})
+    return next((p for p in parts[1:] + parts[:1] if p != lever and p not in advice), None)
+
+
+ROUND9 += [
+    Case(
+        "2 a lesson advising part of the failed lever",
+        2,
+        A,
+        lambda r, c: r["payload"].update(lesson=f"keep {_lever_part(c)}"),
+        (CLM,),
+        lambda c: _lever_part(c) is not None,
+    ),
+    Case(
+        "2 a lesson naming the failed lever before its verb",
+        2,
+        A,
+        lambda r, c: r["payload"].update(lesson=f"{_lever(c)}: keep it."),
+        (CLM,),
+        lambda c: _lever(c) is not None,
+    ),
+    Case(
+        "2 a retry condition that says to keep the failed lever",
+        2,
+        A,
+        lambda r, c: r["payload"].update(would_retry_if=f"keep {_lever(c)}"),
+        (CLM,),
+        lambda c: _lever(c) is not None,
+    ),
+]

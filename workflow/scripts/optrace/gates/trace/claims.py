@@ -28,8 +28,9 @@ The rule, for records mined from a trace:
    version's prose also names (the packets manifest names every segment's lever) must name its own
    lever too: one version's prose about several levers, each record keeps the sentence about its own,
    and every claim rests on that prose only in its parts about its own lever (facts.parts_about: the
-   version's body, change, subject and expected impact); its lesson advises doing that lever only where
-   a cited item does. (A
+   version's body, change, subject and expected impact); its lesson, retry condition or hypothesis
+   advises doing that lever, or any part of it ("keep 64-bit loads" of "1024 threads per row with
+   64-bit loads", the lever named before its verb), only where a cited item advises that part. (A
    claim naming another segment's lever elsewhere needs that lever's words in what it cites: rule 3.)
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
@@ -47,14 +48,15 @@ import re
 from collections.abc import Iterator
 from decimal import Decimal
 from functools import cached_property, lru_cache
+from itertools import pairwise
 
-from optrace.facts import judge, judge_sentence, parts_about
+from optrace.facts import judge, parts_about
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 from optrace.gates.trace.numbers import normalize
 from optrace.slots import kind_of, resolve
-from optrace.wording import content_words, read, sentences
+from optrace.wording import content_words, read, sentences, word_set
 
 EXEMPT = re.compile(
     r"^(?:schema|id|type|level|status|episode_key"
@@ -392,18 +394,62 @@ def restates_what_rules_it_out(says: str, cites: list[str], pc: PacketClaims) ->
     return False
 
 
-def advises_the_lever(text: str, lever: str) -> bool:
-    """A sentence saying to do the lever ("keep 1024 threads per row with 64-bit loads"): advice as
-    optrace.facts judges it, naming the lever with its numbers ("keep 512 threads with 128-bit loads" is
-    another setting), negating nothing."""
-    numbers = set(re.findall(r"\d+", lever))
-    return any(
-        judge_sentence(s, lever).kind == "advice"
-        and names(s, lever)
-        and numbers <= set(re.findall(r"\d+", s))
-        and not any(t.negated for t in read(s).tokens)
-        for s in sentences(text)
-    )
+# imperatives that say to do something (not "avoid", "drop", "check" ...), optrace.facts' IMPERATIVES
+ADVISING = word_set(
+    """
+    run use keep set compile target add pin call move make put try increase raise split fuse pad align cast
+    prefer switch enable hoist stage store launch retry allocate copy apply adopt restore reapply
+    """
+)
+LEVER_JOINS = re.compile(r"\s+(?:with|and|plus|using|via|then|on)\s+|[,;:]\s*|\s[—–-]\s")
+COUNTED = re.compile(r"(?<![\w.])\d+(?:x\d+)*[\s-]+[A-Za-z]+")
+ADVICE_CLAUSES = re.compile(r"[:;—–]|,\s*(?:then|and)\s|\.\s")
+ADVICE_AFTER = frozenset({"should", "must", "to", "always", "please", "just"})
+
+
+@lru_cache(maxsize=1 << 12)
+def lever_parts(lever: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """(numbers, content words) of the whole lever, of each of its parts ("1024 threads per row", "64-bit
+    loads" of "1024 threads per row with 64-bit loads") and of each count it makes ("4096 threads"); a
+    part with no number needs two words."""
+    parts = [p for p in LEVER_JOINS.split(lever) if p and p.strip()]
+    parts += [m.group(0) for m in COUNTED.finditer(lever)]  # each count of the lever ("4096 threads")
+    out = []
+    for part in dict.fromkeys([lever, *parts]):
+        nums, words = frozenset(re.findall(r"\d+", part)), content_words(part)
+        if nums or len(words) >= 2:
+            out.append((nums, words))
+    return tuple(out)
+
+
+def _advises(sentence: str) -> bool:
+    """A clause of the sentence opens with an imperative that says to do something, or one follows
+    "should", "to", "must" ("1024 threads per row: keep it.", "retry it with 64-bit loads")."""
+    for clause in ADVICE_CLAUSES.split(sentence):
+        toks = read(clause).tokens
+        if toks and toks[0].raw in ADVISING and not toks[0].negated:
+            return True
+        if any(a.raw in ADVICE_AFTER and b.raw in ADVISING and not b.negated for a, b in pairwise(toks)):
+            return True
+    return False
+
+
+def advised_parts(text: str, lever: str) -> frozenset[int]:
+    """The parts of the lever (lever_parts) a sentence of the text advises doing: an advising sentence
+    (_advises) asserting, not negating, every number of the part and most of its words (three fifths)."""
+    out: set[int] = set()
+    for s in sentences(text) or [text]:
+        if not _advises(s):
+            continue
+        asserted = {c for t in read(s).tokens if not t.negated for c in (t.raw, *t.canon)}
+        for k, (nums, words) in enumerate(lever_parts(lever)):
+            need = max(1 if nums else 2, 0.6 * len(words))
+            if nums <= asserted and len(words & asserted) >= need:
+                out.add(k)
+    return frozenset(out)
+
+
+ADVICE_FIELDS = frozenset({"payload.lesson", "payload.would_retry_if", "payload.hypothesis"})
 
 
 def _value_forms(value: object) -> list[str] | None:
@@ -499,13 +545,11 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         )
     if where == "payload.would_retry_if" and restates_what_rules_it_out(says, cites, pc):
         problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
-    if (
-        where == "payload.lesson"
-        and pc.lever is not None
-        and advises_the_lever(says, pc.lever)
-        and not any(advises_the_lever(t, pc.lever) for t in cited.texts)
-    ):
-        problems.append("advises doing the failed lever itself, and no evidence it cites advises it")
+    if where in ADVICE_FIELDS and pc.lever is not None:
+        # the failed lever, or a part of it, advised where no evidence it cites advises that part
+        advised = advised_parts(says, pc.lever) - {k for t in cited.texts for k in advised_parts(t, pc.lever)}
+        if advised:
+            problems.append("advises doing the failed lever (or a part of it), and no evidence it cites advises it")
     if pc.lever is not None and LEVER_FIELDS.match(where):
         # one version's prose about several levers (its subject or body names the other too): the
         # sentence about another lever is not this one's, whatever it cites (a pitfall of the version is
