@@ -257,3 +257,45 @@ ROUND9 += [
         lambda c: _lever(c) is not None,
     ),
 ]
+
+
+def _payoff(c: Ctx) -> str | None:
+    """A regime the packet states as where the lever pays off (a fixed axis, which holds everywhere, aside)."""
+    from optrace.facts import failure_regimes
+
+    for item in c.agent["evidence"]:
+        for pays, fails in failure_regimes(item.get("text") or "").items():
+            if pays != fails:
+                return pays
+    return None
+
+
+def _helps_field(c: Ctx) -> str | None:
+    regime = _payoff(c)
+    return _field(c, lambda t: bool(regime and re.search(rf"\bhelps {re.escape(regime)}", t))) if regime else None
+
+
+def _helps_to(word: str):
+    def mutate(r, c):
+        path = _helps_field(c)
+        assert path
+        edit(path, lambda t, c: re.sub(r"\bonly helps\b|\bhelps\b", word, t, count=1))(r, c)
+
+    return mutate
+
+
+ROUND9 += [
+    Case(
+        "2 a lesson forbidding the lever where the trace says it pays off",
+        2,
+        A,
+        lambda r, c: r["payload"].update(lesson=f"Do not retry this lever for {_payoff(c)}."),
+        (CLM,),
+        lambda c: _payoff(c) is not None,
+    ),
+    Case("2 only helps made only hurts", 2, A, _helps_to("only hurts"), (CLM,), lambda c: bool(_helps_field(c))),
+    Case("2 only helps made never helps", 2, A, _helps_to("never helps"), (CLM,), lambda c: bool(_helps_field(c))),
+]
+ROUND9_TWINS += [
+    Case("t only helps reworded helps only", 0, A, _helps_to("helps only"), (), lambda c: bool(_helps_field(c))),
+]

@@ -26,7 +26,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
              cited item says;
 - regime:    an established fact's shape regime is where the cited items say the lever fails (the other
-             side of a regime they say it pays off in);
+             side of a regime they say it pays off in); no clause of a claim says it fails (a negation,
+             "avoid", slower) in a regime they say it pays off in (payoff_regime);
 - scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's;
 - correctness: passed / correct / bit-exact / failed agree with the packet's correctness check unless a
              cited item says so, with each pass word put to the same use ("the build passes -D..." backs
@@ -169,6 +170,11 @@ class Cited:
         return tuple(found.items())
 
     @cached_property
+    def regimes(self) -> tuple[tuple[str, str | None], ...]:
+        """(where the lever pays off, where it fails) of each regime the cited texts state."""
+        return tuple((k, v) for t in self.texts for k, v in failure_regimes(t).items())
+
+    @cached_property
     def normalized(self) -> tuple[str, ...]:
         return tuple(normalize(t) for t in self.texts)
 
@@ -258,10 +264,16 @@ def direction(says: Reading, cited: Cited) -> list[str]:
     return out[:2]
 
 
+# speed senses that contradict each other: "only hurts" and "never helps" are no rewording of "only helps"
+CONTRARY_SPEED = {"+": {"-", "!+"}, "-": {"+", "!-"}, "!+": {"+"}, "!-": {"-"}}
+SPEED_WORD = {"+": "faster", "-": "slower", "!+": "not faster", "!-": "not slower"}
+
+
 def speed(says: Reading, cited: Cited) -> list[str]:
     """A speed word agrees with the measured change, or with a cited sentence the claim rewords or quotes
     (half of the one's content words are the other's): "only helps batch_size >= 1024" backs no "the
-    attempt was faster"."""
+    attempt was faster"; and never contradicts the sentence it rewords ("only hurts batch_size >= 1024"
+    for "only helps batch_size >= 1024"), whatever was measured."""
     supported: set[str] = set()
     for r in cited.sentences:
         shared = len(r.content & says.content) * 2
@@ -270,6 +282,10 @@ def speed(says: Reading, cited: Cited) -> list[str]:
     m = cited.measured_change
     out = []
     for sense in sorted(says.speed() - supported):
+        against = sorted(supported & CONTRARY_SPEED[sense])
+        if against:  # the sentence it rewords says the other way: no measurement makes the rewording true
+            out.append(f"says {SPEED_WORD[sense]} where the sentence it rewords says {SPEED_WORD[against[0]]}")
+            continue
         contradicts = (
             m is None
             or (sense == "+" and m <= 0)
@@ -278,9 +294,8 @@ def speed(says: Reading, cited: Cited) -> list[str]:
             or (sense == "!-" and m < 0)
         )
         if contradicts:
-            word = {"+": "faster", "-": "slower", "!+": "not faster", "!-": "not slower"}[sense]
             said = "measured no change" if m is None else f"measured {m:+g}%"
-            out.append(f"says {word}, but the packet {said} and no evidence it cites says so")
+            out.append(f"says {SPEED_WORD[sense]}, but the packet {said} and no evidence it cites says so")
     return out
 
 
@@ -304,6 +319,25 @@ def failure_regime(says: str, cited: Cited) -> list[str]:
     if collapsed_regime(says) in {collapsed_regime(w) for w in stated}:
         return ["is where the cited evidence says the lever pays off, not where it fails"]
     return ["is no regime the cited evidence states the lever fails in"]
+
+
+def payoff_regime(text: str, cited: Cited) -> list[str]:
+    """A regime the cited items state as where the lever pays off (optrace.facts.failure_regimes) is
+    never said, in a clause of the claim, to be where it fails: no negation, negating verb or slower
+    sense in that clause ("Do not retry this lever for batch_size >= 1024" where the trace says it only
+    helps there)."""
+    payoffs = {collapsed_regime(k) for k, v in cited.regimes if k != v}
+    if not payoffs:
+        return []
+    for sentence in sentences(text) or [text]:
+        for clause in CLAUSE_BREAK.split(sentence):
+            if not clause or not any(p in collapsed_regime(clause) for p in payoffs):
+                continue
+            r = read(clause)
+            against = any(t.negated or t.canon[0] in NEGATING_VERBS for t in r.tokens) or r.speed() & {"-", "!+"}
+            if against:
+                return ["says the lever fails where the cited evidence says it pays off"]
+    return []
 
 
 def collapsed_regime(text: str) -> str:

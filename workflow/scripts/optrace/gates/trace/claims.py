@@ -364,6 +364,7 @@ def said_against(
             + rules.scope(says_read, cited, says)
             + rules.correctness(says, cited)
             + rules.placed_numbers(says_read, says, cited)
+            + rules.payoff_regime(says, cited)
         )
     if field == "cause":
         j = judge(says, None, stated_cause)
