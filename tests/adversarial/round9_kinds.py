@@ -299,3 +299,59 @@ ROUND9 += [
 ROUND9_TWINS += [
     Case("t only helps reworded helps only", 0, A, _helps_to("helps only"), (), lambda c: bool(_helps_field(c))),
 ]
+
+
+SO_AND = re.compile(r", so ([^,;.]+?) and ([^,;.]+?)([.;]|$)")
+CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
+
+
+def _so_and_field(c: Ctx) -> str | None:
+    """A cause field with "A, so B and C" where B is a clause of its own (three words or more, not the
+    first noun of "both X and Y")."""
+    for path in CAUSE_FIELDS:
+        try:
+            value = at(c.record, path)
+        except (KeyError, TypeError):
+            continue
+        m = SO_AND.search(value) if isinstance(value, str) else None
+        if m and len(m.group(1).split()) >= 3 and len(m.group(2).split()) >= 3 and not m.group(1).startswith("both "):
+            return path
+    return None
+
+
+def _keep_conjunct(which: int):
+    """ "A, so B and C" -> "A, so C" (which=2: the cause joined to what the trace joins only by "and") or
+    "A, so B" (which=1: the clause it joins, the rest left out)."""
+
+    def mutate(r, c):
+        path = _so_and_field(c)
+        assert path
+        edit(path, lambda t, c: SO_AND.sub(lambda m: f", so {m.group(which)}{m.group(3)}", t, count=1))(r, c)
+
+    return mutate
+
+
+ROUND9 += [
+    Case(
+        "2 so joining a cause to a clause the trace joins only by and",
+        2,
+        S,
+        _keep_conjunct(2),
+        (CLM,),
+        lambda c: _so_and_field(c) is not None,
+    ),
+    Case(
+        "2 a failed lever's so joined to its and clause",
+        2,
+        A,
+        _keep_conjunct(2),
+        (CLM,),
+        lambda c: _so_and_field(c) is not None,
+    ),
+]
+ROUND9_TWINS += [
+    Case(
+        "t a so clause kept without what follows its and", 0, S, _keep_conjunct(1), (), lambda c: bool(_so_and_field(c))
+    ),
+    Case("t a failed lever's so clause kept alone", 0, A, _keep_conjunct(1), (), lambda c: bool(_so_and_field(c))),
+]

@@ -22,7 +22,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
              sentence the claim rewords says the same;
 - cause:     every causal join of a claim (because, so, therefore ...) is a join a cited sentence makes,
              with the cause on the cause side (two statements the trace makes apart are no causal story;
-             a join some cited sentence makes the same way round is never read as swapped by another);
+             a join some cited sentence makes the same way round is never read as swapped by another;
+             "A, so B and C" joins A to B, so "A, so C" is no join it makes);
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
              cited item says;
 - regime:    an established fact's shape regime is where the cited items say the lever fails (the other
@@ -157,7 +158,7 @@ class Cited:
         return tuple(_plain_words(t) for t in self.texts)
 
     @cached_property
-    def joins(self) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    def joins(self) -> tuple[tuple[frozenset[str], frozenset[str], frozenset[str]], ...]:
         return tuple(j for s in self.sentence_texts for j in _joins(s))
 
     @cached_property
@@ -432,19 +433,31 @@ def _content_of(text: str) -> frozenset[str]:
     return read(_SMALL_NUMBER.sub(lambda m: _value(m.group(0)), text)).content
 
 
-def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str]]]:
-    """(cause words, effect words) of every causal join of a sentence: each connective joins the text
-    since the previous connective to the text up to the next ("A, so B, because C" joins A to B and C to B)."""
+# what bounds a join's sides: a semicolon ends the clause a connective joins ("A, so B; C" joins A to B)
+_SIDE_BREAK = re.compile(r";")
+_CONJUNCT = re.compile(r"\s(?:and|while)\s|,\s")
+
+
+def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str], frozenset[str]]]:
+    """(cause words, effect words, the words of the effect's first clause) of every causal join of a
+    sentence: each connective joins the text since the previous connective (or semicolon) to the text up
+    to the next ("A, so B, because C" joins A to B and C to B). After "so" (and its kin) the clause
+    right after it is what the cause causes: "A, so B and C" joins A to B, and C only through B. The
+    first clause's words are empty where it holds fewer than two (an "and" of nouns: "K and V tiles")."""
     found = sorted(
         [(m.start(), m.end(), False) for m in CAUSE_FIRST.finditer(sentence)]
         + [(m.start(), m.end(), True) for m in EFFECT_FIRST.finditer(sentence)]
     )
-    out = []
+    out: list[tuple[frozenset[str], frozenset[str], frozenset[str]]] = []
     for k, (start, end, cause_after) in enumerate(found):
-        before = sentence[found[k - 1][1] if k else 0 : start]
-        after = sentence[end : found[k + 1][0] if k + 1 < len(found) else len(sentence)]
+        before = _SIDE_BREAK.split(sentence[found[k - 1][1] if k else 0 : start])[-1]
+        after = _SIDE_BREAK.split(sentence[end : found[k + 1][0] if k + 1 < len(found) else len(sentence)])[0]
         first, second = _content_of(before), _content_of(after)
-        out.append((second, first) if cause_after else (first, second))
+        if cause_after:
+            out.append((second, first, frozenset()))
+        else:
+            lead = _content_of(_CONJUNCT.split(after.strip(), maxsplit=1)[0])
+            out.append((first, second, lead if len(lead) >= 2 else frozenset()))
     return out
 
 
@@ -459,10 +472,10 @@ def cause_order(text: str, cited: Cited) -> list[str]:
     statements the trace makes apart are no causal story it told), never the other way round."""
     joins = _joins(text)
     theirs = cited.joins if joins else ()
-    for cause, effect in joins:
-        if any(_most(cause, c) and _most(effect, e) for c, e in theirs):
-            continue  # a join a cited sentence makes, the same way round
-        if any(len(cause & e) >= 2 and len(effect & c) >= 1 and len(cause & e) > len(cause & c) for c, e in theirs):
+    for cause, effect, _ in joins:
+        if any(_most(cause, c) and _most(effect, e) and (not lead or _most(lead, effect)) for c, e, lead in theirs):
+            continue  # a join a cited sentence makes, the same way round, to the clause it joins
+        if any(len(cause & e) >= 2 and len(effect & c) >= 1 and len(cause & e) > len(cause & c) for c, e, _ in theirs):
             return ["puts the cited sentence's effect as the cause (cause and effect swapped)"]
         return ["joins a cause and an effect that no sentence it cites joins"]
     return []
