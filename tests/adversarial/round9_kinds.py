@@ -355,3 +355,70 @@ ROUND9_TWINS += [
     ),
     Case("t a failed lever's so clause kept alone", 0, A, _keep_conjunct(1), (), lambda c: bool(_so_and_field(c))),
 ]
+
+
+def _so_field(c: Ctx) -> str | None:
+    return next((p for p in CAUSE_FIELDS if isinstance(_get(c, p), str) and ", so " in _get(c, p)), None)
+
+
+def _get(c: Ctx, path: str):
+    try:
+        return at(c.record, path)
+    except (KeyError, TypeError):
+        return None
+
+
+def _reworded(old: str, new: str, find):
+    def mutate(r, c):
+        path = find(c)
+        assert path
+        edit(path, lambda t, c: re.sub(old, new, t, count=1))(r, c)
+
+    return mutate
+
+
+def _word_field(pattern: str):
+    return lambda c: next(
+        (
+            p
+            for p in (*CAUSE_FIELDS, "payload.change")
+            if isinstance(_get(c, p), str) and re.search(pattern, _get(c, p))
+        ),
+        None,
+    )
+
+
+ROUND9_TWINS += [
+    Case(
+        f"t so written as {w} in a {rt}",
+        0,
+        rt,
+        _reworded(", so ", f", {w} ", _so_field),
+        (),
+        lambda c: bool(_so_field(c)),
+    )
+    for w in ("therefore", "which means", "as a result,")
+    for rt in (S, A)
+]
+ROUND9_TWINS += [
+    Case(
+        f"t needs written as requires in a {rt}",
+        0,
+        rt,
+        _reworded(r"\bneeds\b", "requires", _word_field(r"\bneeds\b")),
+        (),
+        lambda c: bool(_word_field(r"\bneeds\b")(c)),
+    )
+    for rt in (S, A)
+]
+ROUND9_TWINS += [
+    Case(
+        f"t one written as a single in a {rt}",
+        0,
+        rt,
+        _reworded(r"\bone (?=[a-z]{3,})", "a single ", _word_field(r"\bone [a-z]{3,}")),
+        (),
+        lambda c: bool(_word_field(r"\bone [a-z]{3,}")(c)),
+    )
+    for rt in (S, A)
+]

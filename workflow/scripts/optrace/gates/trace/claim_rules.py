@@ -4,7 +4,8 @@ A `Cited` is what a claim rests on: the texts of the items it cites, the meaning
 and the packet's measured change and correctness. Each rule returns problems (empty: satisfied):
 
 - content:   every content word of the claim is a word of its cited items, of its cited slots' meanings
-             or of the record's identity (operator, GPU, DSL, harness); a symptom tag a cited item states
+             or of the record's identity (operator, GPU, DSL, harness), its causal connectives aside
+             (the cause rule judges the joins they make); a symptom tag a cited item states
              (optrace.facts.stated_symptoms) is read as the phrase that states it (`as_stated`);
 - numbers:   a number inside a word (bf16, sm_90) is that word's, which the cited items or identity hold;
              any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
@@ -91,7 +92,8 @@ _WORDS = re.compile(r"[a-z0-9_]+")
 DIGITS = re.compile(r"(?<![\w.])[-+−]?(?=[\d.])(\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 GLUED = re.compile(r"[A-Za-z0-9_]*\d[A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*")
 CAUSE_FIRST = re.compile(
-    r"\b(?:so|therefore|thus|hence|leads? to|results? in|which means|(?:which|that|this) is why)\b", re.I
+    r"\b(?:so|therefore|thus|hence|consequently|as a result(?! of)|leads? to|results? in|which means|(?:which|that|this) is why)\b",
+    re.I,
 )
 EFFECT_FIRST = re.compile(r"\b(?:because|since|due to|owing to|caused by|as a result of|thanks to|given that)\b", re.I)
 
@@ -198,6 +200,14 @@ def as_stated(says: str, cited: Cited) -> str:
     for tag, phrase in cited.symptoms:
         says = re.sub(rf"(?<![\w-]){re.escape(tag)}(?![\w-])", phrase, says)
     return says
+
+
+def without_connectives(text: str, reading: Reading) -> Reading:
+    """The claim read without its causal connectives ("therefore", "as a result of", "which means"):
+    the cause rule judges each join they make, so they need not be words of the evidence."""
+    if not (CAUSE_FIRST.search(text) or EFFECT_FIRST.search(text)):
+        return reading
+    return read(EFFECT_FIRST.sub(" ", CAUSE_FIRST.sub(" ", text)))
 
 
 def content(says: Reading, cited: Cited) -> list[str]:
@@ -450,7 +460,9 @@ def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str], frozense
     )
     out: list[tuple[frozenset[str], frozenset[str], frozenset[str]]] = []
     for k, (start, end, cause_after) in enumerate(found):
-        before = _SIDE_BREAK.split(sentence[found[k - 1][1] if k else 0 : start])[-1]
+        pieces = _SIDE_BREAK.split(sentence[found[k - 1][1] if k else 0 : start])
+        # "A; as a result, B": a connective right after a semicolon joins the clause before it
+        before = pieces[-1] if pieces[-1].strip(" ,") or len(pieces) == 1 else pieces[-2]
         after = _SIDE_BREAK.split(sentence[end : found[k + 1][0] if k + 1 < len(found) else len(sentence)])[0]
         first, second = _content_of(before), _content_of(after)
         if cause_after:

@@ -344,7 +344,8 @@ def said_against(
     problems = (
         []
         if quoted
-        else rules.content(says_read, cited) + rules.numbers(says, slots, cited, exact, spelled_counts=field != "tag")
+        else rules.content(rules.without_connectives(says, says_read), cited)
+        + rules.numbers(says, slots, cited, exact, spelled_counts=field != "tag")
     )
     if quoted:
         pass
