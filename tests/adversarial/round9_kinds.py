@@ -422,3 +422,36 @@ ROUND9_TWINS += [
     )
     for rt in (S, A)
 ]
+
+
+DROPPABLE = re.compile(r"\s+(?:only\s+)?(?:when|for|if|at|where)\s+[A-Za-z_][\w.]*\s*(?:<=|>=|<|>)\s*\d+")
+
+
+def _qualified_field(c: Ctx) -> str | None:
+    return next(
+        (
+            p
+            for p in (*CAUSE_FIELDS, "payload.observed")
+            if isinstance(_get(c, p), str) and DROPPABLE.search(_get(c, p))
+        ),
+        None,
+    )
+
+
+def _drop_qualifier(r, c) -> None:
+    """A restricting qualifier deleted: the claim widens to where the trace never said it."""
+    path = _qualified_field(c)
+    assert path
+    edit(path, lambda t, c: DROPPABLE.sub("", t, count=1))(r, c)
+
+
+ROUND9 += [
+    Case(
+        "7 a qualifier dropped from a failed lever's claim",
+        7,
+        A,
+        _drop_qualifier,
+        (CLM,),
+        lambda c: bool(_qualified_field(c)),
+    ),
+]

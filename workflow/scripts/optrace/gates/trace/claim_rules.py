@@ -30,7 +30,9 @@ and the packet's measured change and correctness. Each rule returns problems (em
 - regime:    an established fact's shape regime is where the cited items say the lever fails (the other
              side of a regime they say it pays off in); no clause of a claim says it fails (a negation,
              "avoid", slower) in a regime they say it pays off in (payoff_regime);
-- scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's;
+- scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's,
+             and a claim rewording a cited clause keeps its qualifier ("when seq_len <= 512", "shape-0":
+             kept_qualifiers);
 - correctness: passed / correct / bit-exact / failed agree with the packet's correctness check unless a
              cited item says so, with each pass word put to the same use ("the build passes -D..." backs
              no kernel that "passes").
@@ -348,6 +350,32 @@ def payoff_regime(text: str, cited: Cited) -> list[str]:
             against = any(t.negated or t.canon[0] in NEGATING_VERBS for t in r.tokens) or r.speed() & {"-", "!+"}
             if against:
                 return ["says the lever fails where the cited evidence says it pays off"]
+    return []
+
+
+# a qualifier restricting where a clause holds: a shape axis against a number, or a named shape
+QUALIFIER = re.compile(r"\b([A-Za-z_][\w.]*)\s*(?:<=|>=|==|<|>|≤|≥)\s*(\d+(?:\.\d+)?)|\b(shape-\d+)\b")
+
+
+def kept_qualifiers(says: Reading, text: str, cited: Cited) -> list[str]:
+    """A claim keeps the qualifier ("when seq_len <= 512", "shape-0") of each clause it rewords in the
+    cited sentences it rewords (those sharing the most content words with it): a clause of which it
+    holds three fifths of the content words (two at least, the qualifier's own aside) has its number or
+    shape in the claim too (dropping it widens the claim to where the trace never said it)."""
+    norm = normalize(text).lower()
+    scored = [(len(r.content & says.content), t) for r, t in zip(cited.sentences, cited.sentence_texts, strict=True)]
+    best = max((n for n, _ in scored), default=0)
+    for n, sentence in scored:
+        if n < best or not best or not QUALIFIER.search(sentence):
+            continue
+        for clause in CLAUSE_BREAK.split(sentence):
+            for m in QUALIFIER.finditer(clause or ""):
+                words = read(clause.replace(m.group(0), " ")).content
+                if len(words) < 2 or len(words & says.content) < 0.6 * len(words):
+                    continue
+                mark = m.group(3) or m.group(2)
+                if not re.search(rf"(?<![\w.]){re.escape(mark.lower())}(?![\w.])", norm):
+                    return [f"drops the qualifier {m.group(0)!r} of the cited clause it rewords"]
     return []
 
 

@@ -366,6 +366,7 @@ def said_against(
             + rules.correctness(says, cited)
             + rules.placed_numbers(says_read, says, cited)
             + rules.payoff_regime(says, cited)
+            + rules.kept_qualifiers(says_read, says, cited)
         )
     if field == "cause":
         j = judge(says, None, stated_cause)
