@@ -231,30 +231,24 @@ def _lever_part(c: Ctx) -> str | None:
     return next((p for p in parts[1:] + parts[:1] if p != lever and p not in advice), None)
 
 
+def _anti_says(name: str, field: str, says, needs) -> Case:
+    """A planted kind of family 2 setting one payload field of a failed lever's record to says(c), where
+    needs(c) is not None."""
+    return Case(name, 2, A, lambda r, c: r["payload"].update({field: says(c)}), (CLM,), lambda c: needs(c) is not None)
+
+
 ROUND9 += [
-    Case(
-        "2 a lesson advising part of the failed lever",
-        2,
-        A,
-        lambda r, c: r["payload"].update(lesson=f"keep {_lever_part(c)}"),
-        (CLM,),
-        lambda c: _lever_part(c) is not None,
+    _anti_says(
+        "2 a lesson advising part of the failed lever", "lesson", lambda c: f"keep {_lever_part(c)}", _lever_part
     ),
-    Case(
-        "2 a lesson naming the failed lever before its verb",
-        2,
-        A,
-        lambda r, c: r["payload"].update(lesson=f"{_lever(c)}: keep it."),
-        (CLM,),
-        lambda c: _lever(c) is not None,
+    _anti_says(
+        "2 a lesson naming the failed lever before its verb", "lesson", lambda c: f"{_lever(c)}: keep it.", _lever
     ),
-    Case(
+    _anti_says(
         "2 a retry condition that says to keep the failed lever",
-        2,
-        A,
-        lambda r, c: r["payload"].update(would_retry_if=f"keep {_lever(c)}"),
-        (CLM,),
-        lambda c: _lever(c) is not None,
+        "would_retry_if",
+        lambda c: f"keep {_lever(c)}",
+        _lever,
     ),
 ]
 
@@ -285,13 +279,11 @@ def _helps_to(word: str):
 
 
 ROUND9 += [
-    Case(
+    _anti_says(
         "2 a lesson forbidding the lever where the trace says it pays off",
-        2,
-        A,
-        lambda r, c: r["payload"].update(lesson=f"Do not retry this lever for {_payoff(c)}."),
-        (CLM,),
-        lambda c: _payoff(c) is not None,
+        "lesson",
+        lambda c: f"Do not retry this lever for {_payoff(c)}.",
+        _payoff,
     ),
     Case("2 only helps made only hurts", 2, A, _helps_to("only hurts"), (CLM,), lambda c: bool(_helps_field(c))),
     Case("2 only helps made never helps", 2, A, _helps_to("never helps"), (CLM,), lambda c: bool(_helps_field(c))),
@@ -400,26 +392,20 @@ ROUND9_TWINS += [
     for w in ("therefore", "which means", "as a result,")
     for rt in (S, A)
 ]
+WORD_TWINS = (
+    ("needs written as requires", r"\bneeds\b", "requires", r"\bneeds\b"),
+    ("one written as a single", r"\bone (?=[a-z]{3,})", "a single ", r"\bone [a-z]{3,}"),
+)
 ROUND9_TWINS += [
     Case(
-        f"t needs written as requires in a {rt}",
+        f"t {name} in a {rt}",
         0,
         rt,
-        _reworded(r"\bneeds\b", "requires", _word_field(r"\bneeds\b")),
+        _reworded(old, new, _word_field(where)),
         (),
-        lambda c: bool(_word_field(r"\bneeds\b")(c)),
+        lambda c, where=where: bool(_word_field(where)(c)),
     )
-    for rt in (S, A)
-]
-ROUND9_TWINS += [
-    Case(
-        f"t one written as a single in a {rt}",
-        0,
-        rt,
-        _reworded(r"\bone (?=[a-z]{3,})", "a single ", _word_field(r"\bone [a-z]{3,}")),
-        (),
-        lambda c: bool(_word_field(r"\bone [a-z]{3,}")(c)),
-    )
+    for name, old, new, where in WORD_TWINS
     for rt in (S, A)
 ]
 
