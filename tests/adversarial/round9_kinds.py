@@ -441,3 +441,21 @@ ROUND9 += [
         lambda c: bool(_qualified_field(c)),
     ),
 ]
+
+
+COMPARISON_TWINS = (
+    ("a comparison written N or more", r">=\s*(\d+)", r"\1 or more", r">=\s*\d"),
+    ("a comparison written with the one-character symbol", r"<=\s*(\d+)", r"≤ \1", r"<=\s*\d"),
+    ("a comparison written up to N", r"<=\s*(\d+)", r"up to \1", r"<=\s*\d"),
+)
+ROUND9_TWINS += [
+    Case(
+        f"t {name}",
+        0,
+        A,
+        _reworded(old, new, _word_field(where)),
+        (),
+        lambda c, where=where: bool(_word_field(where)(c)),
+    )
+    for name, old, new, where in COMPARISON_TWINS
+]

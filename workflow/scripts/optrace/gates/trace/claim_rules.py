@@ -11,7 +11,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
              any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
              and unit, in a clause whose words fit what the slot measures and when) or quoted from a cited
              item put to the same use (counting the same thing, beside the same comparison: "256 rows" is
-             no quote of "256 threads", "< 1024" none of ">= 1024"); a count in words (one .. twelve) is
+             no quote of "256 threads", "< 1024" none of ">= 1024", "1024 or more" and "≥ 1024" are
+             ">= 1024": as_symbols); a count in words (one .. twelve) is
              a number too, quoted as its digits are or as a word; and each quoted number stands where
              the sentence it rewords has it, not in the place that sentence gives another number
              (placed_numbers: two numbers traded inside one field);
@@ -181,7 +182,7 @@ class Cited:
 
     @cached_property
     def normalized(self) -> tuple[str, ...]:
-        return tuple(normalize(t) for t in self.texts)
+        return tuple(as_symbols(normalize(t)) for t in self.texts)
 
     @cached_property
     def normalized_sentences(self) -> tuple[str, ...]:
@@ -374,7 +375,7 @@ def kept_qualifiers(says: Reading, text: str, cited: Cited) -> list[str]:
                 if len(words) < 2 or len(words & says.content) < 0.6 * len(words):
                     continue
                 mark = m.group(3) or m.group(2)
-                if not re.search(rf"(?<![\w.]){re.escape(mark.lower())}(?![\w.])", norm):
+                if not re.search(rf"(?<![\w.]){re.escape(mark.lower())}(?!\w|\.\d)", norm):
                     return [f"drops the qualifier {m.group(0)!r} of the cited clause it rewords"]
     return []
 
@@ -559,6 +560,22 @@ def _same_use(mine: tuple[str | None, str | None], theirs: tuple[str | None, str
     return mine[0] is not None and mine[0] == theirs[0]
 
 
+# a comparison in words or in one symbol, as the two-character symbol the same-use rule compares
+_AT_LEAST = re.compile(r"\b(?:at least|no less than|no fewer than)\s+(?=\d)|≥\s*", re.I)
+_AT_MOST = re.compile(r"\b(?:at most|up to|no more than)\s+(?=\d)|≤\s*", re.I)
+_OR_MORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s+or\s+(?:more|greater|larger|above)\b", re.I)
+_OR_LESS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s+or\s+(?:less|fewer|smaller|below)\b", re.I)
+
+
+def as_symbols(text: str) -> str:
+    """ "1024 or more", "at least 1024" and "≥ 1024" read ">= 1024"; "up to 512", "at most 512", "512 or
+    less" and "≤ 512" read "<= 512" (a comparison written out is the same comparison)."""
+    if not any(c in text for c in "≤≥") and not re.search(r"\b(?:or|least|most|up to|than)\b", text, re.I):
+        return text
+    text = _AT_LEAST.sub(">= ", _AT_MOST.sub("<= ", text))
+    return _OR_LESS.sub(r"<= \1", _OR_MORE.sub(r">= \1", text))
+
+
 # number words counted as their digits ("four bf16" quotes "4 bf16"; "three kernels" is a number)
 SMALL_NUMBERS = {w: str(i) for w, i in UNITS.items() if 1 <= i <= 12}
 _SMALL_NUMBER = re.compile(rf"\b(?:{'|'.join(SMALL_NUMBERS)})\b", re.I)
@@ -724,7 +741,7 @@ def numbers(
     spelled = spelled_counts and _SMALL_NUMBER.search(text) is not None
     if not spelled and not any(ch.isnumeric() for ch in text):
         return []  # no number to judge (larger numbers in words, "twenty-one", are no-fabrication's)
-    norm = normalize(text)
+    norm = as_symbols(normalize(text))
     named = {token: (name, value) for token, name, value in slots}
     out = []
     for m in _SMALL_NUMBER.finditer(norm) if spelled else ():  # a count in words is quoted like its digits
