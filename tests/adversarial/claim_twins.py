@@ -25,6 +25,7 @@ from tests.adversarial.claim_attacks import (
     status,
 )
 from tests.adversarial.provenance_kinds import PROVENANCE_TWINS
+from tests.adversarial.round9_kinds import ROUND9_TWINS
 
 # --- honest twins: true rewordings that must pass ------------------------------------------------
 
@@ -369,4 +370,4 @@ TWINS += [
         has("payload.root_cause", r"\d%? -> \d"),
     ),
 ]
-TWINS += PROVENANCE_TWINS
+TWINS += PROVENANCE_TWINS + ROUND9_TWINS

@@ -174,6 +174,8 @@ _SYNONYMS = {
     "mem": ("memory",),
     "param": ("parameter",),
     "elem": ("element",),
+    "requir": ("need",),
+    "singl": ("one",),
 }
 
 

@@ -4,13 +4,18 @@ A `Cited` is what a claim rests on: the texts of the items it cites, the meaning
 and the packet's measured change and correctness. Each rule returns problems (empty: satisfied):
 
 - content:   every content word of the claim is a word of its cited items, of its cited slots' meanings
-             or of the record's identity (operator, GPU, DSL, harness); a symptom tag a cited item states
+             or of the record's identity (operator, GPU, DSL, harness), its causal connectives aside
+             (the cause rule judges the joins they make); a symptom tag a cited item states
              (optrace.facts.stated_symptoms) is read as the phrase that states it (`as_stated`);
 - numbers:   a number inside a word (bf16, sm_90) is that word's, which the cited items or identity hold;
              any other number is a slot's (named in `slots`: the slot's value as rounded, with its sign
              and unit, in a clause whose words fit what the slot measures and when) or quoted from a cited
              item put to the same use (counting the same thing, beside the same comparison: "256 rows" is
-             no quote of "256 threads", "< 1024" none of ">= 1024");
+             no quote of "256 threads", "< 1024" none of ">= 1024", "1024 or more" and "≥ 1024" are
+             ">= 1024": as_symbols); a count in words (one .. twelve) is
+             a number too, quoted as its digits are or as a word; and each quoted number stands where
+             the sentence it rewords has it, not in the place that sentence gives another number
+             (placed_numbers: two numbers traded inside one field);
 - polarity:  a word negated in the claim is negated in the cited sentence it rewords (the closest one),
              and one asserted there is asserted (a slug, which drops the words a negation turns on, may
              not assert what the cited sentence only negates);
@@ -18,12 +23,17 @@ and the packet's measured change and correctness. Each rule returns problems (em
 - speed:     faster / slower (less / more latency) agrees with the measured change unless a cited
              sentence the claim rewords says the same;
 - cause:     every causal join of a claim (because, so, therefore ...) is a join a cited sentence makes,
-             with the cause on the cause side (two statements the trace makes apart are no causal story);
+             with the cause on the cause side (two statements the trace makes apart are no causal story;
+             a join some cited sentence makes the same way round is never read as swapped by another;
+             "A, so B and C" joins A to B, so "A, so C" is no join it makes);
 - verdict:   kept / committed on a failed lever, reverted / not committed on a kept change, only as a
              cited item says;
 - regime:    an established fact's shape regime is where the cited items say the lever fails (the other
-             side of a regime they say it pays off in);
-- scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's;
+             side of a regime they say it pays off in); no clause of a claim says it fails (a negation,
+             "avoid", slower) in a regime they say it pays off in (payoff_regime);
+- scope:     a scope word (general, typically, all, any, every, large, recent, ...) is a cited item's,
+             and a claim rewording a cited clause keeps its qualifier ("when seq_len <= 512", "shape-0":
+             kept_qualifiers);
 - correctness: passed / correct / bit-exact / failed agree with the packet's correctness check unless a
              cited item says so, with each pass word put to the same use ("the build passes -D..." backs
              no kernel that "passes").
@@ -36,10 +46,10 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from optrace.facts import failure_regimes, stated_symptoms
-from optrace.gates.trace.numbers import decimals, normalize
+from optrace.gates.trace.numbers import UNITS, decimals, normalize
 from optrace.slots import SlotKind, kind_of
 from optrace.wording import CLAUSE_BREAK, NEGATING_VERBS, NEGATORS, Reading, read, sentences, stem
 
@@ -85,7 +95,8 @@ _WORDS = re.compile(r"[a-z0-9_]+")
 DIGITS = re.compile(r"(?<![\w.])[-+−]?(?=[\d.])(\d+(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?")
 GLUED = re.compile(r"[A-Za-z0-9_]*\d[A-Za-z0-9_.]*|[A-Za-z_][A-Za-z0-9_]*")
 CAUSE_FIRST = re.compile(
-    r"\b(?:so|therefore|thus|hence|leads? to|results? in|which means|(?:which|that|this) is why)\b", re.I
+    r"\b(?:so|therefore|thus|hence|consequently|as a result(?! of)|leads? to|results? in|which means|(?:which|that|this) is why)\b",
+    re.I,
 )
 EFFECT_FIRST = re.compile(r"\b(?:because|since|due to|owing to|caused by|as a result of|thanks to|given that)\b", re.I)
 
@@ -102,6 +113,7 @@ class Cited:
     correctness: tuple[tuple[str, object], ...]  # the packet's correctness check, as (key, value) pairs
     is_baseline: bool  # the packet's floor is the untouched baseline
     shapes_measured: int | None = None  # how many shapes the packet's geomean is over
+    check_refuted: bool = False  # the lever's own account says the correctness check rejected it
 
     @cached_property
     def readings(self) -> tuple[Reading, ...]:
@@ -151,7 +163,7 @@ class Cited:
         return tuple(_plain_words(t) for t in self.texts)
 
     @cached_property
-    def joins(self) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    def joins(self) -> tuple[tuple[frozenset[str], frozenset[str], frozenset[str]], ...]:
         return tuple(j for s in self.sentence_texts for j in _joins(s))
 
     @cached_property
@@ -162,6 +174,19 @@ class Cited:
             for tag, phrase in stated_symptoms(t):
                 found.setdefault(tag, phrase)
         return tuple(found.items())
+
+    @cached_property
+    def regimes(self) -> tuple[tuple[str, str | None], ...]:
+        """(where the lever pays off, where it fails) of each regime the cited texts state."""
+        return tuple((k, v) for t in self.texts for k, v in failure_regimes(t).items())
+
+    @cached_property
+    def normalized(self) -> tuple[str, ...]:
+        return tuple(as_symbols(normalize(t)) for t in self.texts)
+
+    @cached_property
+    def normalized_sentences(self) -> tuple[str, ...]:
+        return tuple(normalize(s) for s in self.sentence_texts)
 
     @cached_property
     def runs(self) -> frozenset[str]:
@@ -178,6 +203,14 @@ def as_stated(says: str, cited: Cited) -> str:
     for tag, phrase in cited.symptoms:
         says = re.sub(rf"(?<![\w-]){re.escape(tag)}(?![\w-])", phrase, says)
     return says
+
+
+def without_connectives(text: str, reading: Reading) -> Reading:
+    """The claim read without its causal connectives ("therefore", "as a result of", "which means"):
+    the cause rule judges each join they make, so they need not be words of the evidence."""
+    if not (CAUSE_FIRST.search(text) or EFFECT_FIRST.search(text)):
+        return reading
+    return read(EFFECT_FIRST.sub(" ", CAUSE_FIRST.sub(" ", text)))
 
 
 def content(says: Reading, cited: Cited) -> list[str]:
@@ -245,10 +278,16 @@ def direction(says: Reading, cited: Cited) -> list[str]:
     return out[:2]
 
 
+# speed senses that contradict each other: "only hurts" and "never helps" are no rewording of "only helps"
+CONTRARY_SPEED = {"+": {"-", "!+"}, "-": {"+", "!-"}, "!+": {"+"}, "!-": {"-"}}
+SPEED_WORD = {"+": "faster", "-": "slower", "!+": "not faster", "!-": "not slower"}
+
+
 def speed(says: Reading, cited: Cited) -> list[str]:
     """A speed word agrees with the measured change, or with a cited sentence the claim rewords or quotes
     (half of the one's content words are the other's): "only helps batch_size >= 1024" backs no "the
-    attempt was faster"."""
+    attempt was faster"; and never contradicts the sentence it rewords ("only hurts batch_size >= 1024"
+    for "only helps batch_size >= 1024"), whatever was measured."""
     supported: set[str] = set()
     for r in cited.sentences:
         shared = len(r.content & says.content) * 2
@@ -257,6 +296,10 @@ def speed(says: Reading, cited: Cited) -> list[str]:
     m = cited.measured_change
     out = []
     for sense in sorted(says.speed() - supported):
+        against = sorted(supported & CONTRARY_SPEED[sense])
+        if against:  # the sentence it rewords says the other way: no measurement makes the rewording true
+            out.append(f"says {SPEED_WORD[sense]} where the sentence it rewords says {SPEED_WORD[against[0]]}")
+            continue
         contradicts = (
             m is None
             or (sense == "+" and m <= 0)
@@ -265,9 +308,8 @@ def speed(says: Reading, cited: Cited) -> list[str]:
             or (sense == "!-" and m < 0)
         )
         if contradicts:
-            word = {"+": "faster", "-": "slower", "!+": "not faster", "!-": "not slower"}[sense]
             said = "measured no change" if m is None else f"measured {m:+g}%"
-            out.append(f"says {word}, but the packet {said} and no evidence it cites says so")
+            out.append(f"says {SPEED_WORD[sense]}, but the packet {said} and no evidence it cites says so")
     return out
 
 
@@ -291,6 +333,51 @@ def failure_regime(says: str, cited: Cited) -> list[str]:
     if collapsed_regime(says) in {collapsed_regime(w) for w in stated}:
         return ["is where the cited evidence says the lever pays off, not where it fails"]
     return ["is no regime the cited evidence states the lever fails in"]
+
+
+def payoff_regime(text: str, cited: Cited) -> list[str]:
+    """A regime the cited items state as where the lever pays off (optrace.facts.failure_regimes) is
+    never said, in a clause of the claim, to be where it fails: no negation, negating verb or slower
+    sense in that clause ("Do not retry this lever for batch_size >= 1024" where the trace says it only
+    helps there)."""
+    payoffs = {collapsed_regime(k) for k, v in cited.regimes if k != v}
+    if not payoffs:
+        return []
+    for sentence in sentences(text) or [text]:
+        for clause in CLAUSE_BREAK.split(sentence):
+            if not clause or not any(p in collapsed_regime(clause) for p in payoffs):
+                continue
+            r = read(clause)
+            against = any(t.negated or t.canon[0] in NEGATING_VERBS for t in r.tokens) or r.speed() & {"-", "!+"}
+            if against:
+                return ["says the lever fails where the cited evidence says it pays off"]
+    return []
+
+
+# a qualifier restricting where a clause holds: a shape axis against a number, or a named shape
+QUALIFIER = re.compile(r"\b([A-Za-z_][\w.]*)\s*(?:<=|>=|==|<|>|≤|≥)\s*(\d+(?:\.\d+)?)|\b(shape-\d+)\b")
+
+
+def kept_qualifiers(says: Reading, text: str, cited: Cited) -> list[str]:
+    """A claim keeps the qualifier ("when seq_len <= 512", "shape-0") of each clause it rewords in the
+    cited sentences it rewords (those sharing the most content words with it): a clause of which it
+    holds three fifths of the content words (two at least, the qualifier's own aside) has its number or
+    shape in the claim too (dropping it widens the claim to where the trace never said it)."""
+    norm = normalize(text).lower()
+    scored = [(len(r.content & says.content), t) for r, t in zip(cited.sentences, cited.sentence_texts, strict=True)]
+    best = max((n for n, _ in scored), default=0)
+    for n, sentence in scored:
+        if n < best or not best or not QUALIFIER.search(sentence):
+            continue
+        for clause in CLAUSE_BREAK.split(sentence):
+            for m in QUALIFIER.finditer(clause or ""):
+                words = read(clause.replace(m.group(0), " ")).content
+                if len(words) < 2 or len(words & says.content) < 0.6 * len(words):
+                    continue
+                mark = m.group(3) or m.group(2)
+                if not re.search(rf"(?<![\w.]){re.escape(mark.lower())}(?!\w|\.\d)", norm):
+                    return [f"drops the qualifier {m.group(0)!r} of the cited clause it rewords"]
+    return []
 
 
 def collapsed_regime(text: str) -> str:
@@ -339,9 +426,26 @@ def _backs_pass(claim: str, cited: tuple[str, ...]) -> bool:
     return _pass_uses(claim) <= uses and (not speaks_of_check or any(_plain_words(t) & CHECK_NOUNS for t in cited))
 
 
+REJECT_WORDS = {"reject", "rejects", "rejected", "rejecting"}
+CORRECTNESS_NOUNS = {"correctness", "tolerance", "accuracy"}
+
+
+def states_failed_check(text: str) -> bool:
+    """A sentence of the text says the correctness check failed or rejected something, negating neither
+    ("fp16 accumulation loses the low bits, so the correctness gate rejects it")."""
+    for s in sentences(text) or [text]:
+        r = read(s)
+        failed = any(t.raw in FAIL_WORDS | REJECT_WORDS and not t.negated for t in r.tokens)
+        if failed and _plain_words(s) & CORRECTNESS_NOUNS:
+            return True
+    return False
+
+
 def correctness(text: str, cited: Cited) -> list[str]:
     """Exact, passed (or matched the reference) and failed as the packet's correctness check says, or as
-    a cited sentence says it in as many words."""
+    a cited sentence says it in as many words; and never passed where the lever's own account (its
+    cause, observation or gate verdict) says the correctness check rejected it, whatever the packet's
+    status (the version's, which may have measured without that lever) or a cited item says."""
     ws = _plain_words(text)
     theirs = cited.plain_words
     check = dict(cited.correctness)
@@ -355,24 +459,46 @@ def correctness(text: str, cited: Cited) -> list[str]:
         out.append(f"says exact, but the packet's max_abs_err is {err!r}")
     if _says_passed(ws) and not _backs_pass(text, cited.texts) and status != "PASS":
         out.append(f"says it passed, but the packet's correctness status is {status!r}")
+    elif _says_passed(ws) and cited.check_refuted and not states_failed_check(text):
+        out.append("says it passed, but the lever's own account says the correctness check rejected it")
     if ws & FAIL_WORDS and not any(ws & FAIL_WORDS & t for t in theirs) and (status is None or status == "PASS"):
         out.append(f"says it failed, but the packet's correctness status is {status!r}")
     return out
 
 
-def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str]]]:
-    """(cause words, effect words) of every causal join of a sentence: each connective joins the text
-    since the previous connective to the text up to the next ("A, so B, because C" joins A to B and C to B)."""
+def _content_of(text: str) -> frozenset[str]:
+    """Content words of a side of a join, a count in words read as its digits (no content word), as a
+    count in digits is."""
+    return read(_SMALL_NUMBER.sub(lambda m: _value(m.group(0)), text)).content
+
+
+# what bounds a join's sides: a semicolon ends the clause a connective joins ("A, so B; C" joins A to B)
+_SIDE_BREAK = re.compile(r";")
+_CONJUNCT = re.compile(r"\s(?:and|while)\s|,\s")
+
+
+def _joins(sentence: str) -> list[tuple[frozenset[str], frozenset[str], frozenset[str]]]:
+    """(cause words, effect words, the words of the effect's first clause) of every causal join of a
+    sentence: each connective joins the text since the previous connective (or semicolon) to the text up
+    to the next ("A, so B, because C" joins A to B and C to B). After "so" (and its kin) the clause
+    right after it is what the cause causes: "A, so B and C" joins A to B, and C only through B. The
+    first clause's words are empty where it holds fewer than two (an "and" of nouns: "K and V tiles")."""
     found = sorted(
         [(m.start(), m.end(), False) for m in CAUSE_FIRST.finditer(sentence)]
         + [(m.start(), m.end(), True) for m in EFFECT_FIRST.finditer(sentence)]
     )
-    out = []
+    out: list[tuple[frozenset[str], frozenset[str], frozenset[str]]] = []
     for k, (start, end, cause_after) in enumerate(found):
-        before = sentence[found[k - 1][1] if k else 0 : start]
-        after = sentence[end : found[k + 1][0] if k + 1 < len(found) else len(sentence)]
-        first, second = read(before).content, read(after).content
-        out.append((second, first) if cause_after else (first, second))
+        pieces = _SIDE_BREAK.split(sentence[found[k - 1][1] if k else 0 : start])
+        # "A; as a result, B": a connective right after a semicolon joins the clause before it
+        before = pieces[-1] if pieces[-1].strip(" ,") or len(pieces) == 1 else pieces[-2]
+        after = _SIDE_BREAK.split(sentence[end : found[k + 1][0] if k + 1 < len(found) else len(sentence)])[0]
+        first, second = _content_of(before), _content_of(after)
+        if cause_after:
+            out.append((second, first, frozenset()))
+        else:
+            lead = _content_of(_CONJUNCT.split(after.strip(), maxsplit=1)[0])
+            out.append((first, second, lead if len(lead) >= 2 else frozenset()))
     return out
 
 
@@ -387,11 +513,12 @@ def cause_order(text: str, cited: Cited) -> list[str]:
     statements the trace makes apart are no causal story it told), never the other way round."""
     joins = _joins(text)
     theirs = cited.joins if joins else ()
-    for cause, effect in joins:
-        if any(len(cause & e) >= 2 and len(effect & c) >= 1 and len(cause & e) > len(cause & c) for c, e in theirs):
+    for cause, effect, _ in joins:
+        if any(_most(cause, c) and _most(effect, e) and (not lead or _most(lead, effect)) for c, e, lead in theirs):
+            continue  # a join a cited sentence makes, the same way round, to the clause it joins
+        if any(len(cause & e) >= 2 and len(effect & c) >= 1 and len(cause & e) > len(cause & c) for c, e, _ in theirs):
             return ["puts the cited sentence's effect as the cause (cause and effect swapped)"]
-        if not any(_most(cause, c) and _most(effect, e) for c, e in theirs):
-            return ["joins a cause and an effect that no sentence it cites joins"]
+        return ["joins a cause and an effect that no sentence it cites joins"]
     return []
 
 
@@ -433,15 +560,115 @@ def _same_use(mine: tuple[str | None, str | None], theirs: tuple[str | None, str
     return mine[0] is not None and mine[0] == theirs[0]
 
 
+# a comparison in words or in one symbol, as the two-character symbol the same-use rule compares
+_AT_LEAST = re.compile(r"\b(?:at least|no less than|no fewer than)\s+(?=\d)|≥\s*", re.I)
+_AT_MOST = re.compile(r"\b(?:at most|up to|no more than)\s+(?=\d)|≤\s*", re.I)
+_OR_MORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s+or\s+(?:more|greater|larger|above)\b", re.I)
+_OR_LESS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s+or\s+(?:less|fewer|smaller|below)\b", re.I)
+
+
+def as_symbols(text: str) -> str:
+    """ "1024 or more", "at least 1024" and "≥ 1024" read ">= 1024"; "up to 512", "at most 512", "512 or
+    less" and "≤ 512" read "<= 512" (a comparison written out is the same comparison)."""
+    if not any(c in text for c in "≤≥") and not re.search(r"\b(?:or|least|most|up to|than)\b", text, re.I):
+        return text
+    text = _AT_LEAST.sub(">= ", _AT_MOST.sub("<= ", text))
+    return _OR_LESS.sub(r"<= \1", _OR_MORE.sub(r">= \1", text))
+
+
+# number words counted as their digits ("four bf16" quotes "4 bf16"; "three kernels" is a number)
+SMALL_NUMBERS = {w: str(i) for w, i in UNITS.items() if 1 <= i <= 12}
+_SMALL_NUMBER = re.compile(rf"\b(?:{'|'.join(SMALL_NUMBERS)})\b", re.I)
+
+
+def _value(token: str) -> str:
+    """A number token's value as one spelling: `8`, `8.0` and `eight` are `8`."""
+    word = SMALL_NUMBERS.get(token.lower())
+    if word:
+        return word
+    try:
+        return format(Decimal(token).normalize(), "f")
+    except InvalidOperation:
+        return token
+
+
+@lru_cache(maxsize=1 << 14)
+def number_marks(text: str) -> tuple[tuple[str, int, int], ...]:
+    """(value, start, end) of every number of a (normalized) text standing on its own or glued to a
+    unit or noun by a hyphen (`16-byte`, `M <= 128`, `eight`), not one inside a word (`bf16`, `sm_90`)."""
+    out = []
+    for m in DIGITS.finditer(text):
+        start, end = m.start(1), m.end(1)
+        if (start and re.match(r"[A-Za-z_]", text[start - 1])) or text[max(0, start - 6) : start].lower() == "shape-":
+            continue
+        out.append((_value(m.group(1)), start, end))
+    out += [(_value(m.group(0)), m.start(), m.end()) for m in _SMALL_NUMBER.finditer(text)]
+    return tuple(sorted(out, key=lambda x: x[1]))
+
+
 def _quotes(token: str, text: str, start: int, end: int, cited: Cited) -> bool:
-    """The token appears in a cited item put to the use it is put to here (_same_use)."""
-    mine = _neighbours(text, start, end)
-    for t in cited.texts:
-        n = normalize(t)
-        for m in DIGITS.finditer(n):
-            if m.group(1) == token and _same_use(mine, _neighbours(n, m.start(1), m.end(1))):
+    """The number appears in a cited item (as digits or as a word) put to the use it is put to here
+    (_same_use)."""
+    mine, value = _neighbours(text, start, end), _value(token)
+    for n in cited.normalized:
+        for v, s, e in number_marks(n):
+            if v == value and _same_use(mine, _neighbours(n, s, e)):
                 return True
     return False
+
+
+_CONTEXT = re.compile(r"->|=>|→|[a-z][a-z_]*|\d+(?:\.\d+)?|[<>=≤≥]+")
+CONTEXT_SPAN = 3  # words each side a number's place is read by
+
+
+def _context(text: str, start: int, end: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The words, numbers (by value) or comparisons nearest a number on its left and on its right,
+    nearest first."""
+
+    def side(part: str) -> list[str]:
+        return [
+            "to" if w in _ARROWS else _value(w) if w[0].isdigit() or w in SMALL_NUMBERS else stem(w)
+            for w in _CONTEXT.findall(part.lower())
+        ]
+
+    return tuple(side(text[:start])[::-1][:CONTEXT_SPAN]), tuple(side(text[end:])[:CONTEXT_SPAN])
+
+
+def _fit(mine: tuple[tuple[str, ...], ...], theirs: tuple[tuple[str, ...], ...]) -> int:
+    """How alike two places are: each word on the same side of both, weighted by its nearness."""
+    return sum(
+        CONTEXT_SPAN - max(i, theirs[side].index(w))
+        for side in (0, 1)
+        for i, w in enumerate(mine[side])
+        if w in theirs[side]
+    )
+
+
+def placed_numbers(says: Reading, text: str, cited: Cited) -> list[str]:
+    """Each number quoted from a cited sentence stands where the sentence it rewords has it, not where
+    that sentence has another number: a place (the words and numbers nearest it, each side) that fits
+    another number's place better than its own, in each of the cited sentences holding it that share
+    the most content words with the claim, is two numbers traded ("one 2-byte load per 8 elements
+    instead of eight 16-byte loads" for "one 16-byte load ... eight 2-byte loads") or one put in
+    another's place ("M <= 16" where the trace has "M <= 128" and "16-row")."""
+    norm = normalize(text)
+    for value, start, end in number_marks(norm):
+        place = _context(norm, start, end)
+        holding = [
+            (len(r.content & says.content), n, number_marks(n))
+            for r, n in zip(cited.sentences, cited.normalized_sentences, strict=True)
+        ]
+        holding = [h for h in holding if value in {m[0] for m in h[2]}]
+        best = max((h[0] for h in holding), default=0)
+        verdicts = []
+        for _, n, marks in (h for h in holding if h[0] == best):
+            own = max(_fit(place, _context(n, s, e)) for v, s, e in marks if v == value)
+            other = max(((_fit(place, _context(n, s, e)), n[s:e]) for v, s, e in marks if v != value), default=None)
+            verdicts.append(other if other and other[0] > own else None)
+        if verdicts and all(verdicts):
+            theirs = verdicts[0][1]  # type: ignore[index]
+            return [f"{norm[start:end]!r} stands where the sentence it rewords has {theirs!r} (numbers traded places)"]
+    return []
 
 
 def matches_value(token: str, value: float, exact: Decimal | None = None) -> bool:
@@ -503,14 +730,23 @@ WITH_UNIT = re.compile(r"(?:\d+(?:\.\d+)?|\.\d+)(?:us|ms|ns|x)")
 
 
 def numbers(
-    text: str, slots: tuple[tuple[str, str, float | int | None], ...], cited: Cited, exact_change: Decimal | None
+    text: str,
+    slots: tuple[tuple[str, str, float | int | None], ...],
+    cited: Cited,
+    exact_change: Decimal | None,
+    spelled_counts: bool = True,
 ) -> list[str]:
-    """`slots`: (number as written, slot name, the slot's value in the packet or None)."""
-    if not any(ch.isnumeric() for ch in text):
-        return []  # no number to judge (numbers in words, "twenty-one", are no-fabrication's)
-    norm = normalize(text)
+    """`slots`: (number as written, slot name, the slot's value in the packet or None); `spelled_counts`:
+    a count in words is judged as its digits are (a slug, which drops the words around a count, is not)."""
+    spelled = spelled_counts and _SMALL_NUMBER.search(text) is not None
+    if not spelled and not any(ch.isnumeric() for ch in text):
+        return []  # no number to judge (larger numbers in words, "twenty-one", are no-fabrication's)
+    norm = as_symbols(normalize(text))
     named = {token: (name, value) for token, name, value in slots}
     out = []
+    for m in _SMALL_NUMBER.finditer(norm) if spelled else ():  # a count in words is quoted like its digits
+        if m.group(0) not in named and not _quotes(m.group(0), norm, m.start(), m.end(), cited):
+            out.append(f"{m.group(0)!r} is not quoted from the evidence it cites (as a word or as digits)")
     for run in GLUED.finditer(norm):
         word = run.group(0)
         if not re.search(r"\d", word) or re.fullmatch(r"[\d.]+", word) or WITH_UNIT.fullmatch(word):

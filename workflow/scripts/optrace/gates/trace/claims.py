@@ -15,9 +15,9 @@ The rule, for records mined from a trace:
    `packet` is the record's own packet.
 2. Citations. Each claim cites at least one id, each an evidence item of this packet (`agent_facing.
    evidence`) or a measurement slot that resolves in it (optrace.slots), and an item of a kind the field
-   may rest on (KINDS_FOR: a next step on an open direction, an approach on what the parent did, a
-   strategy's bottleneck on its parent's capture, ...): a citation of another packet, of nothing, or of
-   another segment's statements fails.
+   may rest on (KINDS_FOR: a next step on an open direction, an approach on what the parent did (a failed
+   lever's never on what the lever itself changed), a strategy's bottleneck on its parent's capture, ...):
+   a citation of another packet, of nothing, or of another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
    speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
    its words, numbers, negators and scope words); an established fact's shape regime is exactly where the
@@ -28,12 +28,16 @@ The rule, for records mined from a trace:
    version's prose also names (the packets manifest names every segment's lever) must name its own
    lever too: one version's prose about several levers, each record keeps the sentence about its own,
    and every claim rests on that prose only in its parts about its own lever (facts.parts_about: the
-   version's body, change, subject and expected impact); its lesson advises doing that lever only where
-   a cited item does. (A
+   version's body, change, subject and expected impact); its lesson, retry condition or hypothesis
+   advises doing that lever, or any part of it ("keep 64-bit loads" of "1024 threads per row with
+   64-bit loads", the lever named before its verb), only where a cited item advises that part. (A
    claim naming another segment's lever elsewhere needs that lever's words in what it cites: rule 3.)
 5. A cause field (mechanism, root_cause, established_fact.mechanism) states a cause sentence by sentence,
    as optrace.facts judges it (read as a stated-cause field when the cited item it rewords -- the one it
    shares most words with -- is one).
+6. Each value of `payload.config` is written beside its key (`maxnreg=168`, `GROUP_M: 8`, `two rows per
+   block` for rows_per_block) in an item its key's claims cite: the value the step set, not any number
+   of the packet.
 This replaces the rule that every word of a cause appear somewhere in the packet: a false sentence of the
 packet's own words fails rule 3, and a true rewording that cites its evidence passes.
 """
@@ -44,14 +48,15 @@ import re
 from collections.abc import Iterator
 from decimal import Decimal
 from functools import cached_property, lru_cache
+from itertools import pairwise
 
-from optrace.facts import judge, judge_sentence, parts_about
+from optrace.facts import judge, parts_about
 from optrace.gates.store.model import Gate, RecordView, obj
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 from optrace.gates.trace.numbers import normalize
 from optrace.slots import kind_of, resolve
-from optrace.wording import content_words, read, sentences
+from optrace.wording import content_words, read, sentences, word_set
 
 EXEMPT = re.compile(
     r"^(?:schema|id|type|level|status|episode_key"
@@ -104,6 +109,8 @@ KINDS_FOR: tuple[tuple[re.Pattern, tuple[str, ...] | None, set[str] | None], ...
     for p, types, kinds in (
         (r"^payload\.next_steps\[\d+\]$", None, {"direction", "direction-rationale"}),
         (r"^payload\.trace\.builds_on\.approach$", ("strategy",), {"previous-approach", "segment"}),
+        # a failed lever was tried on its parent: what the lever itself changed is no approach it built on
+        (r"^payload\.trace\.builds_on\.approach$", ("anti-strategy",), {"previous-approach"}),
         (r"^payload\.trace\.builds_on\.approach$", None, {"change", "subject", "body"}),
         (r"^payload\.trace\.techniques_applied_before\[\d+\]$", None, {"previous-approach"}),
         (r"^payload\.problem\.statement$", None, {"operator", "segment"}),
@@ -251,6 +258,10 @@ class PacketClaims:
         self.is_baseline = obj(agent, "builds_on").get("was_the_untouched_baseline") is True
         lever = agent.get("the_failed_lever")
         self.lever = lever if isinstance(lever, str) else None
+        self.check_refuted = any(
+            i.get("kind") in RULED_OUT_BY and isinstance(i.get("text"), str) and rules.states_failed_check(i["text"])
+            for i in self.items.values()
+        )
         self.own_names = {
             n for n in (agent.get("the_failed_lever"), obj(agent, "what_the_run_said").get("change")) if n
         }
@@ -310,6 +321,7 @@ class PacketClaims:
             self.correctness,
             self.is_baseline,
             self.shapes_measured,
+            self.check_refuted,
         )
 
 
@@ -329,7 +341,12 @@ def said_against(
     Records of one trace repeat claims (one operator, one GPU, the same tags): each distinct claim is
     judged once."""
     says_read = read(says)
-    problems = [] if quoted else rules.content(says_read, cited) + rules.numbers(says, slots, cited, exact)
+    problems = (
+        []
+        if quoted
+        else rules.content(rules.without_connectives(says, says_read), cited)
+        + rules.numbers(says, slots, cited, exact, spelled_counts=field != "tag")
+    )
     if quoted:
         pass
     elif field == "tag":  # a slug drops the function words its polarity and direction turn on
@@ -347,6 +364,9 @@ def said_against(
             + rules.verdict(says_read, cited, record_type)
             + rules.scope(says_read, cited, says)
             + rules.correctness(says, cited)
+            + rules.placed_numbers(says_read, says, cited)
+            + rules.payoff_regime(says, cited)
+            + rules.kept_qualifiers(says_read, says, cited)
         )
     if field == "cause":
         j = judge(says, None, stated_cause)
@@ -377,18 +397,113 @@ def restates_what_rules_it_out(says: str, cites: list[str], pc: PacketClaims) ->
     return False
 
 
-def advises_the_lever(text: str, lever: str) -> bool:
-    """A sentence saying to do the lever ("keep 1024 threads per row with 64-bit loads"): advice as
-    optrace.facts judges it, naming the lever with its numbers ("keep 512 threads with 128-bit loads" is
-    another setting), negating nothing."""
-    numbers = set(re.findall(r"\d+", lever))
-    return any(
-        judge_sentence(s, lever).kind == "advice"
-        and names(s, lever)
-        and numbers <= set(re.findall(r"\d+", s))
-        and not any(t.negated for t in read(s).tokens)
-        for s in sentences(text)
-    )
+# imperatives that say to do something (not "avoid", "drop", "check" ...), optrace.facts' IMPERATIVES
+ADVISING = word_set(
+    """
+    run use keep set compile target add pin call move make put try increase raise split fuse pad align cast
+    prefer switch enable hoist stage store launch retry allocate copy apply adopt restore reapply
+    """
+)
+LEVER_JOINS = re.compile(r"\s+(?:with|and|plus|using|via|then|on)\s+|[,;:]\s*|\s[—–-]\s")
+COUNTED = re.compile(r"(?<![\w.])\d+(?:x\d+)*[\s-]+[A-Za-z]+")
+ADVICE_CLAUSES = re.compile(r"[:;—–]|,\s*(?:then|and)\s|\.\s")
+ADVICE_AFTER = frozenset({"should", "must", "to", "always", "please", "just"})
+
+
+@lru_cache(maxsize=1 << 12)
+def lever_parts(lever: str) -> tuple[tuple[frozenset[str], frozenset[str]], ...]:
+    """(numbers, content words) of the whole lever, of each of its parts ("1024 threads per row", "64-bit
+    loads" of "1024 threads per row with 64-bit loads") and of each count it makes ("4096 threads"); a
+    part with no number needs two words."""
+    parts = [p for p in LEVER_JOINS.split(lever) if p and p.strip()]
+    parts += [m.group(0) for m in COUNTED.finditer(lever)]  # each count of the lever ("4096 threads")
+    out = []
+    for part in dict.fromkeys([lever, *parts]):
+        nums, words = frozenset(re.findall(r"\d+", part)), content_words(part)
+        if nums or len(words) >= 2:
+            out.append((nums, words))
+    return tuple(out)
+
+
+def _advises(sentence: str) -> bool:
+    """A clause of the sentence opens with an imperative that says to do something, or one follows
+    "should", "to", "must" ("1024 threads per row: keep it.", "retry it with 64-bit loads")."""
+    for clause in ADVICE_CLAUSES.split(sentence):
+        toks = read(clause).tokens
+        if toks and toks[0].raw in ADVISING and not toks[0].negated:
+            return True
+        if any(a.raw in ADVICE_AFTER and b.raw in ADVISING and not b.negated for a, b in pairwise(toks)):
+            return True
+    return False
+
+
+def advised_parts(text: str, lever: str) -> frozenset[int]:
+    """The parts of the lever (lever_parts) a sentence of the text advises doing: an advising sentence
+    (_advises) asserting, not negating, every number of the part and most of its words (three fifths)."""
+    out: set[int] = set()
+    for s in sentences(text) or [text]:
+        if not _advises(s):
+            continue
+        asserted = {c for t in read(s).tokens if not t.negated for c in (t.raw, *t.canon)}
+        for k, (nums, words) in enumerate(lever_parts(lever)):
+            need = max(1 if nums else 2, 0.6 * len(words))
+            if nums <= asserted and len(words & asserted) >= need:
+                out.add(k)
+    return frozenset(out)
+
+
+ADVICE_FIELDS = frozenset({"payload.lesson", "payload.would_retry_if", "payload.hypothesis"})
+
+
+def _value_forms(value: object) -> list[str] | None:
+    """How a configuration value may be written (an int also as its count word), or None for a value
+    no text writes (an object)."""
+    if isinstance(value, bool):
+        return [str(value).lower()]
+    if isinstance(value, int):
+        word = next((w for w, n in rules.SMALL_NUMBERS.items() if n == str(value)), None)
+        return [str(value)] + ([word] if word else [])
+    if isinstance(value, float):
+        return [repr(value), format(value, "g")]
+    if isinstance(value, str) and value.strip():
+        return [value.strip()]
+    return None
+
+
+def written_beside(key: str, value: object, texts: tuple[str, ...]) -> bool:
+    """A cited text writes the value beside its key: `key=value`, `key: value`, `key of value`, or the
+    value before the key's words (`2 rows per block` for rows_per_block, `8 warps` for num_warps); a
+    list, each of its values so."""
+    if isinstance(value, list):
+        return bool(value) and all(written_beside(key, v, texts) for v in value)
+    forms = _value_forms(value)
+    if forms is None:
+        return False
+    parts = [p for p in re.split(r"[\s_-]+", key.strip()) if p]
+    if not parts:
+        return False
+    k = r"[\s_-]*".join(map(re.escape, parts))
+    bare = r"[\s_-]*".join(map(re.escape, parts[1:])) if parts[0].lower() in {"num", "n", "number"} else None
+    v = "|".join(re.escape(f) for f in forms)
+    after = rf"(?<![\w]){k}\s*(?:=|:|\bof\b|\bis\b|\bto\b)?\s*(?:{v})(?![\w.])"
+    before = rf"(?<![\w.])(?:{v})[\s-]+(?:{k}{'|' + bare if bare else ''})(?!\w)"
+    return any(re.search(after, t, re.I) or re.search(before, t, re.I) for t in texts)
+
+
+def config_values(record: dict, fields: dict, pc: PacketClaims) -> list[str]:
+    """Rule 6: each value of payload.config is written beside its key in what that key's claims cite."""
+    config = obj(record, "payload", "config")
+    out = []
+    for key, value in config.items():
+        entries = fields.get(f"payload.config.{key}<key>")
+        cites = (
+            [c for e in entries if isinstance(e, dict) for c in e.get("cites") or []]
+            if isinstance(entries, list)
+            else []
+        )
+        if not written_beside(str(key), value, pc.cited([c for c in cites if isinstance(c, str)]).texts):
+            out.append(f"payload.config.{key}: {value!r} is not written beside {key!r} in the evidence its key cites")
+    return out
 
 
 ENTRY_KEYS = frozenset({"says", "cites", "slots"})
@@ -433,13 +548,11 @@ def entry_problems(where: str, entry: object, pc: PacketClaims, record_type: obj
         )
     if where == "payload.would_retry_if" and restates_what_rules_it_out(says, cites, pc):
         problems.append("restates the cited cause as the condition to retry (say when that cause no longer holds)")
-    if (
-        where == "payload.lesson"
-        and pc.lever is not None
-        and advises_the_lever(says, pc.lever)
-        and not any(advises_the_lever(t, pc.lever) for t in cited.texts)
-    ):
-        problems.append("advises doing the failed lever itself, and no evidence it cites advises it")
+    if where in ADVICE_FIELDS and pc.lever is not None:
+        # the failed lever, or a part of it, advised where no evidence it cites advises that part
+        advised = advised_parts(says, pc.lever) - {k for t in cited.texts for k in advised_parts(t, pc.lever)}
+        if advised:
+            problems.append("advises doing the failed lever (or a part of it), and no evidence it cites advises it")
     if pc.lever is not None and LEVER_FIELDS.match(where):
         # one version's prose about several levers (its subject or body names the other too): the
         # sentence about another lever is not this one's, whatever it cites (a pitfall of the version is
@@ -487,6 +600,7 @@ def check(view: RecordView, ev: PacketEvidence) -> list[str]:
             continue
         for entry in entries:
             out += [f"{rel}: {m}" for m in entry_problems(path, entry, pc, record.get("type"))]
+    out += [f"{rel}: {p}" for p in config_values(record, fields, pc)]
     out += [
         f"{rel}: evidence.raw.evidence_extra.claims: {p!r} is no claim string of this record"
         for p in fields
