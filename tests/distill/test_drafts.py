@@ -33,10 +33,10 @@ def test_a_drafts_file_gives_back_the_very_bytes_even_undecodable_ones(tmp_path)
     raw = {"a.json": b'{"r\xe9sum\xe9": 1}', "b.json": '{"ok": "√"}'.encode()}
     path = tmp_path / "drafts.json"
     path.write_text(drafts_json("t", raw))
-    assert read_drafts(path) == raw
-    assert read_drafts(None) == {}
+    assert read_drafts(path, "t") == raw
+    assert read_drafts(None, "t") == {}
     path.write_text(json.dumps({"slug": "t", "failed": {"stage": "ingest", "reason": "x"}}))  # a placeholder
-    assert read_drafts(path) == {}
+    assert read_drafts(path, "t") == {}
 
 
 @pytest.mark.parametrize(
@@ -47,13 +47,17 @@ def test_a_drafts_file_gives_back_the_very_bytes_even_undecodable_ones(tmp_path)
         ({"records": {"a.txt": "{}"}}, "not a record file name"),
         ({"records": {"a.json": 3}}, "not an object of texts"),
         ([1], "not a JSON object"),
+        ({"records": {"a.json": "\ud800"}}, "holds text that is not UTF-8"),
+        ({"records": {"\udcff.json": "{}"}}, "holds text that is not UTF-8"),
+        ({"slug": "other", "records": {}}, "is not a drafts file of trace t"),
+        ({"format": 9, "records": {}}, "is not a drafts file of trace t"),
     ],
 )
 def test_a_damaged_drafts_file_is_one_line_naming_it(tmp_path, doc, problem):
     path = tmp_path / "drafts.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(InputError, match=problem) as err:
-        read_drafts(path)
+        read_drafts(path, "t")
     assert err.value.where == str(path)
 
 

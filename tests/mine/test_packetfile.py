@@ -37,6 +37,32 @@ def test_a_file_name_that_is_not_a_plain_packet_name_is_refused(tmp_path, name):
 
 
 @pytest.mark.parametrize(
+    "doc",
+    [
+        {**MANIFEST, "packets": [{"seg_id": "/abs/evil", "id": "x"}]},
+        {**MANIFEST, "packets": [{"seg_id": "../../x", "id": "x"}]},
+        {**MANIFEST, "packets": [{"seg_id": "s", "id": "x", "code_file": "../s.diff"}]},
+        {**MANIFEST, "slug": "../.."},
+    ],
+    ids=["absolute-seg-id", "climbing-seg-id", "climbing-code-file", "climbing-slug"],
+)
+def test_a_manifest_name_a_reader_turns_into_a_path_is_a_plain_name(tmp_path, doc):
+    """distill opens `<seg_id>.json` in the folder it unpacks and keeps its journal under the slug."""
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**doc, "files": FILES}))
+    with pytest.raises(InputError, match="not a plain packet file name"):
+        read_packet_file(path)
+
+
+@pytest.mark.parametrize("files", [{"a.diff": "\ud800"}, {"\udcff.json": "{}"}], ids=["text", "name"])
+def test_a_lone_surrogate_escape_is_one_line_not_a_traceback(tmp_path, files):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({**MANIFEST, "files": files}))
+    with pytest.raises(InputError, match="not UTF-8"):
+        read_packet_file(path)
+
+
+@pytest.mark.parametrize(
     "text, problem",
     [
         ("{not json", "packets file: not valid JSON"),

@@ -240,9 +240,9 @@ def load_packets(packets_dir: Path) -> tuple[str, list[tuple[Path, dict]]]:
 def kept_records(report: dict, out_root: Path) -> dict[str, bytes]:
     """File name -> bytes of every record the report says exists (read as validation reads one; its size
     is validation's to judge)."""
-    kept = {}
+    kept, own = {}, f"distilled/{report['slug']}/"
     for o in report["packets"]:
-        if o["outcome"] in WROTE:
+        if o["outcome"] in WROTE and o["output"].startswith(own):  # another trace's area is not this one's
             data, _ = read_bytes(out_root / o["output"], MAX_JSON_BYTES)
             if data is not None:  # a link or a FIFO is validation's to name, in the area
                 kept[Path(o["output"]).name] = data

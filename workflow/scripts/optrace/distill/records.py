@@ -88,20 +88,29 @@ def drafts_json(slug: str, records: dict[str, bytes]) -> str:
     return json.dumps({"format": DRAFTS_FORMAT, "slug": slug, "records": body}, ensure_ascii=True) + "\n"
 
 
-def read_drafts(path: Path | None) -> dict[str, bytes]:
-    """name -> bytes of a drafts file; {} for none given or a failed trace's placeholder (no `records`)."""
+def read_drafts(path: Path | None, slug: str) -> dict[str, bytes]:
+    """name -> bytes of trace `slug`'s drafts file; {} for none given or a failed trace's placeholder
+    (no `records`)."""
     if path is None:
         return {}
     with open_regular(path) as fh:
         doc, error = parse_untrusted(fh.read())
     if error is not None or not isinstance(doc, dict):
         raise InputError(path, f"drafts file: {error or 'not a JSON object'}")
+    if doc.get("slug", slug) != slug or doc.get("format", DRAFTS_FORMAT) != DRAFTS_FORMAT:
+        raise InputError(path, f"is not a drafts file of trace {slug} (format {DRAFTS_FORMAT})")
     records = doc.get("records", {})
     if not isinstance(records, dict) or not all(isinstance(v, str) for v in records.values()):
         raise InputError(path, "drafts file: `records` is not an object of texts")
-    if bad := [n for n in records if not _is_record_name(n)]:
-        raise InputError(path, f"drafts file names {bad[0]!r}, not a record file name")
-    return {name: text.encode("utf-8", "surrogateescape") for name, text in records.items()}
+    out = {}
+    for name, text in records.items():
+        try:  # a lone surrogate of the copy's own escapes (U+DC80-U+DCFF) is a byte; any other is no text
+            out[name.encode("utf-8").decode("utf-8")] = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            raise InputError(path, f"drafts file: {name!r} holds text that is not UTF-8") from None
+        if not _is_record_name(name):
+            raise InputError(path, f"drafts file names {name!r}, not a record file name")
+    return out
 
 
 def _is_record_name(name: str) -> bool:

@@ -182,7 +182,7 @@ class TraceRun:
 
     def __post_init__(self) -> None:
         self.packet_file = read_packet_file(self.paths.packets)
-        self.records = TraceRecords(self.paths.distilled, read_drafts(self.paths.drafts))
+        self.records = TraceRecords(self.paths.distilled, read_drafts(self.paths.drafts, self.paths.slug))
         self.manifest = self.packet_file.manifest
         self.targets = manifest_targets(self.paths.packets, self.manifest)
         self.denylist = denylist_pattern(self.denylist_terms)

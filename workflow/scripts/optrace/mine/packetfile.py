@@ -56,6 +56,35 @@ def safe_name(path: Path, name: str) -> str:
     return name
 
 
+def _utf8(path: Path, text: str, what: str) -> None:
+    """JSON escapes can spell lone surrogates, which no UTF-8 file holds: refused where they are read."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(path, f"{what} holds text that is not UTF-8 (a lone surrogate escape)") from None
+
+
+def _check_names(path: Path, doc: dict, files: dict) -> None:
+    """Every name a reader turns into a path is one plain name: the files, the slug, and each manifest
+    entry's seg_id and code file (distill opens `<seg_id>.json` in the folder it unpacks)."""
+    for name, text in files.items():
+        _utf8(path, name, "a file name")
+        safe_name(path, name)
+        _utf8(path, text, f"file {name!r}")
+    if "slug" in doc:
+        if not isinstance(doc["slug"], str):
+            raise InputError(path, "the slug is not a text")
+        _utf8(path, doc["slug"], "the slug")
+        safe_name(path, doc["slug"])
+    entries = doc.get("packets")
+    for entry in entries if isinstance(entries, list) else ():
+        for key in ("seg_id", "code_file"):
+            value = entry.get(key) if isinstance(entry, dict) else None
+            if isinstance(value, str):
+                _utf8(path, value, f"a packet's {key}")
+                safe_name(path, value)
+
+
 def read_packet_file(path: Path) -> PacketFile:
     try:
         with open_regular(path) as fh:
@@ -68,8 +97,7 @@ def read_packet_file(path: Path) -> PacketFile:
     files = doc.pop(FILES, None) if isinstance(doc, dict) else None
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise InputError(path, f"packets file has no `{FILES}` object of texts")
-    for name in files:
-        safe_name(path, name)
+    _check_names(path, doc, files)
     return PacketFile(path, doc, files)
 
 

@@ -227,7 +227,7 @@ class StageInputs:
 
     def records(self, slug: str) -> TraceRecords:
         """The trace's records: its area under records_root, then distill's copies."""
-        return TraceRecords(self.records_root / "distilled" / slug, read_drafts(self.traces[slug].drafts))
+        return TraceRecords(self.records_root / "distilled" / slug, read_drafts(self.traces[slug].drafts, slug))
 
 
 def _default_files(results: Path, slug: str) -> tuple[Path, Path, Path | None]:
