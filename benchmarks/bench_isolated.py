@@ -2,7 +2,8 @@
 endpoint (moto's server), run with profiles/kubernetes, cluster-generic standing in for its executor and
 each job in a fresh copy of the workflow source (tests/fixtures/isolated, as a pod starts from its
 image). Reports wall seconds, the submissions, the controller's CPU seconds (user+sys, from wait4) and
-its peak memory, the jobs' summed wall, and the load average before and after (the machine may be
+its peak memory (its CPU includes the submit and status scripts and the local rules it waited for; the
+jobs are detached and not in it), the jobs' summed wall, and the load average before and after (the machine may be
 shared: the jobs run on the same cores as the controller here, unlike a cluster).
 
     python benchmarks/bench_isolated.py [--traces 300] [--versions 5] [--distinct 50]
@@ -14,14 +15,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-from bench_plan import ROOT, fresh_copy, load1, vm_hwm_mb
+from bench_plan import ROOT, fresh_copy, measured
 from synthetic import synthetic_trace
 
 sys.path.insert(0, str(ROOT))
@@ -55,34 +53,16 @@ def run(tmp: Path, url: str, sheet: str) -> dict:
     cmd += ["--cluster-generic-status-cmd", str(ISOLATED / "status.sh"), "--jobs", "4", "--latency-wait", "5"]
     cmd += ["--default-storage-prefix", f"s3://{BUCKET}/bench", "--storage-s3-endpoint-url", url]
     cmd += ["--config", "traces=config/bench.tsv"]
-    before, t0 = load1(), time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=controller, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = [0.0]
-
-    def watch() -> None:
-        while proc.returncode is None:
-            peak[0] = max(peak[0], vm_hwm_mb(proc.pid))
-            time.sleep(0.2)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    log = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - t0
-    watcher.join()
-    if proc.returncode != 0:
+    log, rc, figures = measured(cmd, controller, env)
+    if rc != 0:
         raise SystemExit(f"the isolated run failed:\n{log[-3000:]}")
     folders = [p for p in jobs.iterdir() if not p.is_symlink()]
     job_wall = sum((p / "rc").stat().st_mtime - (p / "job.sh").stat().st_mtime for p in folders)
     return dict(
-        wall=wall,
+        figures,
         submissions=log.count("Submitted group job") + log.count("Submitted job"),
         jobs=len(folders),
         job_wall=job_wall,
-        cpu=usage.ru_utime + usage.ru_stime,
-        peak=max(peak[0], usage.ru_maxrss / 1024),
-        load=(before, load1()),
     )
 
 

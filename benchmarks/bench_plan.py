@@ -79,20 +79,12 @@ def fresh_copy(source: Path, dest: Path) -> Path:
     return dest
 
 
-def plan(wd: Path, sheet: Path, profile: Path | None = None, timeout: float | None = None) -> dict:
-    """One planning run in `wd`: wall s, controller CPU s, peak MB, load before/after (a run past
-    `timeout` seconds is stopped, and says so)."""
-    pre = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
-    before = load1()
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [*pre, "snakemake", "-c2", "-n", "-q", "--config", f"traces={sheet}"],
-        cwd=wd,
-        env={**ENV, "PYTHONPATH": str(package_path(wd))},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+def measured(cmd: list[str], cwd: Path, env: dict, timeout: float | None = None) -> tuple[str, int, dict]:
+    """Run `cmd` and measure it: (its output, exit status, {wall, cpu, peak, load, stopped}). CPU is
+    user+sys from wait4 (the process and every child it waited for), peak its VmHWM read from /proc
+    while it runs, load the 1-minute average before and after; a run past `timeout` s is stopped."""
+    before, t0 = load1(), time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = [0.0]
 
     def watch() -> None:
@@ -112,16 +104,26 @@ def plan(wd: Path, sheet: Path, profile: Path | None = None, timeout: float | No
     watcher.join()
     if timer:
         timer.cancel()
-    if timeout and wall >= timeout:
-        return dict(wall=wall, cpu=usage.ru_utime + usage.ru_stime, peak=peak[0], load=(before, load1()), stopped=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"snakemake -n failed in {wd}:\n{log[-3000:]}")
-    return dict(
+    stopped = bool(timeout and wall >= timeout)
+    figures = dict(
         wall=wall,
         cpu=usage.ru_utime + usage.ru_stime,
-        peak=max(peak[0], usage.ru_maxrss / 1024),
+        peak=peak[0] if stopped else max(peak[0], usage.ru_maxrss / 1024),
         load=(before, load1()),
+        stopped=stopped,
     )
+    return log, proc.returncode, figures
+
+
+def plan(wd: Path, sheet: Path, profile: Path | None = None, timeout: float | None = None) -> dict:
+    """One planning run in `wd`: wall s, controller CPU s, peak MB, load before/after (a run past
+    `timeout` seconds is stopped, and says so)."""
+    pre = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m"] if profile else [sys.executable, "-m"]
+    cmd = [*pre, "snakemake", "-c2", "-n", "-q", "--config", f"traces={sheet}"]
+    log, rc, figures = measured(cmd, wd, {**ENV, "PYTHONPATH": str(package_path(wd))}, timeout)
+    if rc != 0 and not figures["stopped"]:
+        raise SystemExit(f"snakemake -n failed in {wd}:\n{log[-3000:]}")
+    return figures
 
 
 def line(tree: str, n: int, r: dict) -> str:

@@ -11,10 +11,10 @@ import pytest
 
 from optrace.distill.records import TraceRecords, drafts_json, read_drafts
 from optrace.errors import InputError
-from optrace.gates.trace.injection import SLUG, mine_example, workbench
+from optrace.gates.trace.injection import SLUG
 from optrace.gates.validate import TracePaths, summarize, validate_trace
 from optrace.publish import staging
-from tests.support.mined import copy_mined
+from tests.support.mined import copy_mined, mined_example
 
 
 def test_the_area_comes_first_and_the_copies_fill_in(tmp_path):
@@ -63,8 +63,7 @@ def test_a_damaged_drafts_file_is_one_line_naming_it(tmp_path, doc, problem):
 
 @pytest.fixture(scope="module")
 def mined(tmp_path_factory):
-    root = mine_example(tmp_path_factory.mktemp("mined"))
-    return root, workbench(root)
+    return mined_example(tmp_path_factory.mktemp("mined"))
 
 
 @pytest.fixture

@@ -14,12 +14,12 @@ import jsonschema
 import pytest
 
 from optrace.gates import tracerun, validate
-from optrace.gates.trace.injection import SLUG, mine_example, workbench
+from optrace.gates.trace.injection import SLUG
 from optrace.gates.trace.runner import ALL_GATES
 from optrace.gates.validate import CACHE_NAME, TracePaths, summarize, validate_trace
 from optrace.mine.packetfile import write_packet_file
 from optrace.secret import CACHE_KEY_ENV
-from tests.support.mined import copy_mined, packet_file, packets_path
+from tests.support.mined import copy_mined, mined_example, packet_file, packets_path
 from tests.support.schemas import assert_valid, load_schema
 from tests.support.workflow import run_snakemake
 
@@ -31,8 +31,7 @@ def write_record(path: Path, record) -> None:
 
 @pytest.fixture(scope="module")
 def mined(tmp_path_factory):
-    root = mine_example(tmp_path_factory.mktemp("mined"))
-    return root, workbench(root)
+    return mined_example(tmp_path_factory.mktemp("mined"))
 
 
 @pytest.fixture

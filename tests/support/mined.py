@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from optrace.gates.trace.injection import mine_example, workbench
+from optrace.gates.trace.workbench import Workbench
 from optrace.mine.packetfile import PacketFile, read_packet_file
 
 
@@ -21,3 +23,9 @@ def copy_mined(src: Path, dst: Path, slug: str) -> None:
     packets_path(dst, slug).parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(packets_path(src, slug), packets_path(dst, slug))
     shutil.copytree(src / "work" / slug, dst / "work" / slug)
+
+
+def mined_example(root: Path) -> tuple[Path, Workbench]:
+    """The example trace mined under `root`, and its packets, facts and drafted records."""
+    mine_example(root)
+    return root, workbench(root)

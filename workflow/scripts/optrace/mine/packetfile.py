@@ -102,4 +102,4 @@ def read_packet_file(path: Path) -> PacketFile:
 
 
 def write_packet_file(path: Path, manifest: dict, files: Mapping[str, str]) -> None:
-    write_text_atomic(path, dumps_compact({**manifest, FILES: dict(sorted(files.items()))}) + "\n")
+    write_text_atomic(path, dumps_compact({**manifest, FILES: dict(sorted(files.items()))}))
