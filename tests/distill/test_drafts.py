@@ -5,11 +5,12 @@ stages exactly what a job beside the area does; a record in the area comes first
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
 
-from optrace.distill.records import TraceRecords, drafts_json, read_drafts
+from optrace.distill.records import TraceRecords, drafts_json, read_drafts, records_digest
 from optrace.errors import InputError
 from optrace.gates.trace.injection import SLUG
 from optrace.gates.validate import TracePaths, summarize, validate_trace
@@ -103,3 +104,18 @@ def test_validation_and_stage_of_the_copies_equal_those_of_the_area(two_results)
     victim.write_text("{broken")
     again, _ = validate_trace(TracePaths.under(apart, SLUG))
     assert next(r for r in again["records"] if r["path"].endswith(victim.name))["status"] == "FAIL"
+
+
+def test_a_record_file_name_that_is_not_utf8_fails_that_record_alone(two_results):
+    beside, _ = two_results
+    area = beside / "distilled" / SLUG
+    before = records_digest(area)
+    with open(os.path.join(os.fsencode(area), b"\xff.json"), "wb") as f:
+        f.write(b"{}")
+    assert records_digest(area) != before  # the plan-time digest takes the name's bytes
+    report, staged, _ = _validated_and_staged(beside)
+    failed = [r for r in report["records"] if r["status"] == "FAIL"]
+    assert [r["path"] for r in failed] == [f"distilled/{SLUG}/\\xff.json"]
+    assert "file name is not UTF-8" in failed[0]["gates"]["schema"]["messages"][0]
+    assert report["counts"]["passed"] == report["counts"]["records"] - 1 and staged["staged"]
+    json.dumps(report, ensure_ascii=False).encode()  # the report is text

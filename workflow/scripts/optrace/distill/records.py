@@ -46,7 +46,7 @@ def records_digest(distilled: Path) -> str:
     h = hashlib.sha256()
     for entry in _entries(distilled):
         st = entry.stat(follow_symlinks=False)
-        h.update(f"{entry.name}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        h.update(os.fsencode(entry.name) + f"\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()[:16]
 
 
@@ -113,6 +113,12 @@ def read_drafts(path: Path | None, slug: str) -> dict[str, bytes]:
     return out
 
 
+def shown_name(name: str) -> str:
+    """A record file's name as reports print it: a name the file system holds as undecodable bytes
+    (listed as lone surrogates) shows them as \\xNN escapes, so the reports stay JSON text."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def _is_record_name(name: str) -> bool:
     return name.endswith(".json") and not name.startswith(".") and "/" not in name and "\0" not in name
 
@@ -134,6 +140,8 @@ class TraceRecords:
 
     def read(self, name: str, cap: int) -> tuple[bytes | None, str | None]:
         """(bytes, None) or (None, why not), as a record file is read: no link followed, no FIFO opened."""
+        if shown_name(name) != name:
+            return None, "its file name is not UTF-8 text; not read"
         if name in self.in_area or name not in self.drafts:
             return read_bytes(self.area / name, cap)
         data = self.drafts[name]

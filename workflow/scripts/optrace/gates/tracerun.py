@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from optrace import PACKAGE_DIR
-from optrace.distill.records import TraceRecords, read_drafts
+from optrace.distill.records import TraceRecords, read_drafts, shown_name
 from optrace.errors import InputError
 from optrace.gates.store.schema import CONTRACT
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes
@@ -71,7 +71,7 @@ class TracePaths:
         )
 
     def relpath(self, name: str) -> str:
-        return f"distilled/{self.slug}/{name}"
+        return f"distilled/{self.slug}/{shown_name(name)}"
 
 
 def manifest_targets(path: Path, manifest: Any) -> dict[str, tuple[str, str | None]]:
