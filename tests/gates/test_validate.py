@@ -404,6 +404,33 @@ def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(re
     assert not any(s["id"] + ".json" == victim.name for s in staged["staged"])
 
 
+@pytest.mark.parametrize("edited", ["a packet's measurement", "a version's latency", "no summary digest"])
+def test_stage_refuses_packets_or_versions_edited_after_validation(results, edited):
+    """Red-team F2: the worth score is computed from the packets and versions, so a geomean forged after
+    validation made a reference kernel's prior 41 800x; stage stages a trace only under the inputs judged."""
+    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
+
+    summary = summarize([("r", run(results)[0])])
+    honest = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
+    assert honest["staged"] and summary["traces"][0]["judged_inputs"]
+    if edited == "a packet's measurement":
+        packets = packet_file(results, SLUG)
+        name = next(n for n in sorted(packets.files) if n.endswith(".json"))
+        packet = json.loads(packets.files[name])
+        packet["agent_facing"]["measurements"]["geomean_us"] = 0.001
+        write_packet_file(packets_path(results, SLUG), packets.manifest, {**packets.files, name: json.dumps(packet)})
+    elif edited == "a version's latency":
+        versions = results / "work" / SLUG / "versions.jsonl"
+        versions.write_bytes(versions.read_bytes().replace(b'"geomean_us":', b'"geomean_us": ', 1))
+    else:
+        summary["traces"][0]["judged_inputs"] = None  # a summary that names no judged inputs binds nothing
+    staged = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
+    assert staged["staged"] == []
+    passed = [r["id"] for r in summary["by_record"] if r["status"] == "PASS"]
+    assert sorted(f["id"] for f in staged["failed"] if f["gates"] == [CHANGED]) == sorted(passed)
+    assert not [p for p in (results / "staging" / "records").rglob("*.json") if p.name != "index.json"]
+
+
 def _staged(results: Path, monkeypatch) -> tuple[dict, dict[str, bytes], int]:
     """(staged.json's content, every staging file's bytes, how many traces were restaged) of one stage."""
     from optrace.publish import staging
@@ -614,11 +641,17 @@ def test_stage_on_a_validation_summary_of_another_shape_is_one_line(results, tmp
 def test_stage_on_a_manifest_of_another_shape_is_one_line(results, tmp_path, capsys, manifest):
     from optrace.cli import main as optrace
 
-    validation = tmp_path / "v.json"
-    validation.write_text(json.dumps(summarize([("r", run(results)[0])])))
+    from optrace.mine.packetfile import judged_inputs, read_packet_file
+
+    summary = summarize([("r", run(results)[0])])
     packets_path(results, SLUG).write_text(
         json.dumps(manifest if not isinstance(manifest, dict) else {**manifest, "files": {}})
     )
+    if isinstance(manifest, dict):  # as if validation had judged this file: stage's own reading is tested
+        versions = (results / "work" / SLUG / "versions.jsonl").read_bytes()
+        summary["traces"][0]["judged_inputs"] = judged_inputs(read_packet_file(packets_path(results, SLUG)), versions)
+    validation = tmp_path / "v.json"
+    validation.write_text(json.dumps(summary))
     argv = ["stage", "--results", results, "--validation", validation, "--summary", tmp_path / "s.json", SLUG]
     assert optrace([str(a) for a in argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -27,7 +27,7 @@ from optrace.gates.trace.model import Packet, TraceContext, trace_context
 from optrace.gates.trace.runner import Judged, RecordVerdict, finish, judge
 from optrace.gates.trace.store_overlap import LiveStore
 from optrace.jsonio import dumps_compact, load_or_none, read_json, read_jsonl, write_text_atomic
-from optrace.mine.packetfile import read_packet_file
+from optrace.mine.packetfile import judged_inputs, read_packet_file
 from optrace.rows import manifest_packets
 from optrace.run.codedigest import package_digest
 from optrace.scrub.leak_patterns import denylist_pattern
@@ -188,6 +188,7 @@ class TraceRun:
         self.denylist = denylist_pattern(self.denylist_terms)
         self._packet_files: dict[str, tuple[bytes, bytes]] = {}
         self._trace: TraceContext | None = None
+        self.judged_inputs: str | None = None  # set by context(): the packets and versions judged
         self.secret = cache_secret()
 
     def packet_files(self, seg_id: str, code_file: str | None) -> tuple[bytes, bytes]:
@@ -222,6 +223,7 @@ class TraceRun:
             parts = [path.read_bytes() for path in files]
         except OSError as exc:
             raise InputError(exc.filename, f"cannot be read ({exc.strerror})") from None
+        self.judged_inputs = judged_inputs(self.packet_file, parts[files.index(self.paths.versions)])
         parts.append(dumps_compact(self.manifest).encode())  # the names of the trace's segments (the claims gate)
         return context_digest(
             [

@@ -54,7 +54,9 @@ def gate_table() -> list[dict]:
     return [{"name": g.name, "kind": kind, "summary": g.summary} for kind, g in kinds]
 
 
-def trace_report(slug: str, verdicts: list[RecordVerdict], without_record: list[str]) -> dict:
+def trace_report(
+    slug: str, verdicts: list[RecordVerdict], without_record: list[str], judged_inputs: str | None = None
+) -> dict:
     rows = [v.to_json() for v in verdicts]
     failed = sum(r["status"] == FAIL for r in rows)
     return {
@@ -63,6 +65,7 @@ def trace_report(slug: str, verdicts: list[RecordVerdict], without_record: list[
         "gates": gate_table(),
         "counts": {"records": len(rows), "passed": len(rows) - failed, "failed": failed},
         "packets_without_record": without_record,
+        "judged_inputs": judged_inputs,  # optrace.mine.packetfile.judged_inputs: stage stages under the same
         "records": rows,
     }
 
@@ -78,7 +81,7 @@ def validate_trace(
     live = load_live_store(live_index) if live_index else LiveStore()
     run = TraceRun(paths, profile, live, denylist_terms)
     verdicts, without_record = run.run(cache)
-    return trace_report(paths.slug, verdicts, without_record), run.checked
+    return trace_report(paths.slug, verdicts, without_record, run.judged_inputs), run.checked
 
 
 # --- all traces ----------------------------------------------------------------------------------
@@ -132,6 +135,7 @@ def summarize(reports: list[tuple[str, dict]]) -> dict:
                 "passed": len(mine) - failed,
                 "failed": failed,
                 "packets_without_record": len(r["packets_without_record"]),
+                "judged_inputs": r.get("judged_inputs"),
             }
         )
     failed = sum(rec["status"] == FAIL for rec in records)

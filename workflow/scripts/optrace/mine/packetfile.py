@@ -8,6 +8,7 @@ file system with the controller is reported missing (#30).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ class PacketFile:
     path: Path
     manifest: dict  # slug, head_sha, count, packets, skipped (`files` left out)
     files: Mapping[str, str]
+    sha256: str  # of the file's bytes, as read
 
     def where(self, name: str) -> str:
         """How messages name one file of the bundle."""
@@ -98,7 +100,16 @@ def read_packet_file(path: Path) -> PacketFile:
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise InputError(path, f"packets file has no `{FILES}` object of texts")
     _check_names(path, doc, files)
-    return PacketFile(path, doc, files)
+    return PacketFile(path, doc, files, hashlib.sha256(data).hexdigest())
+
+
+def judged_inputs(packets: PacketFile, versions: bytes) -> str:
+    """A digest of what a trace's verdicts rest on besides the records: its packets file and its versions.
+    Validation reports it and stage stages a trace's records only under the same one, so a packet or a
+    measurement edited after validation cannot change what is staged (or its score)."""
+    h = hashlib.sha256(bytes.fromhex(packets.sha256))
+    h.update(hashlib.sha256(versions).digest())
+    return h.hexdigest()
 
 
 def write_packet_file(path: Path, manifest: dict, files: Mapping[str, str]) -> None:

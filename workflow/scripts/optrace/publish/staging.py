@@ -8,7 +8,8 @@ are listed in staged.json, not staged. Copies of records that no longer pass are
 Stage copies exactly the bytes that were validated: it reads each passing record's file once, and
 stages it only when the sha256 of those bytes is the one the validation summary names; a record
 edited after validation (same size, mtime restored or not) is listed as failed (`changed-since-
-validation`), never staged.
+validation`), never staged. So is every record of a trace whose packets file or versions are not the
+ones validation judged (the summary's `judged_inputs`): the score is computed from them.
 
 A trace whose inputs are unchanged is not restaged: `staging/.stage-memo.json` remembers each trace's
 share (the copies' hashes, its index and staged.json entries) under a digest of the package's code, the
@@ -38,7 +39,7 @@ from optrace.gates.store.model import RecordView
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, store_path
 from optrace.jsonio import dumps_compact, load_or_none, read_bytes, read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
-from optrace.mine.packetfile import read_packet_file
+from optrace.mine.packetfile import judged_inputs, read_packet_file
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 from optrace.rows import PacketRow, VersionRow, episode_technique, manifest_packets, read_versions
 from optrace.run.codedigest import package_digest
@@ -199,9 +200,13 @@ MEMO_NAME = ".stage-memo.json"  # beside records/: never staged, never listed
 MEMO_FORMAT = 2  # 2: every share carries its MAC
 
 
-def _digest(path: Path) -> bytes:
+def _bytes(path: Path) -> bytes:
     data, error = read_bytes(path, MAX_MEMO_INPUT_BYTES)
-    return hashlib.sha256(data if data is not None else f"\0{error}".encode()).digest()
+    return data if data is not None else f"\0{error}".encode()
+
+
+def _digest(path: Path) -> bytes:
+    return hashlib.sha256(_bytes(path)).digest()
 
 
 @dataclass(frozen=True)
@@ -239,11 +244,13 @@ def _default_files(results: Path, slug: str) -> tuple[Path, Path, Path | None]:
     )
 
 
-def trace_key(inputs: StageInputs, slug: str, passed: list[tuple], code: str, records: TraceRecords) -> str:
+def trace_key(
+    inputs: StageInputs, slug: str, passed: list[tuple], code: str, records: TraceRecords, judged: str | None
+) -> str:
     """A digest of everything one trace's share of the staging area is made from: the package's code, the
-    trace's versions (its baseline and kept ratio), its packets (manifest and measurements) and, per passed
-    record, the verdict's hash next to the hash of the bytes the file holds now."""
-    h = hashlib.sha256(f"{MEMO_FORMAT}\0{code}\0{slug}\0".encode())
+    inputs validation judged, the trace's versions (its baseline and kept ratio), its packets (manifest and
+    measurements) and, per passed record, the verdict's hash next to the hash of the bytes the file holds now."""
+    h = hashlib.sha256(f"{MEMO_FORMAT}\0{code}\0{slug}\0{judged}\0".encode())
     h.update(_digest(inputs.traces[slug].versions))
     h.update(_digest(inputs.traces[slug].packets))
     for path, sha256, rid in passed:
@@ -253,7 +260,12 @@ def trace_key(inputs: StageInputs, slug: str, passed: list[tuple], code: str, re
 
 
 def stage_trace(
-    inputs: StageInputs, slug: str, passed: list[tuple], baseline_of: BaselineOf, records: TraceRecords
+    inputs: StageInputs,
+    slug: str,
+    passed: list[tuple],
+    baseline_of: BaselineOf,
+    records: TraceRecords,
+    judged: str | None = None,
 ) -> dict:
     """One trace's share: the texts to write ({relpath: sha256}), its staged, index and failed entries."""
     share: dict = {"files": {}, "staged": [], "entries": [], "failed": [], "failed_trace": None}
@@ -266,6 +278,10 @@ def stage_trace(
         share["failed_trace"] = {"trace": slug, "stage": f.get("stage"), "reason": f.get("reason")}
         return share
     packets = {p["id"]: p["seg_id"] for p in manifest_packets(files.packets, manifest)}
+    if passed and judged != judged_inputs(packet_file, _bytes(files.versions)):
+        # the packets or versions are not the ones validation judged: nothing of the trace is staged
+        share["failed"] = [{"trace": slug, "path": p, "id": rid, "gates": [CHANGED]} for p, _, rid in passed]
+        return share
     trace, baseline_us = trace_prior(rows), baseline_of(rows)  # the trace's, once: it runs the ladder
     for path, sha256, rid in passed:
         record = validated_record(records, slug, path, sha256)
@@ -410,6 +426,8 @@ def stage(inputs: StageInputs, summary_in: dict, baseline_of: BaselineOf) -> dic
     memo remembers is not restaged: an agent batch in one trace restages that trace alone."""
     staging, slugs = inputs.staging, list(inputs.traces)
     passed, failed = split_by_verdict(summary_in)
+    traces = summary_in.get("traces")
+    judged = {t.get("slug"): t.get("judged_inputs") for t in traces if isinstance(t, dict)} if isinstance(traces, list) else {}
     entries, summary, keep = [], {"staged": [], "failed": failed, "failed_traces": []}, set()
     memo, new_memo = load_memo(staging / MEMO_NAME), {}
     changed = memo.keys() != set(slugs)
@@ -418,10 +436,10 @@ def stage(inputs: StageInputs, summary_in: dict, baseline_of: BaselineOf) -> dic
     for slug in slugs:
         mine = passed.get(slug, [])
         records = inputs.records(slug)
-        key = trace_key(inputs, slug, mine, code, records)
+        key = trace_key(inputs, slug, mine, code, records, judged.get(slug))
         share = remembered(memo, slug, key, staging, mine, secret)
         if share is None:
-            share = {**stage_trace(inputs, slug, mine, baseline_of, records), "key": key}
+            share = {**stage_trace(inputs, slug, mine, baseline_of, records, judged.get(slug)), "key": key}
             share["mac"] = mac(secret, *signed_part(slug, share))
             changed = True
         new_memo[slug] = share
