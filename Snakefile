@@ -57,6 +57,7 @@ rule all:
     input:
         **summary_inputs(CHAIN, **STORE, dataset=rules.dataset_build.output.readme),
         recon=per_trace(rules.recon_trace.output.md),
+        records=local(rules.store_tree.output.records),
         dataset_files=DATASET_TARGETS,
     log:
         logs("summary/all.log"),
@@ -79,7 +80,7 @@ rule all:
 rule validate:
     input:
         **summary_inputs(CHAIN, **STORE),
-        index=rules.stage.output.index,
+        records=local(rules.store_tree.output.records),
     log:
         logs("summary/validate.log"),
     localrule: True
@@ -171,7 +172,7 @@ rule distill:
 rule staging:
     input:
         **summary_inputs(CHAIN, **STORE),
-        index=rules.stage.output.index,
+        records=local(rules.store_tree.output.records),
     log:
         logs("summary/staging.log"),
     localrule: True

@@ -87,7 +87,7 @@ def two_results(mined, tmp_path):
 def _validated_and_staged(results):
     report, _ = validate_trace(TracePaths.under(results, SLUG))
     summary = summarize([("r", report)])
-    staged = staging.stage(staging.StageInputs.under(results, [SLUG]), summary, staging.baseline_geomean)
+    staged = staging.stage_results(results, [SLUG], summary)
     return report, staged, sorted(p.relative_to(results).as_posix() for p in (results / "staging").rglob("*.json"))
 
 

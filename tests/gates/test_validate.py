@@ -334,7 +334,14 @@ def test_the_validate_target_fails_after_writing_every_report_and_does_not_get_s
     bad = workdir / "results/distilled" / EXAMPLE / "nvidia.h100.triton.norm.invented-x1.json"
     write_record(bad, {"id": "nvidia.h100.triton.norm.invented-x1"})
     # a new record re-runs only this trace's validation, the summary, stage and README; never distill or before
-    assert planned(workdir, "validate") == ["readme", "stage", "validate", "validate_summary", "validate_trace"]
+    assert planned(workdir, "validate") == [
+        "readme",
+        "stage",
+        "store_tree",
+        "validate",
+        "validate_summary",
+        "validate_trace",
+    ]
     res = snakemake(workdir, "validate")
     assert res.returncode == 1
     assert f"FAIL distilled/{EXAMPLE}/{bad.name}" in res.stdout
@@ -388,7 +395,7 @@ def test_the_report_names_the_sha256_of_the_bytes_judged(results):
 def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(results):
     import os
 
-    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
+    from optrace.publish.staging import CHANGED, stage_results
 
     report, _ = run(results)
     summary = summarize([("r", report)])
@@ -399,7 +406,7 @@ def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(re
     assert len(forged) == len(data) and forged != data
     victim.write_bytes(forged)
     os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
-    staged = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
+    staged = stage_results(results, [SLUG], summary)
     assert any(f["path"].endswith(victim.name) and f["gates"] == [CHANGED] for f in staged["failed"])
     assert not any(s["id"] + ".json" == victim.name for s in staged["staged"])
 
@@ -408,10 +415,10 @@ def test_stage_refuses_bytes_edited_after_validation_even_with_mtime_restored(re
 def test_stage_refuses_packets_or_versions_edited_after_validation(results, edited):
     """Red-team F2: the worth score is computed from the packets and versions, so a geomean forged after
     validation made a reference kernel's prior 41 800x; stage stages a trace only under the inputs judged."""
-    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
+    from optrace.publish.staging import CHANGED, stage_results
 
     summary = summarize([("r", run(results)[0])])
-    honest = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
+    honest = stage_results(results, [SLUG], summary)
     assert honest["staged"] and summary["traces"][0]["judged_inputs"]
     if edited == "a packet's measurement":
         packets = packet_file(results, SLUG)
@@ -424,99 +431,11 @@ def test_stage_refuses_packets_or_versions_edited_after_validation(results, edit
         versions.write_bytes(versions.read_bytes().replace(b'"geomean_us":', b'"geomean_us": ', 1))
     else:
         summary["traces"][0]["judged_inputs"] = None  # a summary that names no judged inputs binds nothing
-    staged = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
+    staged = stage_results(results, [SLUG], summary)
     assert staged["staged"] == []
     passed = [r["id"] for r in summary["by_record"] if r["status"] == "PASS"]
     assert sorted(f["id"] for f in staged["failed"] if f["gates"] == [CHANGED]) == sorted(passed)
     assert not [p for p in (results / "staging" / "records").rglob("*.json") if p.name != "index.json"]
-
-
-def _staged(results: Path, monkeypatch) -> tuple[dict, dict[str, bytes], int]:
-    """(staged.json's content, every staging file's bytes, how many traces were restaged) of one stage."""
-    from optrace.publish import staging
-
-    calls = []
-    real = staging.stage_trace
-    monkeypatch.setattr(staging, "stage_trace", lambda *a: calls.append(a[1]) or real(*a))
-    report, _ = run(results)
-    summary = staging.stage(
-        staging.StageInputs.under(results, [SLUG]), summarize([("r", report)]), staging.baseline_geomean
-    )
-    root = results / "staging" / "records"
-    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
-    return summary, files, len(calls)
-
-
-def test_a_remembered_trace_is_not_restaged_and_stages_the_same_bytes(results, monkeypatch):
-    from optrace.publish.staging import MEMO_NAME
-
-    first, files, restaged = _staged(results, monkeypatch)
-    assert restaged == 1 and len(files) > 5 and first["staged"]
-    again, files_again, restaged = _staged(results, monkeypatch)
-    assert restaged == 0 and again == first and files_again == files
-    (results / "staging" / MEMO_NAME).write_text("{not json")  # a damaged memo is no memo
-    fresh, files_fresh, restaged = _staged(results, monkeypatch)
-    assert restaged == 1 and fresh == first and files_fresh == files
-    from optrace.publish import staging
-
-    monkeypatch.setattr(staging, "package_digest", lambda pkg: "edited code")  # other code: other copies
-    assert _staged(results, monkeypatch)[2] == 1
-
-
-def test_a_memo_signed_under_another_key_is_not_reused(results, monkeypatch, tmp_path):
-    monkeypatch.setenv(CACHE_KEY_ENV, str(tmp_path / "one.key"))
-    first, files, _ = _staged(results, monkeypatch)
-    assert _staged(results, monkeypatch)[2] == 0  # the same key: the share verifies
-    monkeypatch.setenv(CACHE_KEY_ENV, str(tmp_path / "other.key"))
-    again, files_again, restaged = _staged(results, monkeypatch)
-    assert restaged == 1 and (again, files_again) == (first, files)
-
-
-def test_a_remembered_trace_whose_copy_or_inputs_changed_is_restaged(results, monkeypatch):
-    first, files, _ = _staged(results, monkeypatch)
-    copy = results / "staging" / "records" / first["staged"][0]["path"].removeprefix("records/")
-    copy.write_bytes(copy.read_bytes().replace(b'"score"', b'"score" ', 1))  # a staged copy edited by hand
-    again, files_again, restaged = _staged(results, monkeypatch)
-    assert restaged == 1 and files_again == files and again == first
-    packets = packet_file(results, SLUG)
-    name = next(n for n in sorted(packets.files) if n.startswith("strategy-") and n.endswith(".json"))
-    files = {**packets.files, name: packets.files[name] + "\n"}  # the same measurements, other bytes
-    write_packet_file(packets_path(results, SLUG), packets.manifest, files)
-    assert _staged(results, monkeypatch)[2] == 1
-    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
-
-    summary = summarize([("r", run(results)[0])])
-    stage(
-        StageInputs.under(results, [SLUG]), summary, baseline_geomean
-    )  # remembered with the bytes this verdict judged
-    victim = results / "distilled" / SLUG / f"{first['staged'][0]['id']}.json"
-    victim.write_bytes(victim.read_bytes().replace(b'"active"', b'"ACTIVE"', 1))  # edited after validation
-    staged = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
-    assert [f["gates"] for f in staged["failed"] if f["id"] == first["staged"][0]["id"]] == [[CHANGED]]
-    assert first["staged"][0]["id"] not in {s["id"] for s in staged["staged"]}
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda memo: "[" * 100_000,  # nested past the recursion limit
-        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "staged": "x"}}}),
-        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "entries": [[1, 2]]}}}),
-        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "files": {"a": 1}}}}),
-        lambda memo: json.dumps({**memo, "traces": {SLUG: {**memo["traces"][SLUG], "failed_trace": 3}}}),
-        lambda memo: json.dumps({**memo, "traces": {SLUG: None}}),
-        lambda memo: json.dumps({**memo, "traces": []}),
-    ],
-    ids=["deep", "staged-not-a-list", "entry-not-text", "hash-not-text", "failed-trace-not-an-object", "null", "list"],
-)
-def test_a_damaged_memo_restages_the_trace_and_never_crashes(results, monkeypatch, damage):
-    from optrace.publish.staging import MEMO_NAME
-
-    first, files, _ = _staged(results, monkeypatch)
-    memo_path = results / "staging" / MEMO_NAME
-    memo_path.write_text(damage(json.loads(memo_path.read_text())))
-    again, files_again, restaged = _staged(results, monkeypatch)
-    assert restaged == 1 and again == first and files_again == files
 
 
 # --- a long synthetic run repeats levers: each repeat is its own episode -------------------------------
@@ -564,15 +483,41 @@ def _first_copy(results: Path, staged: dict) -> Path:
     return results / "staging" / staged["staged"][0]["path"]
 
 
+def _staged(results: Path) -> tuple[dict, dict[str, bytes]]:
+    """(staged.json's content, every file of the store's tree) of one stage by hand."""
+    from optrace.publish.staging import stage_results
+
+    summary = stage_results(results, [SLUG], summarize([("r", run(results)[0])]))
+    root = results / "staging" / "records"
+    return summary, {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
+
+
+def test_a_restage_writes_the_same_tree_and_nothing_planted_survives(results):
+    """The tree is written whole from the store file: a copy edited by hand, a planted copy and a stray
+    file are gone after the next stage, and the same inputs give the same bytes."""
+    first, files = _staged(results)
+    assert len(files) > 5 and first["staged"] and "index.json" in files
+    copy = _first_copy(results, first)
+    copy.write_bytes(copy.read_bytes().replace(b'"score": ', b'"score": 1', 1))  # a rank the formula never gave
+    planted = copy.with_name("nvidia.h100.triton.norm.planted-bbbbbb.json")
+    planted.write_text('{"id": "planted"}\n')
+    (copy.parent / "stray.txt").write_text("x")
+    again, files_again = _staged(results)
+    assert again == first and files_again == files
+    assert not planted.exists() and not (copy.parent / "stray.txt").exists()
+    assert (results / "staging" / "records" / "index.json").read_bytes() == (
+        results / "staging" / "index.json"
+    ).read_bytes()
+
+
 @pytest.mark.parametrize("plant", ["fifo", "link"])
-def test_a_fifo_or_link_at_a_copys_place_is_replaced_never_read(results, monkeypatch, tmp_path, plant):
-    """Staging is a tree anyone with the results can edit: a FIFO where a copy goes blocked the stage's
-    compare-before-write forever (the memo then sent the trace to restage); a link to a file outside
-    holding the copy's bytes stayed a link."""
+def test_a_fifo_or_link_at_a_copys_place_is_replaced_never_read(results, tmp_path, plant):
+    """Staging is a tree anyone with the results can edit: a FIFO where a copy goes once blocked the
+    stage's compare-before-write forever; a link to a file outside holding the copy's bytes stayed a link."""
     import os
     import signal
 
-    first, files, _ = _staged(results, monkeypatch)
+    first, files = _staged(results)
     copy = _first_copy(results, first)
     outside = tmp_path / "outside.json"
     outside.write_bytes(copy.read_bytes())
@@ -581,33 +526,37 @@ def test_a_fifo_or_link_at_a_copys_place_is_replaced_never_read(results, monkeyp
     signal.signal(signal.SIGALRM, lambda *a: pytest.fail("the stage blocked on a FIFO in staging/"))
     signal.alarm(20)
     try:
-        again, files_again, restaged = _staged(results, monkeypatch)
+        again, files_again = _staged(results)
     finally:
         signal.alarm(0)
-    assert restaged == 1 and again == first and files_again == files
-    assert copy.is_file() and not copy.is_symlink()
+    assert again == first and files_again == files
+    assert (
+        copy.is_file()
+        and not copy.is_symlink()
+        and outside.read_bytes() == files[copy.relative_to(results / "staging" / "records").as_posix()]
+    )
 
 
-@pytest.mark.parametrize("where", ["copy", "stale"])
-def test_a_directory_where_a_json_file_goes_is_a_one_line_error(results, monkeypatch, where):
-    from optrace.errors import InputError
-
-    first, _files, _ = _staged(results, monkeypatch)
+@pytest.mark.parametrize("where", ["copy", "stale", "records"])
+def test_a_directory_or_file_where_the_tree_goes_is_replaced(results, where):
+    first, files = _staged(results)
     copy = _first_copy(results, first)
     if where == "copy":
         copy.unlink()
         copy.mkdir()
         (copy / "keep.txt").write_text("x")
-    else:
+    elif where == "stale":
         (copy.parent / "stray.json").mkdir()
-    with pytest.raises(InputError, match="not a regular file"):
-        _staged(results, monkeypatch)
+    else:
+        shutil.rmtree(results / "staging" / "records")
+        (results / "staging" / "records").write_text("not a folder")
+    assert _staged(results) == (first, files)
 
 
-def test_a_file_that_is_no_record_fails_without_an_id_and_the_rest_is_staged(results, monkeypatch):
+def test_a_file_that_is_no_record_fails_without_an_id_and_the_rest_is_staged(results):
     # validate reports a file it cannot parse with id null: a verdict, not a malformed summary
     (results / "distilled" / SLUG / "broken.json").write_text("{not json")
-    summary, _, _ = _staged(results, monkeypatch)
+    summary, _ = _staged(results)
     assert [f["id"] for f in summary["failed"] if f["path"].endswith("broken.json")] == [None]
     assert summary["staged"]
 
@@ -640,7 +589,6 @@ def test_stage_on_a_validation_summary_of_another_shape_is_one_line(results, tmp
 )
 def test_stage_on_a_manifest_of_another_shape_is_one_line(results, tmp_path, capsys, manifest):
     from optrace.cli import main as optrace
-
     from optrace.mine.packetfile import judged_inputs, read_packet_file
 
     summary = summarize([("r", run(results)[0])])
@@ -658,88 +606,17 @@ def test_stage_on_a_manifest_of_another_shape_is_one_line(results, tmp_path, cap
     assert len(err) == 1 and err[0].startswith("error: ")
 
 
-def _memo_edit(results: Path, edit) -> None:
-    from optrace.publish.staging import MEMO_NAME
-
-    path = results / "staging" / MEMO_NAME
-    memo = json.loads(path.read_text())
-    edit(memo["traces"][SLUG], results)
-    path.write_text(json.dumps(memo))
-
-
-def _hide_failure(share, results):
-    share["failed"] = []
-
-
-def _phantom_staged(share, results):
-    share["staged"].append({**share["staged"][0], "id": "nvidia.h100.triton.norm.invented-aaaaaa"})
-
-
-def _planted_copy(share, results):
-    import hashlib
-
-    rel = share["staged"][0]["path"].replace(share["staged"][0]["id"], "nvidia.h100.triton.norm.planted-bbbbbb")
-    planted = results / "staging" / rel
-    planted.write_text('{"id": "planted"}\n')
-    share["files"][rel] = hashlib.sha256(planted.read_bytes()).hexdigest()
-
-
-@pytest.mark.parametrize(
-    "edit", [_hide_failure, _phantom_staged, _planted_copy], ids=["hide-failure", "phantom-staged", "planted-copy"]
-)
-def test_a_memo_share_edited_to_say_other_than_its_inputs_is_not_reused(results, monkeypatch, edit):
-    """The memo is a file anyone with the results tree can edit, and its key covers the inputs, not the
-    share: a share edited under its own key hid a changed-since-validation failure, listed a record never
-    staged, or kept a planted copy that a fresh stage removes."""
-    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
-
-    def staged() -> tuple[dict, dict[str, bytes]]:
-        got = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
-        root = results / "staging" / "records"
-        return got, {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
-
-    summary = summarize([("r", run(results)[0])])
-    victim = next((results / "distilled" / SLUG).glob("*.json"))
-    victim.write_bytes(victim.read_bytes().replace(b'"active"', b'"ACTIVE"', 1))  # edited after validation
-    first, files = staged()
-    assert [f["gates"] for f in first["failed"]] == [[CHANGED]]
-    _memo_edit(results, edit)
-    assert staged() == (first, files)
-
-
-def _forged_copy(share, results):
-    import hashlib
-
-    rel = share["staged"][0]["path"]
-    copy = results / "staging" / rel
-    copy.write_bytes(copy.read_bytes().replace(b'"score": ', b'"score": 1', 1))  # a rank the formula never gave
-    share["files"][rel] = hashlib.sha256(copy.read_bytes()).hexdigest()
-
-
-def test_a_copy_edited_and_rehashed_into_the_memo_is_restaged(results):
-    # the share's MAC (optrace.secret) no longer verifies: the trace is restaged from its records
-    from optrace.publish.staging import StageInputs, baseline_geomean, stage
-
-    summary = summarize([("r", run(results)[0])])
-    stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
-    root = results / "staging" / "records"
-    files = {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))}
-    _memo_edit(results, _forged_copy)
-    stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
-    assert {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.json"))} == files
-
-
 def test_two_passed_records_swapped_after_validation_are_both_changed_never_staged(results):
     # the memo's key hashes each record's bytes now beside the verdict's hash: a swap is two edits
-    from optrace.publish.staging import CHANGED, StageInputs, baseline_geomean, stage
+    from optrace.publish.staging import CHANGED, stage_results
 
     summary = summarize([("r", run(results)[0])])
-    first = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
+    first = stage_results(results, [SLUG], summary)
     a, b = (results / "distilled" / SLUG / f"{s['id']}.json" for s in first["staged"][:2])
     data_a, data_b = a.read_bytes(), b.read_bytes()
     a.write_bytes(data_b)
     b.write_bytes(data_a)
-    again = stage(StageInputs.under(results, [SLUG]), summary, baseline_geomean)
+    again = stage_results(results, [SLUG], summary)
     swapped = {first["staged"][0]["id"], first["staged"][1]["id"]}
     assert {f["id"]: f["gates"] for f in again["failed"] if f["id"] in swapped} == {i: [CHANGED] for i in swapped}
     assert not swapped & {s["id"] for s in again["staged"]}

@@ -24,10 +24,9 @@ pytestmark = pytest.mark.workflow
 EXAMPLE = "007-fused-add-rmsnorm-h4096"
 AGENT_AREA = "results/distilled"
 READS_AGENT_AREA = {"validate_trace", "stage"}
-# Writes no rule declares yet (what remains of #30 item 1): stage's store-shaped copies beside its
-# declared index and its memo. And distill's records, into the agent's area.
+# The one write no rule declares: distill's records, into the agent's area (never a declared output,
+# so Snakemake never deletes what an agent wrote there).
 UNDECLARED_WRITES = {
-    "stage": ("results/staging/records/", "results/staging/.stage-memo.json"),
     "distill_trace": (f"{AGENT_AREA}/",),
 }
 SHELL_PREFIX = "set -euo pipefail; "  # Snakemake's own shell prefix (a `| tee` keeps the job's exit status)

@@ -10,6 +10,8 @@ import json
 import os
 import re
 import shutil
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -126,7 +128,13 @@ def isolated_run(tmp, url, env):
         url,
         "--config",
         "traces=config/urls.tsv",
-        env={**env, "ISOLATED_JOBS": str(jobs), "ISOLATED_SOURCE": str(source)},
+        # a job's `python` is this interpreter, as a pod's is its image's
+        env={
+            **env,
+            "ISOLATED_JOBS": str(jobs),
+            "ISOLATED_SOURCE": str(source),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+        },
     )
     return SimpleNamespace(res=res, controller=controller, jobs=sorted(p for p in jobs.iterdir() if not p.is_symlink()))
 
@@ -149,11 +157,19 @@ def without_folders(staged):
     return staged
 
 
+STORED_PARTS = ("staging/index.json", "staging/store.json", f"work/{SLUG}/segments.jsonl", f"packets/{SLUG}.json")
+
+
+def tree(folder):
+    """{path: bytes} of every file under `folder`."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
 def test_results_land_in_the_bucket_as_a_local_run_writes_them(runs):
     local, bucket = runs.local, runs.bucket
-    for part in ("staging/records/index.json", f"work/{SLUG}/segments.jsonl", f"packets/{SLUG}.json"):
+    for part in STORED_PARTS:
         assert bucket[f"results/{part}"] == (local / "results" / part).read_bytes(), part
-    index = json.loads(bucket["results/staging/records/index.json"])
+    index = json.loads(bucket["results/staging/index.json"])
     staged = json.loads(bucket["results/staging/staged.json"])
     assert index and staged["staged"]  # records were mined and staged
     # the broken trace's reason names the bundle where its job read it: a storage copy, or the local file
@@ -185,13 +201,16 @@ def test_the_summary_names_results_by_their_urls(runs):
     assert ".snakemake/storage" not in summary
 
 
-def test_only_the_agent_area_stays_on_the_controller(runs):
+def test_only_the_agent_area_and_the_store_tree_stay_on_the_controller(runs):
     """Everything else is in the bucket: the local results tree holds the agent's records area (jobs
-    beside it write their drafts there too), nothing more."""
+    beside it write their drafts there too) and the store's tree, the local run's byte for byte."""
     stored, bucket = runs.stored, runs.bucket
     local_files = {p.relative_to(stored / "results").as_posix() for p in (stored / "results").rglob("*") if p.is_file()}
-    assert local_files == {f for f in local_files if f.startswith(f"distilled/{SLUG}/")}
+    kept = (f"distilled/{SLUG}/", "staging/records/")
+    assert local_files == {f for f in local_files if f.startswith(kept)}
     assert any(f.startswith("distilled/") for f in local_files)  # draft mode wrote its records there
+    store_tree = tree(stored / "results/staging/records")
+    assert len(store_tree) > 5 and store_tree == tree(runs.local / "results/staging/records")
     assert f"results/logs/ingest/{SLUG}.log" in bucket and f"results/logs/ingest/{BROKEN}.log" in bucket
 
 
@@ -213,7 +232,7 @@ def test_the_kubernetes_profile_plans_the_run_in_storage_with_packed_traces(runs
     assert profile.returncode == 0, profile.stderr[-3000:]
     out = profile.stdout + profile.stderr
     assert "Group job trace_chain" in out  # the per-trace stages travel as one pod
-    assert f"s3://{BUCKET}/k8s/results/staging/records/index.json" in out
+    assert f"s3://{BUCKET}/k8s/results/staging/store.json" in out
 
 
 def test_without_its_plugin_the_kubernetes_profile_fails_only_on_the_executor(tmp_path):
@@ -235,7 +254,7 @@ def test_without_its_plugin_the_kubernetes_profile_fails_only_on_the_executor(tm
 def test_isolated_jobs_stage_and_tabulate_what_a_local_run_does(runs):
     local, bucket = runs.local, runs.isolated_bucket
     assert runs.isolated.jobs  # the stages ran as submitted jobs, each in its own copy
-    for part in ("staging/records/index.json", f"work/{SLUG}/segments.jsonl", f"packets/{SLUG}.json"):
+    for part in STORED_PARTS:
         assert bucket[f"results/{part}"] == (local / "results" / part).read_bytes(), part
     staged = json.loads(bucket["results/staging/staged.json"])
     expected = json.loads((local / "results/staging/staged.json").read_text())
@@ -263,16 +282,20 @@ def test_isolated_jobs_the_summary_names_the_failed_trace_and_the_urls(runs):
 
 
 def test_isolated_jobs_write_nothing_but_storage_and_their_own_folder(runs):
-    """The controller's working copy holds no result: every result is a key below the run's prefix, and
-    each job ran in its own folder: the profile's three groups (both traces' chains in one pod, the
-    store, the tables), only the summaries and the denylist stamp on the controller."""
+    """The controller's working copy holds no result but the store's tree: every result is a key below
+    the run's prefix, and each job ran in its own folder: the profile's three groups (both traces'
+    chains in one pod, the store, the tables), only the summaries, the store's tree and the denylist
+    stamp on the controller."""
     controller, res = runs.isolated.controller, runs.isolated.res
-    assert not (controller / "results").exists()
+    # but the store's tree, written from the bucket's store file where the store is read
+    assert {p.name for p in (controller / "results").iterdir()} == {"staging"}
+    assert {p.name for p in (controller / "results/staging").iterdir()} == {"records"}
+    assert tree(controller / "results/staging/records") == tree(runs.local / "results/staging/records")
     assert res.stderr.count("Submitted group job") == len(runs.isolated.jobs) == 3, res.stderr[-3000:]
     grouped = {line.split()[1].rstrip(":") for line in res.stderr.splitlines() if line.startswith("    rule ")}
     assert {"ingest_trace", "distill_trace", "validate_trace", "stage", "dataset_build"} <= grouped
     local = {line.split()[1].rstrip(":") for line in res.stderr.splitlines() if line.startswith("localrule ")}
-    assert local == {"denylist_stamp", "validate_summary", "all"}
+    assert local == {"denylist_stamp", "validate_summary", "store_tree", "all"}
     assert {k.split("/")[0] for k in runs.everything} == {"traces", PREFIX, ISOLATED_PREFIX}
     for job in runs.isolated.jobs:
         assert (job / "rc").read_text().strip() == "0", (job / "job.log").read_text()[-2000:]

@@ -3,7 +3,7 @@
 rule promote:
     input:
         unpack(live_store_inputs),
-        index=rules.stage.output.index,
+        records=local(rules.store_tree.output.records),
     output:
         proposals=reports("match.json"),
     log:
@@ -13,7 +13,7 @@ rule promote:
     conda:
         ENV
     params:
-        staging=input_folder("index", 2),
+        staging=input_folder("records"),
         store=config["live_store"],
     shell:
         # exit 1 = a staged record the live store would refuse: listed in the proposals, not a failure

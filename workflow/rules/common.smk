@@ -285,11 +285,6 @@ def folder_of(name):
     return lambda wildcards, output: str(Path(output[name]).parent)
 
 
-def root_above(name, levels):
-    """A param: the folder `levels` above the declared output `name`."""
-    return lambda wildcards, output: str(Path(output[name]).parents[levels - 1])
-
-
 def input_folder(name, levels=1):
     """A param: the folder `levels` above the declared input `name` (a stage reads its siblings)."""
     return lambda wildcards, input: str(Path(input[name]).parents[levels - 1])

@@ -1,7 +1,7 @@
-# Stage and the staging README: every file each reads is a declared input, named to it. Not yet declared
-# (#30): stage's store-shaped copies beside records/index.json and its memo of each trace's share. As
-# outputs Snakemake would delete both before every run, so the memo would never spare a restage; the
-# Snakemake-native form is a job per trace writing its share, merged by this one.
+# Stage, the store's tree and the staging README: every file each reads or writes is declared, named
+# to it. Stage writes every scored copy into one file (it travels through storage as one object); the
+# tree the store's tools read is written from it where the controller is (local(): a folder output an
+# isolated job uploads is not seen by the S3 plugin, #30).
 
 
 rule stage:
@@ -11,7 +11,8 @@ rule stage:
         versions=per_trace(rules.ingest_trace.output.versions),
         drafts=per_trace(rules.distill_trace.output.drafts),
     output:
-        index=results("staging/records/index.json"),
+        index=results("staging/index.json"),
+        store=results("staging/store.json"),
         summary=results("staging/staged.json"),
     log:
         logs("stage.log"),
@@ -24,12 +25,28 @@ rule stage:
         runtime=30,
     params:
         records_root=records_root,  # the summary names records as distilled/... under it
-        staging=root_above("index", 2),
         traces=per_trace_args("versions", "packets", "drafts"),
     shell:
         optrace_shell(
-            "stage --records-root {params.records_root:q} --staging {params.staging:q} "
-            "{params.traces} --validation {input.validation:q} --summary {output.summary:q} > {log} 2>&1"
+            "stage --records-root {params.records_root:q} {params.traces} --validation {input.validation:q} "
+            "--summary {output.summary:q} --index {output.index:q} --store {output.store:q} > {log} 2>&1"
+        )
+
+
+rule store_tree:
+    input:
+        index=rules.stage.output.index,
+        store=rules.stage.output.store,
+    output:
+        records=local(directory(results("staging/records"))),
+    log:
+        logs("store_tree.log"),
+    localrule: True
+    conda:
+        ENV
+    shell:
+        optrace_shell(
+            "store-tree --store {input.store:q} --index {input.index:q} --out {output.records:q} > {log} 2>&1"
         )
 
 

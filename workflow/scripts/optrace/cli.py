@@ -31,6 +31,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("distill", "optrace.distill.distill", "turn a trace's packets into records (deterministic drafter or an agent)"),
     ("validate", "optrace.gates.validate", "run the 17 gates on distilled records; summaries; injection tests"),
     ("stage", "optrace.publish.staging", "scored, store-shaped copies of the records that passed, and their index"),
+    ("store-tree", "optrace.publish.storetree", "write stage's store file out as the store's records/ tree"),
     ("readme", "optrace.publish.readme", "the reviewer's README of a staging store"),
     ("report-page", "optrace.report.pages", "a Markdown report as one self-contained HTML page (snakemake --report)"),
     (

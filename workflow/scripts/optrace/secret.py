@@ -1,9 +1,8 @@
 """The secret that makes what the results tree remembers unforgeable by whoever can write it.
 
-The validation cache (optrace.gates.validate) and the staging memo (optrace.publish.staging) let a run
-skip work for inputs it has seen. Both live in the results tree, which the agent whose records are
-judged can write, and it can compute every content hash: a plain digest would let it write "PASS" for
-any bytes, or a staged copy of its own. So each entry carries an HMAC-SHA256 under a key kept OUTSIDE
+The validation cache (optrace.gates.validate) lets a run skip work for inputs it has seen. It lives in
+the results tree, which the agent whose records are judged can write, and it can compute every content
+hash: a plain digest would let it write "PASS" for any bytes. So each entry carries an HMAC-SHA256 under a key kept OUTSIDE
 the results tree (OPTRACE_CACHE_KEY names its file; default ~/.cache/optrace/validation-cache.key,
 created 0600 on first use). An entry whose MAC does not verify is not believed: the work is done again.
 When no key file can be kept, a per-process key is used: nothing remembered then ever verifies, which

@@ -1,24 +1,18 @@
 """Staging (rule `stage`): scored, store-shaped copies of every record that passed validation, and the store's index.
 
-Agent-written records in distilled/ are never touched: the stage writes derived copies under
-staging/records/<type>/<vendor>/<arch>/<dsl>/<operator_family>/<id>.json with `worth.rank` computed
-from the worth formula (never self-scored) and a full `worth.track` block. Records that failed a gate
-are listed in staged.json, not staged. Copies of records that no longer pass are removed.
+Agent-written records in distilled/ are never touched: the stage scores a copy of each passing record
+(`worth.rank` from the worth formula, never self-scored, and a full `worth.track` block) and writes
+them all into one file, `staging/store.json` (`{"format", "files": {records/<type>/<vendor>/<arch>/
+<dsl>/<operator_family>/<id>.json: text}}`), beside the store's index and staged.json. One file travels
+through object storage as one object; `optrace store-tree` (rule `store_tree`, where the store is)
+writes it out as the store's tree, `staging/records/`. Records that failed a gate are listed in
+staged.json, not staged.
 
 Stage copies exactly the bytes that were validated: it reads each passing record's file once, and
 stages it only when the sha256 of those bytes is the one the validation summary names; a record
 edited after validation (same size, mtime restored or not) is listed as failed (`changed-since-
 validation`), never staged. So is every record of a trace whose packets file or versions are not the
 ones validation judged (the summary's `judged_inputs`): the score is computed from them.
-
-A trace whose inputs are unchanged is not restaged: `staging/.stage-memo.json` remembers each trace's
-share (the copies' hashes, its index and staged.json entries) under a digest of the package's code, the
-trace's versions and packets and, per passed record, the verdict's sha256 and the bytes the file holds now
-(`trace_key`). A share is reused only while its MAC verifies under the key kept outside the results tree
-(optrace.secret: whoever can write the results tree cannot re-hash an edited copy into the memo) and
-every copy it names is on disk with the remembered bytes; anything else, a damaged memo included,
-restages the trace. So an agent batch in one trace of a
-100-trace sheet restages that trace alone (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -29,21 +23,19 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
-from optrace import PACKAGE_DIR
 from optrace.distill.records import TraceRecords, read_drafts
 from optrace.errors import InputError
 from optrace.gates.store.index import expected_entry
 from optrace.gates.store.model import RecordView
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, store_path
-from optrace.jsonio import dumps_compact, load_or_none, read_bytes, read_json, write_json, write_text_atomic
+from optrace.jsonio import read_bytes, read_json, write_json, write_text_atomic
 from optrace.mine.ladder import run_ladder
 from optrace.mine.packetfile import judged_inputs, read_packet_file
+from optrace.publish.storetree import write_store_file, write_tree
 from optrace.publish.worth import BUILDER_VERSION, COUNTERS, FORMULA, rank
 from optrace.rows import PacketRow, VersionRow, episode_technique, manifest_packets, read_versions
-from optrace.run.codedigest import package_digest
-from optrace.secret import cache_secret, mac, verifies
 
 RECORD_KEY_ORDER = (
     "schema",
@@ -60,7 +52,7 @@ RECORD_KEY_ORDER = (
 SEARCH_FIELDS = ("goal", "technique", "what", "summary", "lesson", "attempted", "change", "mechanism")
 MAX_SEARCH_CHARS = 2000
 MAX_TITLE_CHARS = 160
-MAX_MEMO_INPUT_BYTES = 1 << 30  # the memo key hashes versions.jsonl and packets whole; their own stages bound them
+MAX_INPUT_BYTES = 1 << 30  # versions.jsonl and packets are hashed whole; their own stages bound them
 BaselineOf = Callable[[list[VersionRow]], float | None]
 
 
@@ -196,17 +188,9 @@ def split_by_verdict(summary: dict) -> tuple[dict[str, list[tuple]], list[dict]]
     return passed, failed
 
 
-MEMO_NAME = ".stage-memo.json"  # beside records/: never staged, never listed
-MEMO_FORMAT = 2  # 2: every share carries its MAC
-
-
 def _bytes(path: Path) -> bytes:
-    data, error = read_bytes(path, MAX_MEMO_INPUT_BYTES)
+    data, error = read_bytes(path, MAX_INPUT_BYTES)
     return data if data is not None else f"\0{error}".encode()
-
-
-def _digest(path: Path) -> bytes:
-    return hashlib.sha256(_bytes(path)).digest()
 
 
 @dataclass(frozen=True)
@@ -221,14 +205,12 @@ class TraceInputs:
 @dataclass(frozen=True)
 class StageInputs:
     records_root: Path  # where the validation summary's record paths (distilled/<slug>/<id>.json) resolve
-    staging: Path  # the staging area written: records/ (copies, index.json) and the memo
     traces: dict[str, TraceInputs]
 
     @classmethod
     def under(cls, results: Path, slugs: list[str]) -> StageInputs:
         """The default layout of a results root."""
-        traces = {s: TraceInputs(*_default_files(results, s)) for s in slugs}
-        return cls(results, results / "staging", traces)
+        return cls(results, {s: TraceInputs(*_default_files(results, s)) for s in slugs})
 
     def records(self, slug: str) -> TraceRecords:
         """The trace's records: its area under records_root, then distill's copies."""
@@ -244,30 +226,15 @@ def _default_files(results: Path, slug: str) -> tuple[Path, Path, Path | None]:
     )
 
 
-def trace_key(
-    inputs: StageInputs, slug: str, passed: list[tuple], code: str, records: TraceRecords, judged: str | None
-) -> str:
-    """A digest of everything one trace's share of the staging area is made from: the package's code, the
-    inputs validation judged, the trace's versions (its baseline and kept ratio), its packets (manifest and
-    measurements) and, per passed record, the verdict's hash next to the hash of the bytes the file holds now."""
-    h = hashlib.sha256(f"{MEMO_FORMAT}\0{code}\0{slug}\0{judged}\0".encode())
-    h.update(_digest(inputs.traces[slug].versions))
-    h.update(_digest(inputs.traces[slug].packets))
-    for path, sha256, rid in passed:
-        data, error = read_validated(records, slug, path)
-        h.update(f"{path}\0{sha256}\0{rid}\0".encode() + (data if data is not None else f"\0{error}".encode()))
-    return h.hexdigest()
-
-
 def stage_trace(
     inputs: StageInputs,
     slug: str,
     passed: list[tuple],
     baseline_of: BaselineOf,
     records: TraceRecords,
-    judged: str | None = None,
+    judged: str | None,
 ) -> dict:
-    """One trace's share: the texts to write ({relpath: sha256}), its staged, index and failed entries."""
+    """One trace's share: its copies ({store path: text}), its staged, index and failed entries."""
     share: dict = {"files": {}, "staged": [], "entries": [], "failed": [], "failed_trace": None}
     files = inputs.traces[slug]
     rows = read_versions(files.versions)
@@ -294,28 +261,10 @@ def stage_trace(
         if rel is None:  # validation binds the scope to the packet; a name that could climb is never written
             share["failed"].append({"trace": slug, "path": path, "id": rid, "gates": ["layout"]})
             continue
-        text = store_json(scored)
-        write_copy(inputs.staging / rel, text)
-        share["files"][rel] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+        share["files"][rel] = store_json(scored)
         share["entries"].append(index_text(index_entry(scored, rel)))
         share["staged"].append(staged_entry(slug, scored, rel))
     return share
-
-
-def _not_a_file(path: Path) -> InputError:
-    return InputError(path, "is not a regular file (a copy or index goes here): remove it and stage again")
-
-
-def write_copy(target: Path, text: str) -> None:
-    """Write a copy unless the file there already holds exactly its bytes. What is there is read as validate
-    reads a record (no link followed, no FIFO opened): staging/ is a tree anyone with the results can edit,
-    and a link or a FIFO there is replaced by the copy a fresh stage writes."""
-    data, _ = read_bytes(target, MAX_RECORD_BYTES)
-    if data == text.encode("utf-8"):
-        return
-    if target.is_dir() and not target.is_symlink():
-        raise _not_a_file(target)
-    write_text_atomic(target, text)
 
 
 # records/index.json is written as json.dumps(index, indent=1) writes it, from each entry's own text: an
@@ -356,116 +305,34 @@ def staged_entry(slug: str, scored: dict, rel: str) -> dict:
     }
 
 
-def still_staged(staging: Path, files: dict[str, str]) -> bool:
-    """Every file of a remembered share is on disk with the bytes the memo says were written."""
-    for rel, sha256 in files.items():
-        data, _ = read_bytes(staging / rel, MAX_RECORD_BYTES)
-        if data is None or hashlib.sha256(data).hexdigest() != sha256:
-            return False
-    return True
+@dataclass(frozen=True)
+class Staged:
+    summary: dict  # staged.json
+    index: str  # the store's records/index.json
+    files: dict[str, str]  # store path (records/...) -> the copy's text
 
 
-def load_memo(path: Path) -> dict[str, dict]:
-    """slug -> its remembered share; {} for a missing or damaged memo (the stage then starts over)."""
-    doc = load_or_none(path)
-    traces = doc.get("traces") if isinstance(doc, dict) and doc.get("format") == MEMO_FORMAT else None
-    return traces if isinstance(traces, dict) else {}
-
-
-def _share_shaped(share: Any) -> TypeGuard[dict]:
-    """A share as stage_trace makes it (the memo is a file anyone with the results tree can edit)."""
-    return (
-        isinstance(share, dict)
-        and isinstance(share.get("key"), str)
-        and isinstance(share.get("files"), dict)
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in share["files"].items())
-        and all(
-            isinstance(share.get(k), list) and all(isinstance(x, dict) for x in share[k]) for k in ("staged", "failed")
-        )
-        and isinstance(share.get("entries"), list)
-        and all(isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in share["entries"])
-        and (share.get("failed_trace") is None or isinstance(share.get("failed_trace"), dict))
-    )
-
-
-def accounts_for(share: dict, slug: str, passed: list[tuple]) -> bool:
-    """The share says what stage_trace says of these passed records: each is staged (one copy, one index
-    entry, one staged line) or failed, once, and nothing else is. The memo's key covers the inputs, not the
-    share, so a share edited under its own key (a failure dropped, a record added, a planted copy) is not one."""
-    staged, failed = share["staged"], share["failed"]
-    if share["failed_trace"] is not None:
-        return not (staged or failed or share["files"] or share["entries"])
-    staged_ids = [s.get("id") for s in staged]
-    return (
-        sorted(map(str, staged_ids + [f.get("id") for f in failed])) == sorted(rid for _, _, rid in passed)
-        and all(s.get("trace") == slug for s in staged + failed)
-        and {f.get("path") for f in failed} <= {path for path, _, _ in passed}
-        and [s.get("path") for s in staged] == list(share["files"])
-        and [rid for rid, _ in share["entries"]] == staged_ids
-    )
-
-
-def signed_part(slug: str, share: dict) -> tuple[bytes, bytes]:
-    """What a share's MAC covers: its trace and everything it says but the MAC itself."""
-    return slug.encode(), dumps_compact({k: v for k, v in share.items() if k != "mac"}).encode()
-
-
-def remembered(
-    memo: dict[str, dict], slug: str, key: str, staging: Path, passed: list[tuple], secret: bytes
-) -> dict | None:
-    share = memo.get(slug)
-    if not (_share_shaped(share) and share["key"] == key and accounts_for(share, slug, passed)):
-        return None
-    if not verifies(secret, share.get("mac"), *signed_part(slug, share)):
-        return None  # written by anyone but the stage
-    return share if still_staged(staging, share["files"]) else None
-
-
-def stage(inputs: StageInputs, summary_in: dict, baseline_of: BaselineOf) -> dict:
-    """Stage every trace's passed records. A trace whose inputs (trace_key) and staged files are what the
-    memo remembers is not restaged: an agent batch in one trace restages that trace alone."""
-    staging, slugs = inputs.staging, list(inputs.traces)
+def stage(inputs: StageInputs, summary_in: dict, baseline_of: BaselineOf) -> Staged:
+    """Every trace's passed records, scored: the copies, the store's index and staged.json."""
     passed, failed = split_by_verdict(summary_in)
     traces = summary_in.get("traces")
-    judged = {t.get("slug"): t.get("judged_inputs") for t in traces if isinstance(t, dict)} if isinstance(traces, list) else {}
-    entries, summary, keep = [], {"staged": [], "failed": failed, "failed_traces": []}, set()
-    memo, new_memo = load_memo(staging / MEMO_NAME), {}
-    changed = memo.keys() != set(slugs)
-    code = package_digest(PACKAGE_DIR)
-    secret = cache_secret()
-    for slug in slugs:
-        mine = passed.get(slug, [])
-        records = inputs.records(slug)
-        key = trace_key(inputs, slug, mine, code, records, judged.get(slug))
-        share = remembered(memo, slug, key, staging, mine, secret)
-        if share is None:
-            share = {**stage_trace(inputs, slug, mine, baseline_of, records, judged.get(slug)), "key": key}
-            share["mac"] = mac(secret, *signed_part(slug, share))
-            changed = True
-        new_memo[slug] = share
+    judged = (
+        {t.get("slug"): t.get("judged_inputs") for t in traces if isinstance(t, dict)}
+        if isinstance(traces, list)
+        else {}
+    )
+    entries, summary, files = [], {"staged": [], "failed": failed, "failed_traces": []}, {}
+    for slug in inputs.traces:
+        share = stage_trace(inputs, slug, passed.get(slug, []), baseline_of, inputs.records(slug), judged.get(slug))
         if share["failed_trace"] is not None:
             summary["failed_traces"].append(share["failed_trace"])
         failed.extend(share["failed"])
-        keep.update(share["files"])
+        files.update(share["files"])
         entries.extend(share["entries"])
         summary["staged"].extend(share["staged"])
-    records_dir = staging / "records"
-    for stale in records_dir.rglob("*.json") if records_dir.exists() else []:
-        rel = stale.relative_to(staging).as_posix()
-        if rel != "records/index.json" and rel not in keep:
-            if stale.is_dir() and not stale.is_symlink():
-                raise _not_a_file(stale)
-            stale.unlink()
-    index = records_dir / "index.json"
-    if index.is_dir() and not index.is_symlink():
-        raise _not_a_file(index)
-    write_text_atomic(index, index_json(entries))
-    if changed:  # key order kept (no sort): a remembered index entry must be written as a computed one is
-        memo_text = json.dumps({"format": MEMO_FORMAT, "traces": new_memo}, ensure_ascii=False, separators=(",", ":"))
-        write_text_atomic(staging / MEMO_NAME, memo_text + "\n")
     summary["staged"].sort(key=lambda s: s["id"])
     summary["failed"].sort(key=lambda s: (s["trace"], s["path"]))
-    return summary
+    return Staged(summary, index_json(entries), dict(sorted(files.items())))
 
 
 def baseline_geomean(rows: list[VersionRow]) -> float | None:
@@ -473,11 +340,28 @@ def baseline_geomean(rows: list[VersionRow]) -> float | None:
     return next((s.geomean_us for s in run_ladder(rows) if s.outcome == "baseline"), None)
 
 
+def write_outputs(staged: Staged, summary: Path, index: Path, store: Path, tree: Path | None = None) -> None:
+    """staged.json, the index, the store file, and (a run by hand) the store's tree from them."""
+    write_store_file(store, staged.files)
+    write_text_atomic(index, staged.index)
+    if tree is not None:
+        write_tree(tree, staged.index, staged.files)
+    write_json(summary, staged.summary)
+
+
+def stage_results(results: Path, slugs: list[str], validation: dict) -> dict:
+    """Stage a results root by hand (its default layout): staging/store.json, index.json, staged.json and
+    the store's tree staging/records/; staged.json's content."""
+    staged = stage(StageInputs.under(results, slugs), validation, baseline_geomean)
+    out = results / "staging"
+    write_outputs(staged, out / "staged.json", out / "index.json", out / "store.json", out / "records")
+    return staged.summary
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace stage", description=__doc__)
     ap.add_argument("--results", type=Path, help="a results root: the default layout of every path below")
     ap.add_argument("--records-root", type=Path, help="where the summary's record paths (distilled/...) resolve")
-    ap.add_argument("--staging", type=Path, help="the staging area to write (records/, the memo)")
     ap.add_argument(
         "--trace",
         nargs=4,
@@ -487,29 +371,36 @@ def main(argv: list[str]) -> int:
         help="a trace to stage",
     )
     ap.add_argument("--validation", required=True, type=Path, help="validation-summary.json")
-    ap.add_argument("--summary", required=True, type=Path, help="staged.json to write")
+    ap.add_argument("--summary", type=Path, help="staged.json to write")
+    ap.add_argument("--index", type=Path, help="the store's index to write")
+    ap.add_argument("--store", type=Path, help="the store file to write (every copy)")
     ap.add_argument("slugs", nargs="*", help="with --results: the traces to stage (slugs under work/ and packets/)")
     args = ap.parse_args(argv)
-    if args.results:
-        inputs = StageInputs.under(args.results, args.slugs)
-    elif args.records_root and args.staging and args.trace:
-        traces = {slug: TraceInputs(Path(v), Path(p), Path(d)) for slug, v, p, d in args.trace}
-        inputs = StageInputs(args.records_root, args.staging, traces)
-    else:
-        raise InputError(
-            "optrace stage", "give --records-root, --staging and a --trace per trace (or --results and slugs)"
-        )
     validation = read_json(args.validation)
     problem = summary_problem(validation)
     if problem is not None:
         raise InputError(args.validation, problem)
+    if args.results:
+        inputs = StageInputs.under(args.results, args.slugs)
+        out = args.results / "staging"
+        paths = (args.summary or out / "staged.json", out / "index.json", out / "store.json", out / "records")
+    elif args.records_root and args.trace and args.summary and args.index and args.store:
+        traces = {slug: TraceInputs(Path(v), Path(p), Path(d)) for slug, v, p, d in args.trace}
+        inputs = StageInputs(args.records_root, traces)
+        paths = (args.summary, args.index, args.store, None)
+    else:
+        raise InputError(
+            "optrace stage",
+            "give --records-root, a --trace per trace, --summary, --index and --store (or --results and slugs)",
+        )
     try:
-        summary = stage(inputs, validation, baseline_geomean)
+        staged = stage(inputs, validation, baseline_geomean)
     except KeyError as exc:
-        raise InputError(inputs.staging, f"a record has no packet or a required field ({exc})") from None
-    write_json(args.summary, summary)
+        raise InputError(args.validation, f"a record has no packet or a required field ({exc})") from None
+    write_outputs(staged, *paths)
+    summary = staged.summary
     print(
-        f"stage: {len(summary['staged'])} records staged, {len(summary['failed'])} failed validation (listed in {args.summary})"
+        f"stage: {len(summary['staged'])} records staged, {len(summary['failed'])} failed validation (listed in {paths[0]})"
     )
     for f in summary["failed_traces"]:
         print(f"  trace {f['trace']} failed at {f['stage']}: {f['reason']}")

@@ -169,7 +169,7 @@ def file_digest(path: Path) -> str:
 @cache
 def package_digest(pkg: Path) -> str:
     """The package's whole source: editing any module changes it. A superset of what any stage runs, read
-    without parsing (the validation cache and the staging memo are keyed by it)."""
+    without parsing (the validation cache is keyed by it)."""
     h = hashlib.sha256()
     for path in sorted(pkg.rglob("*.py")):
         h.update(path.relative_to(pkg).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
