@@ -22,6 +22,7 @@ PER_TRACE = (
 AGGREGATES = {
     ("validate_summary", None),
     ("stage", None),
+    ("store_tree", None),
     ("readme", None),
     ("dataset_build", None),
     ("dataset_split", None),
@@ -75,7 +76,13 @@ def test_a_new_or_changed_records_rerun_only_that_traces_validation(two_traces):
     rec = json.loads(record.read_text())
     rec["id"] += "-agent2"
     (folder / f"{rec['id']}.json").write_text(json.dumps(rec, indent=1) + "\n")
-    expected = {("validate_trace", A), ("validate_summary", None), ("stage", None), ("readme", None)}
+    expected = {
+        ("validate_trace", A),
+        ("validate_summary", None),
+        ("stage", None),
+        ("store_tree", None),
+        ("readme", None),
+    }
     assert planned(wd, *cfg) == expected
     snakemake(wd, *cfg)
     record.write_text(record.read_text().replace('"active"', '"active" '))  # an agent edits a record
@@ -120,9 +127,9 @@ def test_c_a_ladder_threshold_reruns_partition_and_what_follows_not_ingest(two_t
             "mine/partition.py",
             chain(A, "partition_trace")
             | chain(B, "partition_trace")
-            | {("validate_summary", None), ("stage", None), ("readme", None)},
+            | {("validate_summary", None), ("stage", None), ("store_tree", None), ("readme", None)},
         ),
-        ("publish/worth.py", {("stage", None), ("readme", None)}),
+        ("publish/worth.py", {("stage", None), ("store_tree", None), ("readme", None)}),
         (
             "dataset/build.py",
             {("dataset_build", None), ("dataset_split", None)},

@@ -54,6 +54,7 @@ rule readme:
     input:
         unpack(live_store_inputs),
         index=rules.stage.output.index,
+        store=rules.stage.output.store,  # the records admission is asked about (with a live store)
         summary=rules.stage.output.summary,
         metas=per_trace(rules.ingest_trace.output.meta),
         versions=per_trace(rules.ingest_trace.output.versions),
@@ -87,7 +88,7 @@ rule readme:
         denylist_env=config["denylist_env"],
     shell:
         optrace_shell(
-            "readme --index {input.index:q} --staged {input.summary:q} {params.traces} "
+            "readme --index {input.index:q} --store {input.store:q} --staged {input.summary:q} {params.traces} "
             "--out {output.readme:q} --denylist-env {params.denylist_env} "
             + LIVE_STORE_FLAG
             + " > {log} 2>&1",

@@ -22,6 +22,7 @@ from optrace.errors import InputError
 from optrace.gates.store.model import obj
 from optrace.gates.store.store import MAX_RECORD_BYTES, parse_json_bytes, record_relpaths
 from optrace.jsonio import read_bytes
+from optrace.publish.storetree import read_store_file
 from optrace.scrub.leak_patterns import Denylist, denylist_pattern, read_denylist
 
 MATCH_SCHEMA = "optrace-match-1"
@@ -176,10 +177,14 @@ def staged_files(directory: Path) -> list[Path]:
 
 
 def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_path: Callable[[Path], str]) -> dict:
+    return match_loaded(store, [(shown_path(p), *read_input(p)) for p in paths], max_candidates)
+
+
+def match_loaded(store: GateStore, loaded: list[tuple[str, bytes | None, str | None]], max_candidates: int) -> dict:
+    """Proposals for records given as (how to name it, its bytes or None, why not)."""
     index = store.index()
     catalogue = Catalogue(index.entries)
     denylist = denylist_pattern(read_denylist())
-    loaded = [(p, *read_input(p)) for p in paths]
     batch_ids = set()
     for _, data, _ in loaded:  # records of one batch may link to each other: they go in together
         rec = parse_json_bytes(data)[0] if data is not None else None
@@ -187,7 +192,7 @@ def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_
             batch_ids.add(rec["id"])
     known = frozenset(index.entries) | batch_ids
     proposals = [
-        match_one(shown_path(p), data, error, catalogue, known, denylist, max_candidates) for p, data, error in loaded
+        match_one(shown, data, error, catalogue, known, denylist, max_candidates) for shown, data, error in loaded
     ]
     for p in proposals:  # a confirm of a store record measured in the same run: one run, counted once
         if p["action"] == "confirm":
@@ -211,9 +216,10 @@ def store_root_of(index_path: Path) -> Path:
     return Path(index_path).parent.parent
 
 
-def readme_section(staging: Path, index_path: Path) -> str:
-    """Markdown for the staging README: what each staged record would do in the live store."""
-    report = match_files(GateStore(store_root_of(index_path)), staged_files(staging), 0, lambda p: p.name)
+def readme_section(store_file: Path, index_path: Path) -> str:
+    """Markdown for the staging README: what each record of stage's store file would do in the live store."""
+    copies = [(Path(rel).name, text.encode("utf-8"), None) for rel, text in read_store_file(store_file).items()]
+    report = match_loaded(GateStore(store_root_of(index_path)), copies, 0)
     counts = ", ".join(f"{k} {v}" for k, v in report["counts"].items()) or "no staged record"
     out = [
         "## Admission into the live store",

@@ -260,8 +260,9 @@ TRACE_FIELDS = tuple(f.name for f in fields(TraceFiles))
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="optrace readme", description=__doc__)
     ap.add_argument("--results", type=Path, help="a results root: the default layout of every file below")
-    ap.add_argument("--index", type=Path, help="the staged records/index.json")
+    ap.add_argument("--index", type=Path, help="stage's index.json")
     ap.add_argument("--staged", type=Path, help="stage's staged.json")
+    ap.add_argument("--store", type=Path, help="stage's store.json (with --live-store: what admission would do)")
     ap.add_argument(
         "--trace",
         nargs=len(TRACE_FIELDS) + 1,
@@ -276,8 +277,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("slugs", nargs="*", help="with --results: the traces the store was staged from")
     args = ap.parse_args(argv)
     staging = args.results / "staging" if args.results else None
-    index = args.index or (staging / "records" / "index.json" if staging else None)
+    index = args.index or (staging / "index.json" if staging else None)
     staged = args.staged or (staging / "staged.json" if staging else None)
+    store = args.store or (staging / "store.json" if staging else None)
     traces = {t[0]: TraceFiles(*map(Path, t[1:])) for t in args.trace}
     traces.update({slug: TraceFiles.under(args.results, slug) for slug in args.slugs if args.results})
     if index is None or staged is None or not traces:
@@ -287,7 +289,9 @@ def main(argv: list[str]) -> int:
     if args.live_store:
         from optrace.admit.proposals import readme_section
 
-        text += "\n" + readme_section(index.parent.parent, args.live_store)
+        if store is None:
+            raise InputError("optrace readme", "--live-store needs --store (what admission is asked about)")
+        text += "\n" + readme_section(store, args.live_store)
     write_text_atomic(args.out, escape_controls(text, keep_layout=True))
     print(f"readme: {args.out}")
     return 0
