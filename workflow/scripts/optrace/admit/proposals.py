@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from optrace.admit.admissibility import admission_problems, evidence_commit, key_pair, key_tokens, run_tokens
@@ -180,7 +180,7 @@ def match_files(store: GateStore, paths: list[Path], max_candidates: int, shown_
     return match_loaded(store, [(shown_path(p), *read_input(p)) for p in paths], max_candidates)
 
 
-def match_loaded(store: GateStore, loaded: list[tuple[str, bytes | None, str | None]], max_candidates: int) -> dict:
+def match_loaded(store: GateStore, loaded: Sequence[tuple[str, bytes | None, str | None]], max_candidates: int) -> dict:
     """Proposals for records given as (how to name it, its bytes or None, why not)."""
     index = store.index()
     catalogue = Catalogue(index.entries)
