@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from optrace.gates.trace.claim_binding import _parts
-from optrace.wording import FUNCTION_WORDS, NEGATORS, read, sentences
+from optrace.wording import CLAUSE_BREAK, FUNCTION_WORDS, NEGATORS, SPECIAL, folded, read, sentences
 from tests.adversarial.claim_attacks import CLM, A, Case, Ctx, S, at, edit
 
 CAUSE_FIELDS = ("payload.mechanism", "payload.root_cause", "payload.established_fact.mechanism")
@@ -157,4 +157,90 @@ ROUND11 += [
 ROUND11_TWINS += [
     Case("t a failed lever's measured loss written as lost", 0, A, lost, (), on_loss),
     Case("t a quoted slowdown written as lost", 0, A, _loss_to("lost"), (), lambda c: bool(_loss_field(c))),
+]
+
+
+SLUG_FROM = {"cause", "lever-cause", "observed", "gate-verdict"}
+BREAK = re.compile(CLAUSE_BREAK.pattern + r"|\band\b")
+STANDALONE_NEGATOR = re.compile(r"(?<![\w-])(?:not|no|never|without|instead)(?![\w-])")
+
+
+def _negated_clauses(c: Ctx) -> list[tuple[str, bool]]:
+    """(clause, its negated word is a speed or direction word) of each clause of the failed lever's own
+    account that negates a word."""
+    out = []
+    for item in c.agent["evidence"]:
+        if item.get("kind") not in SLUG_FROM:
+            continue
+        for clause in BREAK.split(item.get("text") or ""):
+            toks = read(clause or "").tokens
+            negated = [t for t in toks if t.negated]
+            plain = STANDALONE_NEGATOR.search(folded(clause or ""))  # not the NO of CUDA_NO_HALF
+            if plain and negated and len([t for t in toks if t.canon[0] not in FUNCTION_WORDS]) >= 2:
+                out.append((clause, any(t.canon[0] in SPECIAL for t in negated)))
+    return out
+
+
+def _slug(clause: str, keep_negators: bool) -> str:
+    negators = NEGATORS | {"instead", "rather"}
+    ws = [w for w in re.findall(r"[a-z][a-z0-9_]*", folded(clause)) if w not in FUNCTION_WORDS or w in negators]
+    return "-".join(w for w in ws if keep_negators or w not in negators)
+
+
+def _symptom(make):
+    def mutate(r, c):
+        r["retrieval"]["signals"]["symptoms"] = [make(c)]
+
+    return mutate
+
+
+def _asserted_beside_negated(c: Ctx) -> str | None:
+    """A negated clause's slug without its negator, beside another negated clause's slug that keeps its
+    own (`occupancy-limiter-register-cap-can-not-help`)."""
+    found = _negated_clauses(c)
+    if len(found) < 2:
+        return None
+    return f"{_slug(found[0][0], False)}-{_slug(found[1][0], True)}"
+
+
+def _speed_asserted(c: Ctx) -> str | None:
+    """A clause negating a speed or direction word ("the register cap cannot help") as a slug asserting it."""
+    return next((_slug(cl, False) for cl, special in _negated_clauses(c) if special), None)
+
+
+def _negation_kept(c: Ctx) -> str | None:
+    return next((_slug(cl, True) for cl, _ in _negated_clauses(c)), None)
+
+
+FAILED_VERB = re.compile(r"\b(?:do|does|did) not (compile|build|launch|link|fit|run)\b")
+
+
+def _failure_noun(c: Ctx) -> str | None:
+    """ "... do not compile" as `compile-error` (the failure noun names what did not happen)."""
+    texts = " ".join(i.get("text") or "" for i in c.agent["evidence"] if i.get("kind") in SLUG_FROM)
+    m = FAILED_VERB.search(texts)
+    return f"{m.group(1)}-error" if m else None
+
+
+ROUND11 += [
+    Case(
+        "2 a slug asserting one negated clause beside another that keeps its negator",
+        2,
+        A,
+        _symptom(_asserted_beside_negated),
+        (CLM,),
+        lambda c: _asserted_beside_negated(c) is not None,
+    ),
+    Case(
+        "2 a slug asserting a negated speed word",
+        2,
+        A,
+        _symptom(_speed_asserted),
+        (CLM,),
+        lambda c: _speed_asserted(c) is not None,
+    ),
+]
+ROUND11_TWINS += [
+    Case("t a negated clause as a slug keeping its negator", 0, A, _symptom(_negation_kept), (), _negation_kept),
+    Case("t a failure noun naming what did not happen", 0, A, _symptom(_failure_noun), (), _failure_noun),
 ]

@@ -6,7 +6,10 @@ beside gates.trace.claim_rules):
   not the limiter and the register cap cannot help"; blocked and interleaved traded): two subjects,
   objects or adjectives swapped, every word still the trace's;
 - number sense: a gain or loss word beside a number agrees with that number ("gained 2.7%" where the
-  measured change is -2.7%; "save 9%" quoting "slower by 9%").
+  measured change is -2.7%; "save 9%" quoting "slower by 9%");
+- slug stance: a slug asserts each word no negator of its own governs, and negates the word its
+  negator governs or its failure noun follows (`compile-error`: compile negated); each agrees with the
+  cited sentences it rewords (`register-cap-can-help` where the trace says the cap cannot help).
 
 Each is linear in the claim's and its closest cited sentences' clauses.
 """
@@ -16,9 +19,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from optrace.gates.trace.claim_rules import Cited
 from optrace.gates.trace.numbers import normalize
 from optrace.slots import kind_of
-from optrace.wording import CLAUSE_BREAK, FUNCTION_WORDS, NEGATORS, read, sentences, stemmed
+from optrace.wording import CLAUSE_BREAK, FUNCTION_WORDS, NEGATING_VERBS, NEGATORS, read, sentences, stemmed
 
 # clauses for the traded-words rule: the claims' clause breaks and "and" (one clause of "occupancy is not
 # the limiter and the register cap cannot help" is two statements)
@@ -172,4 +176,64 @@ def number_sense(says: str, slots: tuple[tuple[str, str, object], ...], cited_te
             return [
                 f"{token!r} is written as a {'gain' if sense == '+' else 'loss'}, where the evidence it quotes has it the other way"
             ]
+    return []
+
+
+# the nouns of a failure: `compile-error` names what did not compile
+FAILURE_NOUNS = frozenset({"error", "errors", "failure", "failures", "crash", "crashes", "hang", "hangs"})
+_SLUG_NEGATORS = NEGATORS | {"instead", "rather"}  # a slug keeps the head of "instead of"
+
+
+def _slug_words(slug: str) -> list[tuple[str, bool | None]]:
+    """(canonical word, negated) of each word a slug says something with: a negator governs the word
+    after it; a word a failure noun follows (`compile-error`, `cuda-error`) is neither (slug_content
+    judges it)."""
+    toks = read(slug.replace("-", " ")).tokens
+    out: list[tuple[str, bool | None]] = []
+    pending = False
+    for i, t in enumerate(toks):
+        if t.raw in _SLUG_NEGATORS or t.canon[0] in NEGATING_VERBS:
+            pending = True
+            continue
+        if (t.raw in FAILURE_NOUNS and i) or t.canon[0] in FUNCTION_WORDS or t.raw.isdigit():
+            continue
+        failed = i + 1 < len(toks) and toks[i + 1].raw in FAILURE_NOUNS
+        out += [(c, None if failed else pending) for c in t.canon]
+        pending = False
+    return out
+
+
+_FAILED = re.compile(rf"([a-z0-9_]+)-(?:{'|'.join(FAILURE_NOUNS)})(?![\w-])")
+
+
+def slug_content(slug: str, cited: Cited) -> str:
+    """The words of a slug the content rule reads: a failure noun after a word the cited sentences
+    negate (`compile-error` citing "do not compile") says that word did not happen, and is no word of
+    its own; after any other (`cuda-error`) it is a word the evidence must hold."""
+
+    def drop(m: re.Match) -> str:
+        w = read(m.group(1)).tokens
+        negated = bool(w) and any(t.negated and w[0].canon[0] in t.canon for r in cited.sentences for t in r.tokens)
+        return m.group(1) if negated else m.group(0)
+
+    return _FAILED.sub(drop, slug.lower())
+
+
+def slug_stance(slug: str, cited: Cited) -> list[str]:
+    """Each word of a slug is asserted (or negated) in the cited sentences it rewords (those holding it
+    that share the most content words with the slug) as the slug has it (_slug_words)."""
+    words = _slug_words(slug)
+    mine = frozenset(w for w, _ in words)
+    for w, negated in words:
+        if negated is None:
+            continue
+        holding = [r for r in cited.sentences if any(w in t.canon for t in r.tokens)]
+        if not holding:
+            continue
+        best = max(len(r.content & mine) for r in holding)
+        theirs = {t.negated for r in holding if len(r.content & mine) == best for t in r.tokens if w in t.canon}
+        if negated not in theirs:
+            how = "negated" if negated else "asserted"
+            other = "asserted" if negated else "negated"
+            return [f"{w!r} is {how} here but only {other} in the evidence it cites"]
     return []

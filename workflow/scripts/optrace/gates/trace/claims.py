@@ -346,7 +346,10 @@ def said_against(
     problems = (
         []
         if quoted
-        else rules.content(rules.without_connectives(says, says_read), cited)
+        else rules.content(
+            read(binding.slug_content(says, cited)) if field == "tag" else rules.without_connectives(says, says_read),
+            cited,
+        )
         + rules.numbers(says, slots, cited, exact, spelled_counts=field != "tag")
     )
     if quoted:
@@ -354,7 +357,7 @@ def said_against(
     elif field == "tag":  # a slug drops the function words its polarity and direction turn on
         problems += (
             rules.negators(says_read, cited)
-            + rules.asserted_negation(says_read, cited)
+            + binding.slug_stance(says, cited)
             + rules.scope(says_read, cited, says.replace("-", " "))
         )
     else:
