@@ -67,6 +67,7 @@ from tests.adversarial.claim_attacks import (
 from tests.adversarial.provenance_kinds import PROVENANCE
 from tests.adversarial.redteam_kinds import RED
 from tests.adversarial.round9_kinds import ROUND9
+from tests.adversarial.round11_kinds import ROUND11
 
 # --- the planted kinds ------------------------------------------------------------------------------
 
@@ -1141,4 +1142,4 @@ F7 = [
     ),
 ]
 
-CASES = F1 + F2 + F3 + F4 + F5 + F6 + F7 + RED + PROVENANCE + ROUND9
+CASES = F1 + F2 + F3 + F4 + F5 + F6 + F7 + RED + PROVENANCE + ROUND9 + ROUND11

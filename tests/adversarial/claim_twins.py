@@ -26,6 +26,7 @@ from tests.adversarial.claim_attacks import (
 )
 from tests.adversarial.provenance_kinds import PROVENANCE_TWINS
 from tests.adversarial.round9_kinds import ROUND9_TWINS
+from tests.adversarial.round11_kinds import ROUND11_TWINS
 
 # --- honest twins: true rewordings that must pass ------------------------------------------------
 
@@ -370,4 +371,4 @@ TWINS += [
         has("payload.root_cause", r"\d%? -> \d"),
     ),
 ]
-TWINS += PROVENANCE_TWINS + ROUND9_TWINS
+TWINS += PROVENANCE_TWINS + ROUND9_TWINS + ROUND11_TWINS

@@ -17,8 +17,8 @@ and the packet's measured change and correctness. Each rule returns problems (em
              the sentence it rewords has it, not in the place that sentence gives another number
              (placed_numbers: two numbers traded inside one field);
 - polarity:  a word negated in the claim is negated in the cited sentence it rewords (the closest one),
-             and one asserted there is asserted (a slug, which drops the words a negation turns on, may
-             not assert what the cited sentence only negates);
+             and one asserted there is asserted (a slug, which drops the words a negation turns on:
+             gates.trace.claim_binding.slug_stance);
 - direction: a direction word (more, fewer, grows, halves) runs the way the closest cited sentence runs it;
 - speed:     faster / slower (less / more latency) agrees with the measured change unless a cited
              sentence the claim rewords says the same;
@@ -240,26 +240,6 @@ def polarity(says: Reading, cited: Cited) -> list[str]:
             how = "negated" if True in states - theirs else "asserted"
             out.append(f"{w!r} is {how} here but not in the evidence it cites")
     return out[:2]
-
-
-# words a slug negates with: the head of "instead of", and the nouns of a failure ("compile-error" names
-# what did not compile)
-NEGATING_SLUG_WORDS = frozenset({"instead", "rather", "error", "errors", "failure", "failures", "crash", "hang"})
-
-
-def asserted_negation(says: Reading, cited: Cited) -> list[str]:
-    """A slug asserting what the cited sentences it rewords only negate (`occupancy-limiter` where the
-    trace says occupancy is not the limiter): a slug drops the words a negation turns on, so only this
-    direction is read, and only in a slug with no negation of its own (`accumulate-p-v-fp16-instead-fp32`
-    keeps the head of "instead of")."""
-    if any(t.raw in NEGATORS or t.raw in NEGATING_SLUG_WORDS or t.canon[0] in NEGATING_VERBS for t in says.tokens):
-        return []
-    for w, states in says.polarity().items():
-        near = closest(says, cited, w, Reading.polarity)
-        theirs = {s for r in near for s in r.polarity()[w]}
-        if near and False in states and theirs == {True}:
-            return [f"{w!r} is asserted here but only negated in the evidence it cites"]
-    return []
 
 
 def negators(says: Reading, cited: Cited) -> list[str]:

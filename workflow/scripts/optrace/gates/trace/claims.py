@@ -19,7 +19,8 @@ The rule, for records mined from a trace:
    lever's never on what the lever itself changed), a strategy's bottleneck on its parent's capture, ...):
    a citation of another packet, of nothing, or of another segment's statements fails.
 3. Each claim against what it cites (gates.trace.claim_rules): its words, numbers, negations, directions,
-   speed, cause and effect, verdict, scope and correctness words (a tag, a slug without function words:
+   speed, cause and effect, verdict, scope and correctness words, the clause each word stands in and the
+   gain or loss a number is written as (gates.trace.claim_binding) (a tag, a slug without function words:
    its words, numbers, negators and scope words); an established fact's shape regime is exactly where the
    cited items say the lever fails (the other side of one they say it pays off in). A symptom tag a cited
    item states (optrace.facts: `compile-failure` for "failed to compile") is read as that item's phrase;
@@ -52,6 +53,7 @@ from itertools import pairwise
 
 from optrace.facts import judge, parts_about
 from optrace.gates.store.model import Gate, RecordView, obj
+from optrace.gates.trace import claim_binding as binding
 from optrace.gates.trace import claim_rules as rules
 from optrace.gates.trace.model import CLAIMS_AT, PacketEvidence, needs_packet
 from optrace.gates.trace.numbers import normalize
@@ -344,7 +346,10 @@ def said_against(
     problems = (
         []
         if quoted
-        else rules.content(rules.without_connectives(says, says_read), cited)
+        else rules.content(
+            read(binding.slug_content(says, cited)) if field == "tag" else rules.without_connectives(says, says_read),
+            cited,
+        )
         + rules.numbers(says, slots, cited, exact, spelled_counts=field != "tag")
     )
     if quoted:
@@ -352,7 +357,7 @@ def said_against(
     elif field == "tag":  # a slug drops the function words its polarity and direction turn on
         problems += (
             rules.negators(says_read, cited)
-            + rules.asserted_negation(says_read, cited)
+            + binding.slug_stance(says, cited)
             + rules.scope(says_read, cited, says.replace("-", " "))
         )
     else:
@@ -367,12 +372,21 @@ def said_against(
             + rules.placed_numbers(says_read, says, cited)
             + rules.payoff_regime(says, cited)
             + rules.kept_qualifiers(says_read, says, cited)
+            + binding.traded_words(says, closest_sentences(says_read, cited))
+            + binding.number_sense(says, slots, cited.texts)
         )
     if field == "cause":
         j = judge(says, None, stated_cause)
         if not j.states_cause:
             problems.append(f"states no cause ({j.reason})")
     return tuple(problems)
+
+
+def closest_sentences(says: object, cited: rules.Cited) -> list[str]:
+    """The cited sentences sharing the most content words with the claim (the ones it rewords)."""
+    scored = [(len(r.content & says.content), t) for r, t in zip(cited.sentences, cited.sentence_texts, strict=True)]  # type: ignore[attr-defined]
+    best = max((n for n, _ in scored), default=0)
+    return [t for n, t in scored if n == best] if best else []
 
 
 @lru_cache(maxsize=1 << 13)
