@@ -320,6 +320,29 @@ def assert_goal_apart_from_mechanism(m: Mined, types: tuple[str, ...]) -> None:
             assert said not in goal and goal.rstrip(".") not in said, (seg, p["goal"], mechanism)
 
 
+# the sentences the pipeline once wrote in every record whose trace states no aim or lesson of its own
+FLOOR_GOAL = re.compile(r"^Beat the floor of the \S+ operator on ")
+
+
+def assert_own_sentences(m: Mined) -> None:
+    """Each record's goal and next steps are its own: no goal is the ladder's floor template, and no
+    sentence of a goal (of a next step) is another record's of the same trace."""
+    seen: dict[tuple[str, str], str] = {}
+    for seg, r in m.records.items():
+        p = r["payload"]
+        assert not FLOOR_GOAL.match(p.get("goal", "")), (seg, p["goal"])
+        texts = [("goal", p.get("goal"))] + [("next", n) for n in p.get("next_steps", [])]
+        for field, text in texts:
+            for s in sentences(text or ""):
+                key = (field, norm(s).rstrip(".").lower())
+                assert seen.setdefault(key, seg) == seg, (field, s, seen[key], seg)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_goals_lessons_and_next_steps_are_each_records_own(mined, name):
+    assert_own_sentences(mined[name])
+
+
 @pytest.mark.parametrize("name", TRACES)
 def test_a_goal_never_repeats_the_mechanism(mined, name):
     assert_goal_apart_from_mechanism(mined[name], ("strategy", "anti-strategy"))

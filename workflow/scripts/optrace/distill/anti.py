@@ -5,8 +5,8 @@ pitfall's explanation, an experiment's evidence, a revert's reason), the reason 
 its fix, then the version's gate verdict, commit body and evidence summary (where one version lists
 several levers, only what it says about this one: the sentence or bracket that names it). The one judge
 of a cause is optrace.facts. The goal is what the lever was meant to achieve: the purpose its name states,
-its own step record's expected impact or a sentence of intent, else the lever against the floor (a
-pitfall: what the run recorded). The condition is what the statements scope it to: the toolchain, the
+its own step record's expected impact or a sentence of intent, else the lever tried to beat the floor
+("Beat the floor with <lever>."; a pitfall: what the run recorded). The condition is what the statements scope it to: the toolchain, the
 architecture only when the cause is bound to it, a shape regime or dtype they state. The lesson is the
 trace's: its lesson, its fix, a sentence saying when the lever pays off, else the run's next direction.
 """
@@ -17,7 +17,6 @@ import re
 
 from optrace.distill.claims import Claims, Said, Sources, servable
 from optrace.distill.common import (
-    floor_goal,
     lever_key,
     measured_effect,
     problem,
@@ -201,7 +200,9 @@ def goal_claims(
     if pitfall:  # what the run recorded is the pitfall's own statement
         gpu = packet["agent_facing"]["operator"]["gpu"]
         return [Said(f"A pitfall this run recorded on {gpu}: {lever}", cites)], False
-    return [Said(f"{floor_goal(packet)}: {lever}", cites)], True
+    # the lever itself, tried to beat the floor (what its segment says of it): each lever's own, never the
+    # operator-and-GPU sentence every lever of the run would share
+    return [Said(f"Beat the floor with {lever.rstrip('.')}.", cites)], True
 
 
 def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:
