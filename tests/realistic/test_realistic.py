@@ -322,16 +322,19 @@ def assert_goal_apart_from_mechanism(m: Mined, types: tuple[str, ...]) -> None:
 
 # the sentences the pipeline once wrote in every record whose trace states no aim or lesson of its own
 FLOOR_GOAL = re.compile(r"^Beat the floor of the \S+ operator on ")
+RETRY_LESSON = "Do not retry this lever while the cause above holds."
 
 
 def assert_own_sentences(m: Mined) -> None:
-    """Each record's goal and next steps are its own: no goal is the ladder's floor template, and no
-    sentence of a goal (of a next step) is another record's of the same trace."""
+    """Each record's goal, lesson and next steps are its own: no goal is the ladder's floor template, no
+    lesson the pipeline's retry sentence, and no sentence of a goal (of a lesson, of a next step) is
+    another record's of the same trace."""
     seen: dict[tuple[str, str], str] = {}
     for seg, r in m.records.items():
         p = r["payload"]
         assert not FLOOR_GOAL.match(p.get("goal", "")), (seg, p["goal"])
-        texts = [("goal", p.get("goal"))] + [("next", n) for n in p.get("next_steps", [])]
+        assert p.get("lesson") != RETRY_LESSON, (seg, p["lesson"])
+        texts = [("goal", p.get("goal")), ("lesson", p.get("lesson"))] + [("next", n) for n in p.get("next_steps", [])]
         for field, text in texts:
             for s in sentences(text or ""):
                 key = (field, norm(s).rstrip(".").lower())
@@ -486,6 +489,20 @@ def sentences_of(*texts) -> set[str]:
     return {norm(p) for t in texts for p in pieces(t)}
 
 
+HELD_LESSON = "Do not retry this lever while "
+
+
+def held_from(condition: str, *texts) -> bool:
+    """A derived lesson's condition is a part of a text it rests on (lower-cased at its start), or a
+    toolchain's resource verdict restated with its own numbers."""
+    cond = norm(condition).rstrip(".").lower()
+    pool = " ".join(norm(t) for t in texts if isinstance(t, str)).lower()
+    verdict = re.match(r"its (.+) is over the hardware limit \(required: (\d+), hardware limit: (\d+)\)$", cond)
+    if verdict:
+        return f"{verdict[1]}, required: {verdict[2]}, hardware limit: {verdict[3]}" in pool
+    return cond in pool
+
+
 def all_sentences_from(value: str, *texts) -> bool:
     pool = " ".join(norm(t) for t in texts if isinstance(t, str))
     return all(norm(p).rstrip(".") in pool for p in pieces(value))
@@ -554,7 +571,15 @@ FIELD_SOURCES = {
                 r["payload"]["lesson"].removeprefix("Try instead: "),
                 *(i["text"] for i in p["agent_facing"]["evidence"]),
             )
-            or r["payload"]["lesson"] == "Do not retry this lever while the cause above holds."
+            # where the trace states none: the segment's retry sentence with the cause's own words (what
+            # must hold for it), never the one sentence every lever of the run would share
+            or (
+                r["payload"]["lesson"].startswith(HELD_LESSON)
+                and held_from(
+                    r["payload"]["lesson"].removeprefix(HELD_LESSON),
+                    *(i["text"] for i in p["agent_facing"]["evidence"]),
+                )
+            )
         ),
         "payload.observed": lambda r, p, c: (
             "observed" not in r["payload"]
