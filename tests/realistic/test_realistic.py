@@ -392,6 +392,26 @@ def test_verdicts_follow_the_stated_cause(mined):
     assert by["64x64 shared-memory tiles"] == "not-worth-it-here"
 
 
+# a curated pitfall's verdict is what its own failure is (read from the trace): a fault fails the
+# correctness check, a launch the runtime refuses is the API's limit, a spill is a cost not worth paying
+PITFALL_VERDICTS = {
+    "misaligned address on a sliced hidden_states tensor": "accuracy-gate/ceiling",
+    "misaligned address. CUDA error: misaligned address in the wmma fragment load": "accuracy-gate/ceiling",
+    "64x64 tiles with one thread per element launch 4096 threads per block": "api-limitation",
+    "register spills at TM=TN=16": "not-worth-it-here",
+}
+
+
+def test_a_pitfall_carries_the_verdict_of_its_own_failure(mined):
+    found = {
+        r["payload"]["attempted"]: r["payload"]["verdict"]
+        for m in mined.values()
+        for p, r in m.of_type("anti-strategy")
+        if p["seg_kind"] == "curated-pitfall"
+    }
+    assert {k: found.get(k) for k in PITFALL_VERDICTS} == PITFALL_VERDICTS
+
+
 # ---- reference kernels ---------------------------------------------------------------------------
 
 
