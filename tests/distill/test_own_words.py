@@ -48,8 +48,22 @@ def test_a_lesson_is_never_the_lever_itself_and_may_be_the_causes_scope_sentence
         Said("The warp-per-row layout belongs to short rows (hidden <= 1024), not to this one.", ("e3",)),
     ]
     assert [s.says for s in lesson_claims(p, Sources(p), LEVER, why, True)] == [why[1].says]
-    # a one-sentence cause and nothing else to learn from: the pipeline's sentence, never the lever's text
+    # a one-sentence cause and nothing else to learn from: the segment's retry sentence with what must hold
+    # for the cause (its own words), never the lever's text nor one sentence every lever shares
     lesson = lesson_claims(p, Sources(p), LEVER, why[:1], True)
+    assert [s.says for s in lesson] == [f"Do not retry this lever while {why[0].says}."]
+    # the part after "because" is what must hold; a toolchain's resource verdict keeps its numbers
+    because = [Said("The copy adds a barrier because every element of gamma is read exactly once per block", ("e3",))]
+    lesson = lesson_claims(p, Sources(p), LEVER, because, True)
+    assert [s.says for s in lesson] == [
+        "Do not retry this lever while every element of gamma is read exactly once per block."
+    ]
+    oor = [Said("OutOfResources: out of resource: shared memory, Required: 245760, Hardware limit: 232448.", ("e3",))]
+    assert [s.says for s in lesson_claims(p, Sources(p), LEVER, oor, True)] == [
+        "Do not retry this lever while its shared memory is over the hardware limit (Required: 245760, Hardware limit: 232448)."
+    ]
+    # a cause too short to restate: the pipeline's sentence
+    lesson = lesson_claims(p, Sources(p), LEVER, [Said("registers spill", ("e3",))], True)
     assert [s.says for s in lesson] == ["Do not retry this lever while the cause above holds."]
 
 

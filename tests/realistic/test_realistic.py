@@ -320,6 +320,32 @@ def assert_goal_apart_from_mechanism(m: Mined, types: tuple[str, ...]) -> None:
             assert said not in goal and goal.rstrip(".") not in said, (seg, p["goal"], mechanism)
 
 
+# the sentences the pipeline once wrote in every record whose trace states no aim or lesson of its own
+FLOOR_GOAL = re.compile(r"^Beat the floor of the \S+ operator on ")
+RETRY_LESSON = "Do not retry this lever while the cause above holds."
+
+
+def assert_own_sentences(m: Mined) -> None:
+    """Each record's goal, lesson and next steps are its own: no goal is the ladder's floor template, no
+    lesson the pipeline's retry sentence, and no sentence of a goal (of a lesson, of a next step) is
+    another record's of the same trace."""
+    seen: dict[tuple[str, str], str] = {}
+    for seg, r in m.records.items():
+        p = r["payload"]
+        assert not FLOOR_GOAL.match(p.get("goal", "")), (seg, p["goal"])
+        assert p.get("lesson") != RETRY_LESSON, (seg, p["lesson"])
+        texts = [("goal", p.get("goal")), ("lesson", p.get("lesson"))] + [("next", n) for n in p.get("next_steps", [])]
+        for field, text in texts:
+            for s in sentences(text or ""):
+                key = (field, norm(s).rstrip(".").lower())
+                assert seen.setdefault(key, seg) == seg, (field, s, seen[key], seg)
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_goals_lessons_and_next_steps_are_each_records_own(mined, name):
+    assert_own_sentences(mined[name])
+
+
 @pytest.mark.parametrize("name", TRACES)
 def test_a_goal_never_repeats_the_mechanism(mined, name):
     assert_goal_apart_from_mechanism(mined[name], ("strategy", "anti-strategy"))
@@ -364,6 +390,26 @@ def test_verdicts_follow_the_stated_cause(mined):
     assert by["one-pass CUDA kernel using bf16 operator overloads (x + r on __nv_bfloat16)"] == "api-limitation"
     assert by["accumulate P*V in fp16 instead of fp32"] == "accuracy-gate/ceiling"
     assert by["64x64 shared-memory tiles"] == "not-worth-it-here"
+
+
+# a curated pitfall's verdict is what its own failure is (read from the trace): a fault fails the
+# correctness check, a launch the runtime refuses is the API's limit, a spill is a cost not worth paying
+PITFALL_VERDICTS = {
+    "misaligned address on a sliced hidden_states tensor": "accuracy-gate/ceiling",
+    "misaligned address. CUDA error: misaligned address in the wmma fragment load": "accuracy-gate/ceiling",
+    "64x64 tiles with one thread per element launch 4096 threads per block": "api-limitation",
+    "register spills at TM=TN=16": "not-worth-it-here",
+}
+
+
+def test_a_pitfall_carries_the_verdict_of_its_own_failure(mined):
+    found = {
+        r["payload"]["attempted"]: r["payload"]["verdict"]
+        for m in mined.values()
+        for p, r in m.of_type("anti-strategy")
+        if p["seg_kind"] == "curated-pitfall"
+    }
+    assert {k: found.get(k) for k in PITFALL_VERDICTS} == PITFALL_VERDICTS
 
 
 # ---- reference kernels ---------------------------------------------------------------------------
@@ -463,6 +509,20 @@ def sentences_of(*texts) -> set[str]:
     return {norm(p) for t in texts for p in pieces(t)}
 
 
+HELD_LESSON = "Do not retry this lever while "
+
+
+def held_from(condition: str, *texts) -> bool:
+    """A derived lesson's condition is a part of a text it rests on (lower-cased at its start), or a
+    toolchain's resource verdict restated with its own numbers."""
+    cond = norm(condition).rstrip(".").lower()
+    pool = " ".join(norm(t) for t in texts if isinstance(t, str)).lower()
+    verdict = re.match(r"its (.+) is over the hardware limit \(required: (\d+), hardware limit: (\d+)\)$", cond)
+    if verdict:
+        return f"{verdict[1]}, required: {verdict[2]}, hardware limit: {verdict[3]}" in pool
+    return cond in pool
+
+
 def all_sentences_from(value: str, *texts) -> bool:
     pool = " ".join(norm(t) for t in texts if isinstance(t, str))
     return all(norm(p).rstrip(".") in pool for p in pieces(value))
@@ -531,7 +591,15 @@ FIELD_SOURCES = {
                 r["payload"]["lesson"].removeprefix("Try instead: "),
                 *(i["text"] for i in p["agent_facing"]["evidence"]),
             )
-            or r["payload"]["lesson"] == "Do not retry this lever while the cause above holds."
+            # where the trace states none: the segment's retry sentence with the cause's own words (what
+            # must hold for it), never the one sentence every lever of the run would share
+            or (
+                r["payload"]["lesson"].startswith(HELD_LESSON)
+                and held_from(
+                    r["payload"]["lesson"].removeprefix(HELD_LESSON),
+                    *(i["text"] for i in p["agent_facing"]["evidence"]),
+                )
+            )
         ),
         "payload.observed": lambda r, p, c: (
             "observed" not in r["payload"]

@@ -19,6 +19,7 @@ from optrace.wording import sentences
 from tests.realistic.test_realistic import (
     Mined,
     assert_goal_apart_from_mechanism,
+    assert_own_sentences,
     assert_pitfall_symptoms,
     mine_trace,
     norm,
@@ -343,3 +344,9 @@ def test_the_scrubber_keeps_the_final_kernel_verbatim_and_every_version_word_tru
         expected = expected.replace(f"# {ref}: ", f"# {phrase}: ")
     assert expected != source  # the final kernel names versions: the test reads real replacements
     assert Scrubber().code(source, want["dsl"], step=Step(int(version[1:]))) == expected
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_goals_lessons_and_next_steps_are_each_records_own(mined, name):
+    m, _ = one(mined, name)
+    assert_own_sentences(m)

@@ -9,7 +9,13 @@ import pytest
 
 from optrace.example.repo_builder import build_trace
 from tests.realistic import unseen_traces as ut
-from tests.realistic.test_realistic import Mined, assert_goal_apart_from_mechanism, assert_pitfall_symptoms, mine_trace
+from tests.realistic.test_realistic import (
+    Mined,
+    assert_goal_apart_from_mechanism,
+    assert_own_sentences,
+    assert_pitfall_symptoms,
+    mine_trace,
+)
 
 TRACES = list(ut.BUILDERS)
 BOILERPLATE = "Do not retry this lever"
@@ -142,6 +148,11 @@ def test_a_lever_is_cited_at_its_own_step_record(mined):
     assert record["evidence"]["raw"]["version"] == "v8"
 
 
+# the leads of a goal the drafter derives where the trace states no aim (a strategy's: its stated problem,
+# its mechanism's effect, its category or change; a failed lever's: the lever against the floor)
+DERIVED_GOAL_LEADS = ("Beat the floor ", "Take on ", "Get to a kernel where ")
+
+
 def template_goal(record: dict) -> bool:
     """A goal that is the change restated, a sentence about no intent, or the one lever template."""
     goal, p = record["payload"]["goal"], record["payload"]
@@ -164,7 +175,7 @@ def test_goals_are_the_steps_own_aim_never_the_change_and_never_repeated(mined, 
     thin = {p["seg_id"]: p.get("reason", "").partition("too thin for: ")[2].split(", ") for p in m.distill["packets"]}
     for seg, r in m.records.items():
         if r["type"] != "reference-kernel":
-            derived = r["payload"]["goal"].startswith("Beat the floor of the ")
+            derived = r["payload"]["goal"].startswith(DERIVED_GOAL_LEADS)
             assert derived == ("goal" in thin[seg]), (seg, r["payload"]["goal"])
 
 
@@ -222,3 +233,8 @@ def test_next_steps_are_what_is_still_open_after_each_step_never_the_run_wide_li
     assert uint4 not in steps["v7"]  # v7 took it
     offered = [d for s in steps.values() for d in s]
     assert len(offered) == len(set(offered)), steps  # no direction offered by two records
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_goals_lessons_and_next_steps_are_each_records_own(mined, name):
+    assert_own_sentences(mined[name])

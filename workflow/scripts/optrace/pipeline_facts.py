@@ -47,6 +47,15 @@ API_RE = re.compile(
     re.I,
 )
 
+# the launch itself refused by the runtime: a limit of the API, not of this kernel's speed
+LAUNCH_RE = re.compile(r"invalid (?:configuration|launch)|too many resources requested|launch fails", re.I)
+# a kernel that faults or never finishes fails its correctness check, whatever it would have cost
+FAULT_RE = re.compile(
+    r"misaligned address|illegal (?:memory )?(?:access|address)|segmentation fault|\bfaults?\b|\bhangs?\b"
+    r"|deadlocks?|waits? forever|out[- ]of[- ]bounds",
+    re.I,
+)
+
 
 def _usable(profiler: object) -> dict | None:
     return (
@@ -85,14 +94,16 @@ def verdict_texts(packet: dict) -> list[str]:
 
 
 def anti_verdict(packet: dict) -> str:
-    """api-limitation when its statements say the toolchain cannot build or express it; accuracy when it
-    failed its correctness check or says so; else not worth it here. (performance-ceiling is a claim about
+    """api-limitation when its statements say the toolchain cannot build or express it or the runtime
+    refuses its launch; accuracy when it failed its correctness check or says so, or faults or hangs (a
+    pitfall's own failure, never its kept version's: a misaligned address is no not-worth-it); else not
+    worth it here. (performance-ceiling is a claim about
     the hardware no single run establishes.)"""
     joined = " ".join(verdict_texts(packet))
     status = ((packet.get("agent_facing") or {}).get("measurements") or {}).get("correctness", {}).get("status")
-    if API_RE.search(joined):
+    if API_RE.search(joined) or LAUNCH_RE.search(joined):
         return "api-limitation"
-    if (status and status != "PASS") or ACCURACY_RE.search(joined):
+    if (status and status != "PASS") or ACCURACY_RE.search(joined) or FAULT_RE.search(joined):
         return "accuracy-gate/ceiling"
     return "not-worth-it-here"
 

@@ -5,8 +5,8 @@ pitfall's explanation, an experiment's evidence, a revert's reason), the reason 
 its fix, then the version's gate verdict, commit body and evidence summary (where one version lists
 several levers, only what it says about this one: the sentence or bracket that names it). The one judge
 of a cause is optrace.facts. The goal is what the lever was meant to achieve: the purpose its name states,
-its own step record's expected impact or a sentence of intent, else the lever against the floor (a
-pitfall: what the run recorded). The condition is what the statements scope it to: the toolchain, the
+its own step record's expected impact or a sentence of intent, else the lever tried to beat the floor
+("Beat the floor with <lever>."; a pitfall: what the run recorded). The condition is what the statements scope it to: the toolchain, the
 architecture only when the cause is bound to it, a shape regime or dtype they state. The lesson is the
 trace's: its lesson, its fix, a sentence saying when the lever pays off, else the run's next direction.
 """
@@ -17,7 +17,6 @@ import re
 
 from optrace.distill.claims import Claims, Said, Sources, servable
 from optrace.distill.common import (
-    floor_goal,
     lever_key,
     measured_effect,
     problem,
@@ -114,8 +113,15 @@ def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_p
         found = [Said(s, (i["id"],)) for i in src.of(kind) for s in sentences(i["text"]) if s not in mechanism]
         if found and all(servable(f.says) for f in found):
             return found
+
+    # a pitfall's fix is this lever's lesson only where the lever's cause is that pitfall's explanation
+    # (else the fix answers another failure, and the pitfall's own record carries it)
+    def explains(p: dict) -> bool:
+        said = " ".join((p.get("pitfall") or "").split())
+        return any(" ".join(w.says.split()).rstrip(".") in said for w in why)
+
     for p in packet["agent_facing"].get("pitfalls_recorded_here") or []:
-        if p.get("pitfall") != lever and overlap(lever, p.get("pitfall") or "") >= NAMES_THE_LEVER:
+        if p.get("pitfall") != lever and overlap(lever, p.get("pitfall") or "") >= NAMES_THE_LEVER and explains(p):
             wanted = set(sentences(p.get("fix")))
             found = [Said(i["text"], (i["id"],)) for i in src.of("pitfall-fix") if i["text"] in wanted]
             if found and all(servable(f.says) for f in found):
@@ -133,11 +139,50 @@ def lesson_claims(packet: dict, src: Sources, lever: str, why: list[Said], own_p
     for w in why[1:]:
         if advises(w.says, lever) or SCOPES.search(w.says):
             return [w]
+    # a clause of the cause that says when the lever pays off ("X only helps batch_size >= 1024: ...") is
+    # the trace's own lesson, said apart from the rest of the cause
+    for w in why:
+        for clause in re.split(r"[:;]\s+", w.says):
+            clause = clause.strip().rstrip(".")
+            if clause != w.says.rstrip(".") and PAYS_OFF.search(clause) and len(clause.split()) >= 5:
+                return [Said(f"{clause[0].upper()}{clause[1:]}.", w.cites)]
     directions = [i for i in src.of("direction") if servable(i["text"])]
     if directions:
         return [Said(f"Try instead: {' '.join(directions[0]['text'].split())}", (directions[0]["id"],))]
     where = src.of("segment")[:1]
+    held = holding_condition(why)
+    if held is not None:  # the segment's "do not retry this lever while that cause holds", with its cause
+        return [Said(f"Do not retry this lever while {held.says}.", tuple(i["id"] for i in where) + held.cites)]
     return [Said("Do not retry this lever while the cause above holds.", tuple(i["id"] for i in where))]
+
+
+# the cause part of a causal sentence: after "because"/"since", before "so"/"which"/a colon
+_CAUSE_AFTER = re.compile(r"\b(?:because|since)\s+(?P<cause>[^;:]+)$", re.I)
+_EFFECT_NEXT = re.compile(r",?\s+(?:so|which|so that|and so)\b|[:;]\s+|\.\s+", re.I)
+
+
+# a toolchain's resource verdict ("out of resource: shared memory, Required: 245760, Hardware limit: 232448")
+_OUT_OF = re.compile(
+    r"out of resources?: (?P<what>[a-z ]+), Required: (?P<need>\d+), Hardware limit: (?P<limit>\d+)", re.I
+)
+
+
+def holding_condition(why: list[Said]) -> Said | None:
+    """What must hold for the cause to hold, as the trace states it: the part of a causal sentence after
+    "because"/"since", a resource verdict's need and limit, else the part before its effect ("X, so Y", "X: Y"), lower-cased where it opens
+    with a plain word; None when that part is too short to say anything."""
+    stated = [(m.group("cause"), w) for w in why if (m := _CAUSE_AFTER.search(w.says))]
+    resource = [(f"its {m['what']} is over the hardware limit (Required: {m['need']}, Hardware limit: {m['limit']})", w)
+                for w in why if (m := _OUT_OF.search(w.says))]  # fmt: skip
+    for part, w in stated + resource + [(_EFFECT_NEXT.split(w.says, maxsplit=1)[0], w) for w in why]:
+        part = part.strip().rstrip(".,") if not part.endswith(")") else part.strip()
+        if len(part.split()) < 5:
+            continue
+        first = part.split()[0]
+        if first[:1].isupper() and first[1:].islower() and first.isalpha():
+            part = first.lower() + part[len(first) :]
+        return Said(part, w.cites)
+    return None
 
 
 # a percentage change of the kernel's time, as a verdict states it ("geomean -2.8% vs HEAD", "3% slower")
@@ -201,7 +246,9 @@ def goal_claims(
     if pitfall:  # what the run recorded is the pitfall's own statement
         gpu = packet["agent_facing"]["operator"]["gpu"]
         return [Said(f"A pitfall this run recorded on {gpu}: {lever}", cites)], False
-    return [Said(f"{floor_goal(packet)}: {lever}", cites)], True
+    # the lever itself, tried to beat the floor (what its segment says of it): each lever's own, never the
+    # operator-and-GPU sentence every lever of the run would share
+    return [Said(f"Beat the floor with {lever.rstrip('.')}.", cites)], True
 
 
 def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:

@@ -2,9 +2,10 @@
 
 - change: the step record's description of the change, else the commit subject's;
 - goal: what the step set out to do: its expected impact, else a sentence of intent of its own prose, else
-  the floor it set out to beat and the bottleneck its subject states or its step record's evidence (or
-  its category): never the change restated, never a sentence of its mechanism again, never a sentence
-  about no intent ("Nothing else changed.");
+  (reported thin) one derived from what is this step's alone: the problem its subject or step record
+  states, the effect its mechanism states, its category and change, else its change against the floor;
+  never the change restated, never a sentence of its mechanism again, never a sentence about no intent
+  ("Nothing else changed."), never the one sentence every step of the ladder would share;
 - mechanism: why it is faster, the causal sentences of its own statements in order of authority (the
   commit body, what its experiments found, the step record's evidence summary and expected impact, the
   bottleneck its subject states),
@@ -14,6 +15,8 @@
 """
 
 from __future__ import annotations
+
+import re
 
 from optrace.distill.claims import Claims, Said, Sources, each, said, servable
 from optrace.distill.common import (
@@ -48,15 +51,45 @@ def mechanism(src: Sources, change: str) -> list[Said]:
     return []
 
 
+# an effect its mechanism's first sentence states after (`X, so Y`) or before (`X, since Y`) its cause
+EFFECT_AFTER = re.compile(r",\s+so(?: that)?\s+(?P<effect>[^;:]+)$", re.I)
+EFFECT_BEFORE = re.compile(r"^(?P<effect>[^;:,]+?),?\s+(?:since|because)\s+", re.I)
+
+
+# a stated problem written as a clause ("score-matrix traffic is most of the DRAM bytes"), not a noun phrase
+CLAUSE_VERB = re.compile(
+    r"\b(?:is|are|was|were|has|have|runs?|issues?(?= (?:one|a|an|\d))|stays?|dominates?|scales?|waits?)\b", re.I
+)
+
+
+def effect_of(why: list[Said]) -> Said | None:
+    """The effect the first mechanism sentence states beside its cause, as what the step set out to get
+    ("Get to a kernel where <effect>."); None when it states no such clause."""
+    if not why:
+        return None
+    # the sentence's own first clause: a "so" after a colon is inside its explanation, not its effect
+    first = why[0].says.split(";")[0].split(":")[0].rstrip(".")
+    m = EFFECT_AFTER.search(first) or EFFECT_BEFORE.search(first)
+    if not m:
+        return None
+    effect = re.sub(r"\bnow\s+", "", m.group("effect").strip().rstrip(".,"))
+    if len(effect.split()) < 4:
+        return None
+    # no connective: the goal states the effect aimed at, not a cause of it
+    return Said(f"Get to a kernel where {effect}.", why[0].cites)
+
+
 def goal_claims(packet: dict, src: Sources, change: str, why: list[Said]) -> tuple[list[Said], bool]:
     """(the goal's sentences, whether the trace states none of its own: see the module doc); never a
-    sentence of the mechanism `why` again."""
+    sentence of the mechanism `why` again. Where the step states no aim, the goal is derived from what is
+    this step's own: the problem its subject or step record states ("Take on <bottleneck>."), the effect
+    its mechanism states ("Get to a kernel where <effect>."), its category with its change, else its
+    change: never one sentence every step of a ladder shares."""
     mechanism = [w.says for w in why]
     aims = stated_aims(src, change, ("body", "subject", "experiment"), mechanism)
     if aims:
         return aims, False
-    where = src.of("segment")[:1]
-    base = floor_goal(packet)
+    where = tuple(i["id"] for i in src.of("segment")[:1])
     # the problem the step states it attacked: its subject's bottleneck, else its step record's evidence
     # (one that joins a cause to it is a mechanism, not the problem)
     stated = [
@@ -64,15 +97,23 @@ def goal_claims(packet: dict, src: Sources, change: str, why: list[Said]) -> tup
         for i in src.of("stated-bottleneck") + src.of("evidence-summary")
         if servable(i["text"]) and not repeats(i["text"], mechanism) and not CONNECTIVE.search(i["text"])
     ][:1]
-    category = [i for i in src.of("category") if i["text"].lower() not in PROCESS_CATEGORIES][:1]
     if stated:
-        text, cites = f"{base}: {' '.join(stated[0]['text'].split()).rstrip('.')}.", stated
-    elif category:
+        problem_text = " ".join(stated[0]["text"].split()).rstrip(".")
+        lead = "Beat the floor where" if CLAUSE_VERB.search(problem_text) else "Take on"
+        return [Said(f"{lead} {problem_text}.", where * (lead != "Take on") + (stated[0]["id"],))], True
+    effect = effect_of(why)
+    if effect is not None:
+        return [Said(effect.says, where + effect.cites)], True
+    category = [i for i in src.of("category") if i["text"].lower() not in PROCESS_CATEGORIES][:1]
+    changed = src.first("change", "subject")[:1]
+    what = " ".join(changed[0]["text"].split()).rstrip(".") if changed else ""
+    cites = where + tuple(i["id"] for i in changed)
+    if category:
         kind = category[0]["text"].replace("_", " ")
-        text, cites = f"{base} with {'an' if kind[:1].lower() in 'aeiou' else 'a'} {kind} change.", category
-    else:
-        text, cites = f"{base}.", []
-    return [Said(text, tuple(i["id"] for i in where + cites))], True
+        a = "an" if kind[:1].lower() in "aeiou" else "a"
+        text = f"Beat the floor with {a} {kind} change" + (f" ({what})." if what else ".")
+        return [Said(text, cites + (category[0]["id"],))], True
+    return [Said(f"Beat the floor with {what}." if what else f"{floor_goal(packet)}.", cites)], True
 
 
 def draft(packet: dict, code: str | None, src: Sources, claims: Claims) -> Draft | str:
